@@ -1,0 +1,4 @@
+from .knn_dataset import KNNDataset
+from .transforms import *  # noqa: F401,F403
+
+__all__ = ['KNNDataset']

@@ -1,0 +1,3 @@
+from .feature_loops import FeatureTestLoop, FeatureValLoop
+
+__all__ = ['FeatureTestLoop', 'FeatureValLoop']

@@ -1,0 +1,3 @@
+from .knn_accuracy import KNNAccuracy
+
+__all__ = ['KNNAccuracy']

@@ -1,0 +1,29 @@
+"""Shared fixtures: the demo dataset, made once per test session."""
+import os
+import os.path as osp
+import sys
+
+import pytest
+
+ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+# Keep torch from fighting over the CI machine's two cores.
+os.environ.setdefault('OMP_NUM_THREADS', '2')
+
+
+@pytest.fixture(scope='session')
+def demo_data_root(tmp_path_factory) -> str:
+    """Folder with the demo digits: ``train/<cls>/*.png``, ``val/...``."""
+    sys.path.insert(0, osp.join(ROOT, 'tools', 'misc'))
+    from make_demo_dataset import make_demo_dataset
+    root = str(tmp_path_factory.mktemp('demo'))
+    make_demo_dataset(root)
+    return root
+
+
+@pytest.fixture(scope='session', autouse=True)
+def _register_modules():
+    from mmssl.utils import register_all_modules
+    register_all_modules()
