@@ -7,30 +7,30 @@ then mmengine's. A child registry does not import its parents' modules:
 :func:`mmssl.utils.register_all_modules` does that.
 """
 
-from mmengine.registry import Registry
 from mmengine.registry import FUNCTIONS as MMENGINE_FUNCTIONS
 from mmengine.registry import INFERENCERS as MMENGINE_INFERENCERS
 from mmengine.registry import STRATEGIES as MMENGINE_STRATEGIES
+from mmengine.registry import Registry
 from mmpretrain.registry import BATCH_AUGMENTS as MMPRETRAIN_BATCH_AUGMENTS
-from mmpretrain.registry import DATASETS as MMPRETRAIN_DATASETS
 from mmpretrain.registry import DATA_SAMPLERS as MMPRETRAIN_DATA_SAMPLERS
+from mmpretrain.registry import DATASETS as MMPRETRAIN_DATASETS
 from mmpretrain.registry import EVALUATORS as MMPRETRAIN_EVALUATORS
 from mmpretrain.registry import HOOKS as MMPRETRAIN_HOOKS
 from mmpretrain.registry import LOG_PROCESSORS as MMPRETRAIN_LOG_PROCESSORS
 from mmpretrain.registry import LOOPS as MMPRETRAIN_LOOPS
 from mmpretrain.registry import METRICS as MMPRETRAIN_METRICS
-from mmpretrain.registry import MODELS as MMPRETRAIN_MODELS
 from mmpretrain.registry import MODEL_WRAPPERS as MMPRETRAIN_MODEL_WRAPPERS
-from mmpretrain.registry import OPTIMIZERS as MMPRETRAIN_OPTIMIZERS
-from mmpretrain.registry import OPTIM_WRAPPERS as MMPRETRAIN_OPTIM_WRAPPERS
+from mmpretrain.registry import MODELS as MMPRETRAIN_MODELS
 from mmpretrain.registry import (
     OPTIM_WRAPPER_CONSTRUCTORS as MMPRETRAIN_OPTIM_WRAPPER_CONSTRUCTORS,
 )
+from mmpretrain.registry import OPTIM_WRAPPERS as MMPRETRAIN_OPTIM_WRAPPERS
+from mmpretrain.registry import OPTIMIZERS as MMPRETRAIN_OPTIMIZERS
 from mmpretrain.registry import PARAM_SCHEDULERS as MMPRETRAIN_PARAM_SCHEDULERS
-from mmpretrain.registry import RUNNERS as MMPRETRAIN_RUNNERS
 from mmpretrain.registry import (
     RUNNER_CONSTRUCTORS as MMPRETRAIN_RUNNER_CONSTRUCTORS,
 )
+from mmpretrain.registry import RUNNERS as MMPRETRAIN_RUNNERS
 from mmpretrain.registry import TASK_UTILS as MMPRETRAIN_TASK_UTILS
 from mmpretrain.registry import TRANSFORMS as MMPRETRAIN_TRANSFORMS
 from mmpretrain.registry import VISBACKENDS as MMPRETRAIN_VISBACKENDS

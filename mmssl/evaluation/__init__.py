@@ -1,6 +1,6 @@
 from .feature_extraction import batch_features, extract_features, pool_features
 from .functional import topk_accuracy, weighted_knn_scores
-from .metrics import *  # noqa: F401,F403
+from .metrics import KNNAccuracy
 
 __all__ = [
     'batch_features', 'extract_features', 'pool_features',

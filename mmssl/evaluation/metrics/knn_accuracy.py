@@ -6,6 +6,7 @@ from mmengine.evaluator import BaseMetric
 from mmengine.logging import print_log
 
 from mmssl.registry import METRICS
+
 from ..functional import topk_accuracy, weighted_knn_scores
 
 
