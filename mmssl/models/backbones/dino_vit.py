@@ -264,6 +264,14 @@ class DINOVisionTransformer(VisionTransformer):
             nn.init.normal_(self.register_tokens, std=1e-6)
         nn.init.zeros_(self.mask_token)
 
+    def train(self, mode: bool = True) -> 'DINOVisionTransformer':
+        """Set train/eval mode (re-freezing frozen stages); returns self
+        (mmpretrain's BaseBackbone returns None)."""
+        super().train(mode)
+        if mode and self.frozen_stages > 0:
+            self._freeze_stages()
+        return self
+
     def _freeze_stages(self) -> None:
         super()._freeze_stages()
         if not hasattr(self, 'mask_token'):
