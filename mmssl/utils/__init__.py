@@ -11,6 +11,7 @@ from .checkpoint_io import (
     torch_load_safe,
     trusted_checkpoints,
 )
+from .pretrained import LoadReport, PretrainedStrip, load_pretrained
 from .setup_env import register_all_modules
 
 # Every mmengine checkpoint load / save of this process follows mmssl's
@@ -30,4 +31,7 @@ __all__ = [
     'set_checkpoint_trust',
     'torch_load_safe',
     'trusted_checkpoints',
+    'LoadReport',
+    'PretrainedStrip',
+    'load_pretrained',
 ]

@@ -280,10 +280,11 @@ def _unsafe_error(
             names = []
     if not names:
         names = _GLOBAL_RE.findall(str(err))
-    lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
+    text = str(err)
+    said = text.split('WeightsUnpickler error:', 1)[-1].strip()
     said = next(
-        (ln for ln in lines if 'WeightsUnpickler error' in ln),
-        lines[0] if lines else repr(err),
+        (ln.strip() for ln in said.splitlines() if ln.strip()),
+        text.strip().splitlines()[0] if text.strip() else repr(err),
     )
     what = ', '.join(names) if names else said
     return UnsafeCheckpointError(
