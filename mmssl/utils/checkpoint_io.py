@@ -446,6 +446,12 @@ def atomic_write_bytes(data: bytes, filename: str) -> None:
     _atomic_write(lambda f: f.write(data), filename)
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def _atomic_write(write: Callable[[Any], Any], filename: str) -> None:
     dirname = osp.dirname(osp.abspath(filename))
     os.makedirs(dirname, exist_ok=True)
@@ -458,6 +464,8 @@ def _atomic_write(write: Callable[[Any], Any], filename: str) -> None:
             write(f)
             f.flush()
             os.fsync(f.fileno())
+        # mkstemp creates 0600 files; give the usual umask-based mode.
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, filename)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -166,3 +166,11 @@ def test_mmengine_save_checkpoint_is_atomic(tmp_path, monkeypatch):
     assert torch.equal(torch_load_safe(path)['v'], torch.ones(1))
     assert not [f for f in os.listdir(tmp_path) if f.endswith('.tmp')]
     assert osp.isfile(path)
+
+
+def test_atomic_save_uses_umask_mode(tmp_path):
+    path = str(tmp_path / 'm.pth')
+    save_checkpoint_atomic({'v': torch.ones(1)}, path)
+    mask = os.umask(0)
+    os.umask(mask)
+    assert os.stat(path).st_mode & 0o777 == 0o666 & ~mask

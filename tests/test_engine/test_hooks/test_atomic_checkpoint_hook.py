@@ -146,3 +146,24 @@ def test_resume_matches_uninterrupted_run(tmp_path, demo_data_root):
     assert len(hist.data[0]) == 4
     ckpt = torch_load_safe(str(tmp_path / 'split' / 'epoch_1.pth'))
     assert torch.equal(ckpt['rng_state']['torch'], rng_after_first['torch'])
+
+
+def test_trust_checkpoint_config_key(monkeypatch):
+    from types import SimpleNamespace
+
+    from mmssl.utils import checkpoint_trusted, set_checkpoint_trust
+
+    monkeypatch.delenv('MMSSL_TRUST_CHECKPOINT', raising=False)
+    hook = AtomicCheckpointHook()
+    runner = SimpleNamespace(
+        cfg=Config(dict(trust_checkpoint=False)),
+        logger=SimpleNamespace(warning=lambda msg: None),
+    )
+    hook.before_run(runner)
+    assert not checkpoint_trusted()
+    runner.cfg = Config(dict(trust_checkpoint=True))
+    try:
+        hook.before_run(runner)
+        assert checkpoint_trusted()
+    finally:
+        set_checkpoint_trust(False)
