@@ -167,3 +167,23 @@ def test_trust_checkpoint_config_key(monkeypatch):
         assert checkpoint_trusted()
     finally:
         set_checkpoint_trust(False)
+
+
+def test_rng_state_roundtrip_through_safe_loader(tmp_path):
+    import random
+
+    import numpy as np
+
+    from mmssl.engine.hooks import set_rng_state
+
+    np.random.normal()  # leave a cached gaussian in numpy's state
+    state = get_rng_state()
+    expected = (random.random(), np.random.rand(3), torch.rand(3))
+    path = str(tmp_path / 'rng.pth')
+    torch.save({'rng_state': state}, path)
+    random.random(), np.random.rand(7), torch.rand(5)  # move on
+    set_rng_state(torch_load_safe(path)['rng_state'])  # weights-only load
+    again = (random.random(), np.random.rand(3), torch.rand(3))
+    assert again[0] == expected[0]
+    np.testing.assert_array_equal(again[1], expected[1])
+    assert torch.equal(again[2], expected[2])
