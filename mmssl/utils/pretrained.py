@@ -1,0 +1,275 @@
+"""Load pretrained weights with prefix stripping and a clear key report."""
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+import torch
+from mmengine.logging import print_log
+from mmengine.model import BaseModule, is_model_wrapper
+from torch import nn
+
+from mmssl.registry import WEIGHT_INITIALIZERS
+
+from .checkpoint_io import load_checkpoint_safe
+
+# Sub-dicts searched, in order, when ``state_key='auto'``.
+AUTO_STATE_KEYS = ('state_dict', 'model', 'module', 'teacher')
+
+
+@dataclass
+class LoadReport:
+    """What :func:`load_pretrained` did with each key.
+
+    Attributes:
+        matched (list[str]): Model keys loaded from the checkpoint.
+        missing (list[str]): Model keys the checkpoint does not provide.
+        unexpected (list[str]): Checkpoint keys (after prefix handling) the
+            model does not have.
+        shape_mismatched (list[tuple]): ``(key, ckpt_shape, model_shape)``
+            for keys skipped because the shapes differ.
+    """
+
+    matched: List[str] = field(default_factory=list)
+    missing: List[str] = field(default_factory=list)
+    unexpected: List[str] = field(default_factory=list)
+    shape_mismatched: List[Tuple[str, tuple, tuple]] = field(
+        default_factory=list
+    )
+
+    def summary(self, max_keys: int = 10) -> str:
+        """Human-readable report, each list cut to ``max_keys`` entries."""
+
+        def cut(items: Sequence) -> str:
+            shown = ', '.join(str(i) for i in items[:max_keys])
+            more = len(items) - max_keys
+            return shown + (f', ... (+{more} more)' if more > 0 else '')
+
+        lines = [
+            f'matched {len(self.matched)}, missing {len(self.missing)}, '
+            f'unexpected {len(self.unexpected)}, shape-mismatched '
+            f'{len(self.shape_mismatched)} keys'
+        ]
+        if self.missing:
+            lines.append(f'  missing in checkpoint: {cut(self.missing)}')
+        if self.unexpected:
+            lines.append(f'  unexpected in checkpoint: {cut(self.unexpected)}')
+        if self.shape_mismatched:
+            lines.append(
+                '  shape mismatch (skipped): '
+                + cut(
+                    [
+                        f'{k} ckpt {tuple(a)} vs model {tuple(b)}'
+                        for k, a, b in self.shape_mismatched
+                    ]
+                )
+            )
+        return '\n'.join(lines)
+
+
+def _select_state_dict(
+    checkpoint: Any, state_key: Optional[str]
+) -> Dict[str, Any]:
+    if state_key == 'auto':
+        obj = checkpoint
+        # Descend through wrappers such as {'state_dict': {'model': ...}}.
+        while isinstance(obj, dict) and not any(
+            isinstance(v, torch.Tensor) for v in obj.values()
+        ):
+            key = next((k for k in AUTO_STATE_KEYS if k in obj), None)
+            if key is None:
+                break
+            obj = obj[key]
+    elif state_key:
+        obj = checkpoint
+        for part in state_key.split('.'):
+            if not isinstance(obj, dict) or part not in obj:
+                keys = list(obj)[:20] if isinstance(obj, dict) else type(obj)
+                raise KeyError(
+                    f'state_key={state_key!r}: no {part!r} in the '
+                    f'checkpoint; available keys: {keys}'
+                )
+            obj = obj[part]
+    else:
+        obj = checkpoint
+    if not isinstance(obj, dict):
+        raise TypeError(
+            f'Expected a state dict, got {type(obj).__name__}; '
+            'pick the sub-dict with state_key=...'
+        )
+    return {k: v for k, v in obj.items() if isinstance(v, torch.Tensor)}
+
+
+def _candidates(key: str, strip_prefixes: Sequence[str]) -> List[str]:
+    """``key`` and the keys obtained by stripping prefixes from its front.
+
+    Prefixes are stripped greedily and repeatedly, so with
+    ``('module.', 'backbone.')`` the key ``module.backbone.conv1.weight``
+    yields itself, ``backbone.conv1.weight`` and ``conv1.weight``.
+    """
+    out = [key]
+    changed = True
+    while changed:
+        changed = False
+        for p in strip_prefixes:
+            if p and out[-1].startswith(p):
+                out.append(out[-1][len(p) :])
+                changed = True
+                break
+    return out
+
+
+def load_pretrained(
+    model: nn.Module,
+    checkpoint: Union[str, Dict[str, Any]],
+    prefix: Optional[str] = None,
+    strip_prefixes: Sequence[str] = ('module.', 'backbone.'),
+    state_key: Optional[str] = 'auto',
+    map_location: Any = 'cpu',
+    trusted: bool = False,
+    logger: Any = 'current',
+) -> LoadReport:
+    """Load weights into ``model`` by key, skipping what does not fit.
+
+    Keys are matched after optional prefix handling:
+
+    * ``prefix`` keeps only checkpoint keys starting with it and removes it
+      (``prefix='backbone.'`` loads the backbone of a whole algorithm);
+    * ``strip_prefixes`` are removed from a key's front, repeatedly, but
+      only where that turns an unknown key into a model key, so stripping
+      never breaks a key that already matched (``module.`` from DDP,
+      ``backbone.`` from algorithm checkpoints loaded into a bare backbone).
+
+    Shape-mismatched keys are skipped, not fatal. A report of matched,
+    missing, unexpected and shape-mismatched keys is logged and returned.
+
+    Args:
+        model (nn.Module): Target; a DDP-style wrapper is unwrapped.
+        checkpoint (str | dict): A path / URL (loaded with
+            :func:`mmssl.utils.load_checkpoint_safe`) or a loaded dict.
+        prefix (str, optional): Keep and strip only keys with this prefix.
+            Defaults to None.
+        strip_prefixes (Sequence[str]): Prefixes to strip when that helps.
+            Defaults to ``('module.', 'backbone.')``.
+        state_key (str, optional): Sub-dict holding the weights, dotted for
+            nesting (``'state_dict'``, ``'teacher'``, ``'model'``...).
+            ``'auto'`` descends through ``state_dict``/``model``/``module``/
+            ``teacher`` until tensors appear; None uses the dict as is.
+            Defaults to ``'auto'``.
+        map_location: As for ``torch.load``. Defaults to ``'cpu'``.
+        trusted (bool): Fully unpickle the file (trusted files only).
+            Defaults to False.
+        logger: mmengine logger or name for the report. Defaults to
+            ``'current'``.
+
+    Returns:
+        LoadReport: The key report.
+    """
+    source = checkpoint if isinstance(checkpoint, str) else '<dict>'
+    if isinstance(checkpoint, str):
+        checkpoint = load_checkpoint_safe(
+            checkpoint, map_location=map_location, trusted=trusted
+        )
+    state = _select_state_dict(checkpoint, state_key)
+    if prefix:
+        state = {
+            k[len(prefix) :]: v
+            for k, v in state.items()
+            if k.startswith(prefix)
+        }
+        if not state:
+            raise KeyError(
+                f'No checkpoint key starts with prefix={prefix!r} in {source}'
+            )
+
+    if is_model_wrapper(model):
+        model = model.module
+    own = model.state_dict()
+    report = LoadReport()
+    to_load: Dict[str, torch.Tensor] = {}
+    for key, value in state.items():
+        names = _candidates(key, strip_prefixes)
+        name = next((n for n in names if n in own), None)
+        if name is None:
+            report.unexpected.append(key)
+        elif name in to_load:
+            report.unexpected.append(key)  # duplicate after stripping
+        elif own[name].shape != value.shape:
+            report.shape_mismatched.append(
+                (name, tuple(value.shape), tuple(own[name].shape))
+            )
+        else:
+            to_load[name] = value
+    report.matched = sorted(to_load)
+    mismatched = {k for k, _, _ in report.shape_mismatched}
+    report.missing = [
+        k for k in own if k not in to_load and k not in mismatched
+    ]
+    model.load_state_dict(to_load, strict=False)
+    print_log(
+        f'Loaded pretrained weights from {source} into '
+        f'{type(model).__name__}: {report.summary()}',
+        logger=logger,
+    )
+    return report
+
+
+@WEIGHT_INITIALIZERS.register_module()
+class PretrainedStrip:
+    """Weight initializer: :func:`load_pretrained` from ``init_cfg``.
+
+    Example:
+        >>> backbone = dict(type='ResNet', depth=50, init_cfg=dict(
+        ...     type='PretrainedStrip', checkpoint='work_dirs/x/epoch_100.pth',
+        ...     strip_prefixes=('module.', 'backbone.')))
+
+    mmengine applies only ``type='Pretrained'`` after the sub-modules'
+    own initialisation; any other initializer runs before it. So that the
+    loaded weights are not overwritten, this initializer first runs the
+    ``init_weights`` of the module's children itself (their normal
+    initialisation), then loads the checkpoint. A module's own code after
+    its ``init_weights`` (e.g. mmpretrain ResNet's ``zero_init_residual``)
+    still runs afterwards: set ``zero_init_residual=False`` there, or put
+    the initializer on the parent module with a ``prefix``.
+
+    Args:
+        checkpoint (str): Path or URL.
+        prefix, strip_prefixes, state_key, map_location: See
+            :func:`load_pretrained`.
+    """
+
+    def __init__(
+        self,
+        checkpoint: str,
+        prefix: Optional[str] = None,
+        strip_prefixes: Sequence[str] = ('module.', 'backbone.'),
+        state_key: Optional[str] = 'auto',
+        map_location: Any = 'cpu',
+    ) -> None:
+        self.checkpoint = checkpoint
+        self.prefix = prefix
+        self.strip_prefixes = tuple(strip_prefixes)
+        self.state_key = state_key
+        self.map_location = map_location
+
+    def __call__(self, module: nn.Module) -> None:
+        for child in module.children():
+            if is_model_wrapper(child) and not hasattr(child, 'init_weights'):
+                child = child.module
+            if isinstance(child, BaseModule) and not child.is_init:
+                child.init_weights()
+        self.report = load_pretrained(
+            module,
+            self.checkpoint,
+            prefix=self.prefix,
+            strip_prefixes=self.strip_prefixes,
+            state_key=self.state_key,
+            map_location=self.map_location,
+        )
+        if hasattr(module, '_params_init_info'):
+            from mmengine.model.weight_init import update_init_info
+
+            update_init_info(
+                module,
+                init_info=f'{type(self).__name__}: load from '
+                f'{self.checkpoint}',
+            )

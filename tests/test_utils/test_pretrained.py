@@ -1,0 +1,128 @@
+"""Pretrained loading with prefix stripping and the key report."""
+
+import torch
+from mmengine.model import BaseModule
+from torch import nn
+
+from mmssl.utils import load_pretrained
+
+
+class TinyBackbone(nn.Module):
+    def __init__(self, width: int = 4):
+        super().__init__()
+        self.conv = nn.Conv2d(3, width, 3)
+        self.bn = nn.BatchNorm2d(width)
+
+
+class TinyAlgo(nn.Module):
+    """Stand-in for a whole self-supervised algorithm."""
+
+    def __init__(self, width: int = 4):
+        super().__init__()
+        self.backbone = TinyBackbone(width)
+        self.neck = nn.Linear(width, 2)
+
+
+class DDPLike(nn.Module):
+    """Keys get the ``module.`` prefix exactly as under DDP."""
+
+    def __init__(self, module):
+        super().__init__()
+        self.module = module
+
+
+def _randomize(model):
+    with torch.no_grad():
+        for p in model.parameters():
+            p.normal_()
+    return model
+
+
+def test_ddp_saved_whole_algorithm_into_bare_backbone(tmp_path):
+    algo = _randomize(TinyAlgo())
+    path = str(tmp_path / 'ddp.pth')
+    sd = DDPLike(algo).state_dict()
+    assert next(iter(sd)).startswith('module.backbone.')
+    torch.save({'meta': {'epoch': 3}, 'state_dict': sd}, path)
+
+    backbone = TinyBackbone()
+    report = load_pretrained(backbone, path)
+    assert torch.equal(backbone.conv.weight, algo.backbone.conv.weight)
+    assert torch.equal(backbone.bn.weight, algo.backbone.bn.weight)
+    own = set(backbone.state_dict())
+    assert set(report.matched) == own
+    assert report.missing == []
+    assert sorted(report.unexpected) == [
+        'module.neck.bias',
+        'module.neck.weight',
+    ]
+    assert report.shape_mismatched == []
+
+
+def test_strip_never_breaks_a_matching_key(tmp_path):
+    """Loading an algorithm checkpoint into the algorithm keeps backbone."""
+    src = _randomize(TinyAlgo())
+    dst = TinyAlgo()
+    report = load_pretrained(dst, {'state_dict': DDPLike(src).state_dict()})
+    assert set(report.matched) == set(dst.state_dict())
+    assert torch.equal(dst.neck.weight, src.neck.weight)
+    assert report.unexpected == []
+
+
+def test_shape_mismatch_is_skipped_and_reported():
+    src = _randomize(TinyAlgo(width=4))
+    dst = TinyAlgo(width=4)
+    dst.neck = nn.Linear(4, 5)  # a different head
+    before = dst.neck.weight.clone()
+    report = load_pretrained(dst, src.state_dict(), state_key=None)
+    assert ('neck.weight', (2, 4), (5, 4)) in report.shape_mismatched
+    assert ('neck.bias', (2,), (5,)) in report.shape_mismatched
+    assert torch.equal(dst.neck.weight, before)
+    assert torch.equal(dst.backbone.conv.weight, src.backbone.conv.weight)
+    assert 'neck.weight' not in report.missing
+    assert 'shape mismatch' in report.summary()
+
+
+def test_prefix_and_state_key_select_teacher():
+    """DINO-style file: weights under 'teacher', keys under 'backbone.'."""
+    teacher = _randomize(TinyAlgo())
+    student = _randomize(TinyAlgo())
+    ckpt = {'teacher': teacher.state_dict(), 'student': student.state_dict()}
+    backbone = TinyBackbone()
+    report = load_pretrained(
+        backbone,
+        ckpt,
+        prefix='backbone.',
+        state_key='teacher',
+        strip_prefixes=(),
+    )
+    assert torch.equal(backbone.conv.weight, teacher.backbone.conv.weight)
+    assert report.unexpected == []  # neck keys dropped by the prefix
+    assert report.missing == []
+
+
+def test_pretrained_strip_initializer(tmp_path):
+    """init_cfg type PretrainedStrip beats the children's own init."""
+    algo = _randomize(TinyAlgo())
+    path = str(tmp_path / 'algo.pth')
+    torch.save({'state_dict': DDPLike(algo).state_dict()}, path)
+
+    class Child(BaseModule):
+        def __init__(self):
+            super().__init__(
+                init_cfg=dict(type='Constant', val=0.0, layer='Conv2d')
+            )
+            self.conv = nn.Conv2d(3, 4, 3)
+            self.bn = nn.BatchNorm2d(4)
+
+    class Parent(BaseModule):
+        def __init__(self):
+            super().__init__(
+                init_cfg=dict(type='PretrainedStrip', checkpoint=path)
+            )
+            self.backbone = Child()
+
+    model = Parent()
+    model.init_weights()
+    assert torch.equal(model.backbone.conv.weight, algo.backbone.conv.weight)
+    assert torch.equal(model.backbone.bn.weight, algo.backbone.bn.weight)
