@@ -58,7 +58,7 @@ def test_deterministic_and_epoch_dependent():
 
 
 def test_sampler_rank_disjoint_and_resume(monkeypatch):
-    ds = _mix()
+    ds = _mix((100, 200, 500))
     shards = []
     for rank in range(3):
         monkeypatch.setattr('mmssl.datasets.mixed.get_dist_info',
@@ -68,13 +68,17 @@ def test_sampler_rank_disjoint_and_resume(monkeypatch):
         shards.append(list(s))
         assert len(s) == 100
     flat = sum(shards, [])
-    assert len(flat) == 300 and len(set(flat)) == len(flat)
+    full = s.epoch_indices().tolist()
+    assert len(full) == 300
+    for rank in range(3):  # each rank gets its own positions of one list
+        assert shards[rank] == full[rank::3]
     # one process with the whole epoch sees the same union
     monkeypatch.setattr('mmssl.datasets.mixed.get_dist_info',
                         lambda: (0, 1))
     single = WeightedMixSampler(ds, epoch_length=300, seed=5)
     single.set_epoch(1)
     assert sorted(single) == sorted(flat)
+    assert len(set(flat)) == 300  # epoch 1 here repeats no sample
     # a fresh sampler (resume) at epoch 1 gives the same order
     again = WeightedMixSampler(ds, epoch_length=300, seed=5)
     again.set_epoch(1)
