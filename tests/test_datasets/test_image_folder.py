@@ -28,9 +28,13 @@ def test_labels_sources_and_multiple_roots(messy_root, tmp_path):
     other = tmp_path / 'other' / 'a'
     other.mkdir(parents=True)
     import cv2
+
     cv2.imwrite(str(other / 'z.png'), np.zeros((8, 8, 3), np.uint8))
-    ds = ImageFolderDataset(data_root=[root, str(tmp_path / 'other')],
-                            with_label=True, pipeline=PIPE)
+    ds = ImageFolderDataset(
+        data_root=[root, str(tmp_path / 'other')],
+        with_label=True,
+        pipeline=PIPE,
+    )
     # root-level files are left out when labels come from folders
     assert len(ds) == len(files) - 1 + 1
     assert ds.metainfo['classes'] == ('a', 'b', 'bad')
@@ -54,36 +58,47 @@ def test_ann_file(messy_root, tmp_path):
 
 def test_bad_files_are_skipped_deterministically(messy_root):
     root, files = messy_root
-    ds = ImageFolderDataset(data_root=root, pipeline=PIPE,
-                            max_bad_ratio=1.0)
-    bad_idx = [i for i in range(len(ds))
-               if ds.get_img_path(i).startswith(osp.join(root, 'bad'))]
+    ds = ImageFolderDataset(data_root=root, pipeline=PIPE, max_bad_ratio=1.0)
+    bad_idx = [
+        i
+        for i in range(len(ds))
+        if ds.get_img_path(i).startswith(osp.join(root, 'bad'))
+    ]
     assert len(bad_idx) == 3
     skipped = []
     for i in bad_idx:
         out = ds[i]
         skipped += out['data_samples'].skipped_files
         assert out['inputs'].shape[0] == 3
-    reasons = {osp.relpath(p, root).replace(os.sep, '/'): r
-               for p, r in skipped}
+    reasons = {
+        osp.relpath(p, root).replace(os.sep, '/'): r for p, r in skipped
+    }
     from messy_files import BAD
+
     for rel, why in BAD.items():
         assert why in reasons[rel]
     # same substitute on a second pass (no RNG involved)
-    again = ImageFolderDataset(data_root=root, pipeline=PIPE,
-                               max_bad_ratio=1.0)
+    again = ImageFolderDataset(
+        data_root=root, pipeline=PIPE, max_bad_ratio=1.0
+    )
     for i in bad_idx:
-        assert again[i]['data_samples'].img_path == \
-            ds[i]['data_samples'].img_path
+        assert (
+            again[i]['data_samples'].img_path == ds[i]['data_samples'].img_path
+        )
 
 
 def test_too_many_bad_files_stop_with_list(tmp_path):
     for i in range(4):
         (tmp_path / f'{i}.jpg').write_bytes(b'')
     import cv2
+
     cv2.imwrite(str(tmp_path / 'good.png'), np.zeros((8, 8, 3), np.uint8))
-    ds = ImageFolderDataset(data_root=str(tmp_path), pipeline=PIPE,
-                            max_bad_ratio=0.5, min_checked=2)
+    ds = ImageFolderDataset(
+        data_root=str(tmp_path),
+        pipeline=PIPE,
+        max_bad_ratio=0.5,
+        min_checked=2,
+    )
     with pytest.raises(RuntimeError, match='max_bad_ratio') as e:
         for i in range(len(ds)):
             ds[i]
@@ -99,6 +114,7 @@ def test_errors_are_clear(tmp_path):
 
 def test_cache_reused_and_invalidated(messy_root, tmp_path):
     import shutil
+
     root = str(tmp_path / 'copy')
     shutil.copytree(messy_root[0], root)
     cache = str(tmp_path / 'index.npz')
@@ -108,26 +124,38 @@ def test_cache_reused_and_invalidated(messy_root, tmp_path):
     ds2 = ImageFolderDataset(data_root=root, cache_file=cache)
     assert ds2._load_cache() is not None and len(ds2) == n
     # a new file deep in a nested folder changes that folder's mtime
-    shutil.copy(osp.join(root, 'a', 'rgb8.png'),
-                osp.join(root, 'a', 'nested', 'deeper', 'new.png'))
+    shutil.copy(
+        osp.join(root, 'a', 'rgb8.png'),
+        osp.join(root, 'a', 'nested', 'deeper', 'new.png'),
+    )
     ds3 = ImageFolderDataset(data_root=root, cache_file=cache)
     assert len(ds3) == n + 1
-    ds4 = ImageFolderDataset(data_root=root, cache_file=cache,
-                             with_label=True)  # options are in the key
+    ds4 = ImageFolderDataset(
+        data_root=root, cache_file=cache, with_label=True
+    )  # options are in the key
     assert ds4.metainfo['classes'] == ('a', 'b', 'bad')
 
 
 def test_multicrop_pipeline_over_folder(messy_root):
     root, _ = messy_root
     ds = ImageFolderDataset(
-        data_root=root, max_bad_ratio=1.0,
-        pipeline=[dict(type='LoadImageRobust'),
-                  dict(type='MultiCrop', global_size=32, local_size=16,
-                       num_local_crops=2),
-                  dict(type='BlockwiseMaskGenerator', patch_size=8),
-                  dict(type='PackInputs')])
+        data_root=root,
+        max_bad_ratio=1.0,
+        pipeline=[
+            dict(type='LoadImageRobust'),
+            dict(
+                type='MultiCrop',
+                global_size=32,
+                local_size=16,
+                num_local_crops=2,
+            ),
+            dict(type='BlockwiseMaskGenerator', patch_size=8),
+            dict(type='PackInputs'),
+        ],
+    )
     for i in range(len(ds)):
         out = ds[i]
-        assert [tuple(t.shape) for t in out['inputs']] == \
-            [(3, 32, 32)] * 2 + [(3, 16, 16)] * 2
+        assert [tuple(t.shape) for t in out['inputs']] == [(3, 32, 32)] * 2 + [
+            (3, 16, 16)
+        ] * 2
         assert tuple(out['data_samples'].mask.shape) == (2, 4, 4)
