@@ -7,6 +7,7 @@ One PNG per sample: global crops on the first row (with the iBOT mask
 drawn over masked patches when the pipeline makes masks), local crops on
 the second row, all at their pixel size relative to each other.
 """
+
 import argparse
 import os
 import os.path as osp
@@ -34,7 +35,7 @@ def overlay_mask(img: np.ndarray, mask: np.ndarray) -> np.ndarray:
     ph, pw = h // hp, w // wp
     big = np.kron(mask.astype(np.uint8), np.ones((ph, pw), np.uint8))
     full = np.zeros((h, w), bool)
-    full[:big.shape[0], :big.shape[1]] = big.astype(bool)
+    full[: big.shape[0], : big.shape[1]] = big.astype(bool)
     out = img.astype(np.float32).copy()
     out[full] = out[full] * 0.45 + np.array([255, 0, 0]) * 0.55
     return out.astype(np.uint8)
@@ -43,8 +44,10 @@ def overlay_mask(img: np.ndarray, mask: np.ndarray) -> np.ndarray:
 def save_sample(data: dict, path: str, bgr: bool = True) -> None:
     """Draw one packed sample (``inputs`` list + ``data_samples``)."""
     import matplotlib
+
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
+
     inputs = data['inputs']
     inputs = inputs if isinstance(inputs, (list, tuple)) else [inputs]
     sample = data['data_samples']
@@ -59,13 +62,16 @@ def save_sample(data: dict, path: str, bgr: bool = True) -> None:
     views = [_to_hwc(t, bgr) for t in inputs]
     globals_, locals_ = views[:num_global], views[num_global:]
     if mask is not None:
-        globals_ = [overlay_mask(v, m) if m.any() else v
-                    for v, m in zip(globals_, mask)]
+        globals_ = [
+            overlay_mask(v, m) if m.any() else v
+            for v, m in zip(globals_, mask)
+        ]
     rows = [r for r in (globals_, locals_) if r]
     ncols = max(len(r) for r in rows)
     gh = globals_[0].shape[0]
-    fig, axes = plt.subplots(len(rows), ncols, squeeze=False,
-                             figsize=(2.2 * ncols, 2.4 * len(rows)))
+    fig, axes = plt.subplots(
+        len(rows), ncols, squeeze=False, figsize=(2.2 * ncols, 2.4 * len(rows))
+    )
     for r, row in enumerate(rows):
         for c in range(ncols):
             ax = axes[r][c]
@@ -79,8 +85,9 @@ def save_sample(data: dict, path: str, bgr: bool = True) -> None:
                 extra = ''
                 if kind == 'global' and mask is not None and c < len(mask):
                     extra = f' mask {mask[c].mean():.0%}'
-                ax.set_title(f'{kind} {c} {v.shape[1]}x{v.shape[0]}{extra}',
-                             fontsize=7)
+                ax.set_title(
+                    f'{kind} {c} {v.shape[1]}x{v.shape[0]}{extra}', fontsize=7
+                )
     name = osp.basename(str(sample.get('img_path', '')))
     fig.suptitle(name, fontsize=8)
     fig.tight_layout()
@@ -90,17 +97,21 @@ def save_sample(data: dict, path: str, bgr: bool = True) -> None:
 
 def main(argv=None):
     from mmengine.config import Config, DictAction
+
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('config')
     parser.add_argument('--output-dir', required=True)
     parser.add_argument('-n', '--num', type=int, default=8)
-    parser.add_argument('--rgb', action='store_true',
-                        help='pipeline output is already RGB')
+    parser.add_argument(
+        '--rgb', action='store_true', help='pipeline output is already RGB'
+    )
     parser.add_argument('--cfg-options', nargs='+', action=DictAction)
     args = parser.parse_args(argv)
     from mmssl.utils import register_all_modules
+
     register_all_modules()
     from mmssl.registry import DATASETS
+
     cfg = Config.fromfile(args.config)
     if args.cfg_options:
         cfg.merge_from_dict(args.cfg_options)

@@ -9,6 +9,7 @@ checked; mixed datasets are walked through) or a folder (scanned like
 (with the config's loading options when it uses that transform). Exit
 status is 1 when bad files were found.
 """
+
 import argparse
 import os.path as osp
 import sys
@@ -50,6 +51,7 @@ def _loader_cfg(dataset_cfg) -> dict:
 def _init(loader_cfg):
     global _LOADER
     from mmssl.datasets.transforms import LoadImageRobust
+
     cfg = dict(loader_cfg)
     cfg.pop('type', None)
     _LOADER = LoadImageRobust(**cfg)
@@ -57,6 +59,7 @@ def _init(loader_cfg):
 
 def _check(path):
     from mmssl.datasets.transforms import BadImageError
+
     try:
         _LOADER(dict(img_path=path))
         return path, None
@@ -69,12 +72,15 @@ def _check(path):
 def collect(target: str, cfg_options=None):
     """(paths, loader config) for a config file or a folder."""
     from mmssl.utils import register_all_modules
+
     register_all_modules()
     from mmssl.registry import DATASETS
+
     if osp.isdir(target):
         ds_cfg = dict(type='ImageFolderDataset', data_root=target)
     else:
         from mmengine.config import Config
+
         cfg = Config.fromfile(target)
         if cfg_options:
             cfg.merge_from_dict(cfg_options)
@@ -94,9 +100,10 @@ def check(paths, loader_cfg, workers=1):
             if reason:
                 bad.append((path, reason))
     else:
-        with Pool(workers, initializer=_init, initargs=(loader_cfg, )) as p:
-            for path, reason in tqdm(p.imap(_check, paths, chunksize=16),
-                                     **bar):
+        with Pool(workers, initializer=_init, initargs=(loader_cfg,)) as p:
+            for path, reason in tqdm(
+                p.imap(_check, paths, chunksize=16), **bar
+            ):
                 if reason:
                     bad.append((path, reason))
     return bad
@@ -104,10 +111,14 @@ def check(paths, loader_cfg, workers=1):
 
 def main(argv=None):
     from mmengine.config import DictAction
+
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('target', help='config file or image folder')
-    parser.add_argument('--out', default='bad_files.txt',
-                        help='where to write "path<TAB>reason" lines')
+    parser.add_argument(
+        '--out',
+        default='bad_files.txt',
+        help='where to write "path<TAB>reason" lines',
+    )
     parser.add_argument('--workers', type=int, default=1)
     parser.add_argument('--cfg-options', nargs='+', action=DictAction)
     args = parser.parse_args(argv)
@@ -116,8 +127,10 @@ def main(argv=None):
     with open(args.out, 'w', encoding='utf-8') as f:
         for path, reason in bad:
             f.write(f'{path}\t{reason}\n')
-    print(f'{len(paths)} files checked, {len(bad)} bad '
-          f'({len(bad) / max(len(paths), 1):.2%}); list in {args.out}')
+    print(
+        f'{len(paths)} files checked, {len(bad)} bad '
+        f'({len(bad) / max(len(paths), 1):.2%}); list in {args.out}'
+    )
     for path, reason in bad[:10]:
         print(f'  {path}: {reason}')
     return 1 if bad else 0
