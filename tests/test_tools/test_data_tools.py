@@ -41,7 +41,7 @@ def test_browse_dataset_writes_pngs(messy_root, tmp_path):
             '--cfg-options',
             f'train_dataloader.dataset.data_root={root}',
             'train_dataloader.dataset.max_bad_ratio=1.0',
-            'train_pipeline.1.num_local_crops=2',
+            'train_dataloader.dataset.pipeline.1.num_local_crops=2',
         ]
     )
     pngs = sorted(p.name for p in out.iterdir())
@@ -74,7 +74,7 @@ def test_benchmark_pipeline_runs(tmp_path):
             '--workers',
             '0',
             '--cfg-options',
-            'train_pipeline.1.num_local_crops=2',
+            'train_dataloader.dataset.pipeline.1.num_local_crops=2',
         ],
         capture_output=True,
         text=True,
