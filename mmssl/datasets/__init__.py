@@ -7,6 +7,9 @@ from .image_folder import (
 from .knn_dataset import KNNDataset
 from .mixed import MixedDataset, WeightedMixSampler, epoch_indices
 from .transforms import *  # noqa: F401,F403
+from .worker_seed import install_worker_seeding, seed_worker
+
+install_worker_seeding()
 
 __all__ = [
     'KNNDataset',
@@ -17,4 +20,6 @@ __all__ = [
     'MixedDataset',
     'WeightedMixSampler',
     'epoch_indices',
+    'seed_worker',
+    'install_worker_seeding',
 ]
