@@ -1,0 +1,3 @@
+from .dist_loss_average_hook import DistLossAverageHook
+
+__all__ = ['DistLossAverageHook']

@@ -1,0 +1,3 @@
+from .cpu_amp_optim_wrapper import CPUAmpOptimWrapper
+
+__all__ = ['CPUAmpOptimWrapper']
