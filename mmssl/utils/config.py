@@ -25,8 +25,8 @@ from typing import (Any, Callable, Dict, Iterable, List, Optional, Sequence,
 
 _MISSING = object()
 
-#: Top-level keys the Runner reads even when a config file lacks them.
-RUNNER_TOP_LEVEL_KEYS = frozenset({
+#: Keys (top level or dotted) the Runner reads even when a config lacks them.
+RUNNER_KNOWN_KEYS = frozenset({
     'work_dir', 'launcher', 'resume', 'load_from', 'find_unused_parameters',
     'sync_bn', 'activation_checkpointing', 'efficient_conv_bn_eval',
     'compile', 'model_wrapper_cfg', 'experiment_name', 'randomness',
@@ -34,7 +34,11 @@ RUNNER_TOP_LEVEL_KEYS = frozenset({
     'custom_hooks', 'auto_scale_lr', 'default_scope', 'cfg', 'strategy',
     'train_cfg', 'val_cfg', 'test_cfg', 'train_dataloader', 'val_dataloader',
     'test_dataloader', 'val_evaluator', 'test_evaluator', 'optim_wrapper',
-    'param_scheduler'
+    'param_scheduler', 'auto_scale_lr.enable', 'auto_scale_lr.base_batch_size',
+    'auto_scale_lr.rule', 'randomness.seed', 'randomness.deterministic',
+    'randomness.diff_rank_seed', 'env_cfg.cudnn_benchmark', 'env_cfg.mp_cfg',
+    'env_cfg.dist_cfg', 'env_cfg.dist_cfg.backend', 'env_cfg.dist_cfg.timeout',
+    'env_cfg.resource_limit'
 })
 
 
@@ -237,7 +241,7 @@ def check_cfg_option_key(
     cfg_dict: Dict[str, Any],
     key: str,
     allow_new_keys: bool = False,
-    extra_top_level: Iterable[str] = RUNNER_TOP_LEVEL_KEYS,
+    known_keys: Iterable[str] = RUNNER_KNOWN_KEYS,
     type_resolver: Optional[Callable[[Any], List[type]]] = None,
 ) -> Optional[str]:
     """Check that the dotted ``key`` names a place in ``cfg_dict``.
@@ -246,15 +250,15 @@ def check_cfg_option_key(
     indices in range, negative ones too), or when the first missing part
     is an argument of the class named by the enclosing dict's ``type``
     (e.g. ``train_dataloader.dataset.indices`` for a ``CustomDataset``),
-    or a top-level key the Runner reads, or ``allow_new_keys`` is set.
+    or a key the Runner reads (:data:`RUNNER_KNOWN_KEYS`), or ``allow_new_keys`` is set.
 
     Args:
         cfg_dict (dict): The config as a (nested) dict.
         key (str): Dotted path such as ``model.backbone.depth`` or
             ``param_scheduler.0.end``.
         allow_new_keys (bool): Accept any missing path. Defaults to False.
-        extra_top_level (Iterable[str]): Top-level keys accepted though
-            absent.
+        known_keys (Iterable[str]): Dotted keys accepted though absent
+            (the Runner's arguments by default).
         type_resolver (callable, optional): ``type`` value -> classes; by
             default the mmssl registries.
 
@@ -298,7 +302,7 @@ def check_cfg_option_key(
         # ``part`` is missing at ``prefix``
         if allow_new_keys:
             return f'--cfg-options adds the new key `{key}`.'
-        if depth == 0 and part in set(extra_top_level):
+        if _join(parts[:depth + 1]) in set(known_keys):
             return None
         accepted: Set[str] = set()
         if 'type' in node:
@@ -308,8 +312,10 @@ def check_cfg_option_key(
                 return (f'--cfg-options adds `{key}`, an argument of '
                         f'{node["type"]}.')
         candidates = set(node.keys()) | accepted
-        if depth == 0:
-            candidates |= set(extra_top_level)
+        for known in known_keys:
+            head, _, tail = known.rpartition('.')
+            if head == _join(prefix):
+                candidates.add(tail)
         raise UnknownConfigKeyError(
             f'--cfg-options key `{key}` does not exist in the config: no '
             f'`{part}` at '
@@ -411,7 +417,7 @@ def _assign(node: Any, parts: Sequence[str], value: Any) -> Any:
 def merge_cfg_options(cfg: Any,
                       options: Optional[Dict[str, Any]],
                       allow_new_keys: bool = False,
-                      extra_top_level: Iterable[str] = RUNNER_TOP_LEVEL_KEYS,
+                      known_keys: Iterable[str] = RUNNER_KNOWN_KEYS,
                       type_resolver: Optional[Callable] = None) -> List[str]:
     """Check every key of ``options``, then set them in ``cfg``.
 
@@ -424,8 +430,8 @@ def merge_cfg_options(cfg: Any,
         cfg (mmengine.Config | dict): Config to change in place.
         options (dict, optional): ``{dotted key: value}``.
         allow_new_keys (bool): Accept keys not in the config.
-        extra_top_level (Iterable[str]): Top-level keys accepted though
-            absent (the Runner's arguments by default).
+        known_keys (Iterable[str]): Dotted keys accepted though absent
+            (the Runner's arguments by default).
         type_resolver (callable, optional): See
             :func:`check_cfg_option_key`.
 
@@ -443,7 +449,7 @@ def merge_cfg_options(cfg: Any,
     notes = []
     for key in options:
         note = check_cfg_option_key(root, key, allow_new_keys,
-                                    extra_top_level, type_resolver)
+                                    known_keys, type_resolver)
         if note:
             notes.append(note)
     notes.extend(substituted_variable_warnings(root, options))

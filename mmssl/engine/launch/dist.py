@@ -155,3 +155,35 @@ def cpu_model_wrapper_cfg(model_wrapper_cfg: Optional[dict],
     if isinstance(wrapper, str) and 'DistributedDataParallel' in wrapper:
         cfg['device_ids'] = None
     return cfg
+
+
+def setup_distributed_cfg(cfg, launcher: str) -> Tuple[int, int]:
+    """Start distribution for ``cfg`` and adapt it to the hardware.
+
+    For ``launcher != 'none'``: starts the process group (gloo without
+    CUDA, whatever ``env_cfg.dist_cfg.backend`` says), records the backend
+    used in ``cfg.env_cfg.dist_cfg.backend`` and, on CPU, sets a DDP
+    wrapper with ``device_ids=None``. Sets ``cfg.launcher``.
+
+    Args:
+        cfg (mmengine.Config): The config, changed in place.
+        launcher (str): One of :data:`LAUNCHERS`.
+
+    Returns:
+        tuple: ``(rank, world_size)``.
+    """
+    import torch
+
+    cfg.launcher = launcher
+    if launcher == 'none':
+        return 0, 1
+    env_cfg = cfg.setdefault('env_cfg', {})
+    dist_cfg = env_cfg.setdefault('dist_cfg', {})
+    rank, world_size, _, backend = init_distributed(
+        launcher, dist_cfg.get('backend'), dist_cfg.get('timeout'))
+    dist_cfg['backend'] = backend
+    if not torch.cuda.is_available():
+        cfg.model_wrapper_cfg = cpu_model_wrapper_cfg(
+            cfg.get('model_wrapper_cfg'),
+            cfg.get('find_unused_parameters', False))
+    return rank, world_size
