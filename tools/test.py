@@ -7,6 +7,7 @@ For the demo configs the test loop is a kNN evaluation (FeatureTestLoop)
 on ``knn_data_root`` (bank: train split, queries: val split).
 Several processes: ``bash tools/dist_test.sh CONFIG CHECKPOINT N``.
 """
+
 import argparse
 import json
 import os
@@ -22,29 +23,38 @@ from mmssl.utils.config import CfgOptionsAction  # noqa: E402
 
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        description='Test (evaluate) a checkpoint (mmssl).')
+        description='Test (evaluate) a checkpoint (mmssl).'
+    )
     parser.add_argument('config', help='config file path')
     parser.add_argument('checkpoint', help='checkpoint file')
     parser.add_argument(
         '--work-dir',
-        help='folder for the test log; default: ./work_dirs/<config name>')
+        help='folder for the test log; default: ./work_dirs/<config name>',
+    )
     parser.add_argument('--out', help='write the metrics to this JSON file')
     parser.add_argument(
         '--cfg-options',
         nargs='+',
         action=CfgOptionsAction,
-        help='override config entries, KEY=VALUE; unknown keys are an error')
+        help='override config entries, KEY=VALUE; unknown keys are an error',
+    )
     parser.add_argument(
         '--allow-new-keys',
         action='store_true',
-        help='let --cfg-options add keys the config does not have')
+        help='let --cfg-options add keys the config does not have',
+    )
     parser.add_argument(
         '--launcher',
         choices=['none', 'pytorch', 'slurm', 'mpi'],
-        default='none')
+        default='none',
+    )
     parser.add_argument(
-        '--local_rank', '--local-rank', type=int, default=0,
-        help=argparse.SUPPRESS)
+        '--local_rank',
+        '--local-rank',
+        type=int,
+        default=0,
+        help=argparse.SUPPRESS,
+    )
     args = parser.parse_args(argv)
     if 'LOCAL_RANK' not in os.environ:
         os.environ['LOCAL_RANK'] = str(args.local_rank)
@@ -54,18 +64,20 @@ def parse_args(argv=None) -> argparse.Namespace:
 def main(argv=None) -> dict:
     args = parse_args(argv)
     from mmengine.config import Config
-    from mmengine.runner import Runner
 
-    from mmssl.engine.launch import setup_distributed_cfg
+    from mmssl.engine.launch import build_runner, setup_distributed_cfg
     from mmssl.utils import register_all_modules
     from mmssl.utils.config import UnknownConfigKeyError, merge_cfg_options
 
     register_all_modules()
-    for path, what in ((args.config, 'config'), (args.checkpoint,
-                                                  'checkpoint')):
+    for path, what in (
+        (args.config, 'config'),
+        (args.checkpoint, 'checkpoint'),
+    ):
         if not osp.isfile(path):
-            print(f'error: {what} file {path} does not exist.',
-                  file=sys.stderr)
+            print(
+                f'error: {what} file {path} does not exist.', file=sys.stderr
+            )
             sys.exit(2)
     cfg = Config.fromfile(args.config)
     try:
@@ -74,19 +86,22 @@ def main(argv=None) -> dict:
         print(f'error: {exc}', file=sys.stderr)
         sys.exit(2)
     if cfg.get('test_dataloader') is None or cfg.get('test_cfg') is None:
-        print(f'error: {args.config} has no test_dataloader/test_cfg to '
-              'run.', file=sys.stderr)
+        print(
+            f'error: {args.config} has no test_dataloader/test_cfg to run.',
+            file=sys.stderr,
+        )
         sys.exit(2)
     if args.work_dir is not None:
         cfg.work_dir = args.work_dir
     elif cfg.get('work_dir') is None:
-        cfg.work_dir = osp.join('./work_dirs',
-                                osp.splitext(osp.basename(args.config))[0])
+        cfg.work_dir = osp.join(
+            './work_dirs', osp.splitext(osp.basename(args.config))[0]
+        )
     rank, _ = setup_distributed_cfg(cfg, args.launcher)
     cfg.load_from = args.checkpoint
     cfg.resume = False
 
-    runner = Runner.from_cfg(cfg)
+    runner = build_runner(cfg)
     for line in notes:
         runner.logger.warning(line)
     metrics = runner.test()
@@ -97,8 +112,14 @@ def main(argv=None) -> dict:
         if args.out:
             os.makedirs(osp.dirname(osp.abspath(args.out)), exist_ok=True)
             with open(args.out, 'w') as f:
-                json.dump({k: float(v) if isinstance(v, (int, float)) else v
-                           for k, v in metrics.items()}, f, indent=2)
+                json.dump(
+                    {
+                        k: float(v) if isinstance(v, (int, float)) else v
+                        for k, v in metrics.items()
+                    },
+                    f,
+                    indent=2,
+                )
             print(f'mmssl: metrics written to {args.out}')
     return metrics
 

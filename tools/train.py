@@ -10,6 +10,7 @@ Several processes: ``bash tools/dist_train.sh CONFIG N [ARGS]`` (torchrun,
 ``--launcher pytorch``) or ``tools/slurm_train.sh`` (``--launcher slurm``).
 See docs/en/distributed.md.
 """
+
 import argparse
 import os
 import os.path as osp
@@ -25,12 +26,14 @@ from mmssl.utils.config import CfgOptionsAction  # noqa: E402
 
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        description='Train a self-supervised model (mmssl).')
+        description='Train a self-supervised model (mmssl).'
+    )
     parser.add_argument('config', help='config file path')
     parser.add_argument(
         '--work-dir',
-        help='folder for logs and checkpoints; default: the config\'s '
-        'work_dir, else ./work_dirs/<config file name without .py>')
+        help="folder for logs and checkpoints; default: the config's "
+        'work_dir, else ./work_dirs/<config file name without .py>',
+    )
     parser.add_argument(
         '--resume',
         nargs='?',
@@ -39,12 +42,14 @@ def parse_args(argv=None) -> argparse.Namespace:
         metavar='CHECKPOINT',
         help='resume from CHECKPOINT; without a value, from the newest '
         'checkpoint in the work dir (training starts from scratch, with '
-        'a message, when there is none)')
+        'a message, when there is none)',
+    )
     parser.add_argument(
         '--amp',
         action='store_true',
         help='mixed precision: AmpOptimWrapper (float16) on GPU, bfloat16 '
-        'autocast on CPU')
+        'autocast on CPU',
+    )
     parser.add_argument(
         '--auto-scale-lr',
         nargs='?',
@@ -53,33 +58,42 @@ def parse_args(argv=None) -> argparse.Namespace:
         choices=['linear', 'sqrt'],
         help='scale the lr by (world size x batch_size) / '
         'auto_scale_lr.base_batch_size, linearly (default) or by its '
-        'square root (DINOv2)')
+        'square root (DINOv2)',
+    )
     parser.add_argument(
         '--cfg-options',
         nargs='+',
         action=CfgOptionsAction,
         help='override config entries, KEY=VALUE (dotted keys, list '
-        'indices, Python literals); unknown keys are an error')
+        'indices, Python literals); unknown keys are an error',
+    )
     parser.add_argument(
         '--allow-new-keys',
         action='store_true',
-        help='let --cfg-options add keys the config does not have')
+        help='let --cfg-options add keys the config does not have',
+    )
     parser.add_argument('--seed', type=int, default=None, help='random seed')
     parser.add_argument(
         '--deterministic',
         action='store_true',
         help='deterministic algorithms (cuDNN, cuBLAS workspace, '
-        'torch.use_deterministic_algorithms); slower')
+        'torch.use_deterministic_algorithms); slower',
+    )
     parser.add_argument(
         '--launcher',
         choices=['none', 'pytorch', 'slurm', 'mpi'],
         default='none',
         help='how the processes were started (set by the dist_/slurm_ '
-        'scripts)')
+        'scripts)',
+    )
     # torch.distributed.launch passes --local-rank; torchrun sets LOCAL_RANK
     parser.add_argument(
-        '--local_rank', '--local-rank', type=int, default=0,
-        help=argparse.SUPPRESS)
+        '--local_rank',
+        '--local-rank',
+        type=int,
+        default=0,
+        help=argparse.SUPPRESS,
+    )
     args = parser.parse_args(argv)
     if 'LOCAL_RANK' not in os.environ:
         os.environ['LOCAL_RANK'] = str(args.local_rank)
@@ -90,6 +104,7 @@ def _fail(message: str, code: int = 2) -> None:
     print(f'error: {message}', file=sys.stderr, flush=True)
     try:
         import torch.distributed as torch_dist
+
         if torch_dist.is_initialized():
             torch_dist.destroy_process_group()
     except Exception:
@@ -106,15 +121,21 @@ def main(argv=None) -> None:
 
     import torch
     from mmengine.config import Config
-    from mmengine.runner import Runner
 
-    from mmssl.engine.launch import (TooFewSamplesError,
-                                     check_train_dataloader, resolve_resume,
-                                     setup_distributed_cfg)
+    from mmssl.engine.launch import (
+        TooFewSamplesError,
+        build_runner,
+        check_train_dataloader,
+        resolve_resume,
+        setup_distributed_cfg,
+    )
     from mmssl.utils import register_all_modules
-    from mmssl.utils.config import (UnknownConfigKeyError,
-                                    auto_scale_lr_in_cfg, enable_amp_in_cfg,
-                                    merge_cfg_options)
+    from mmssl.utils.config import (
+        UnknownConfigKeyError,
+        auto_scale_lr_in_cfg,
+        enable_amp_in_cfg,
+        merge_cfg_options,
+    )
 
     register_all_modules()
     if not osp.isfile(args.config):
@@ -125,12 +146,18 @@ def main(argv=None) -> None:
     except (UnknownConfigKeyError, IndexError, TypeError) as exc:
         _fail(str(exc))
 
+    if cfg.get('custom_imports'):  # e.g. added with --cfg-options
+        from mmengine.utils import import_modules_from_strings
+
+        import_modules_from_strings(**cfg.custom_imports)
+
     # work dir: --work-dir > the config's work_dir > ./work_dirs/<stem>
     if args.work_dir is not None:
         cfg.work_dir = args.work_dir
     elif cfg.get('work_dir') is None:
-        cfg.work_dir = osp.join('./work_dirs',
-                                osp.splitext(osp.basename(args.config))[0])
+        cfg.work_dir = osp.join(
+            './work_dirs', osp.splitext(osp.basename(args.config))[0]
+        )
 
     rank, world_size = setup_distributed_cfg(cfg, args.launcher)
     cuda = torch.cuda.is_available()
@@ -140,7 +167,8 @@ def main(argv=None) -> None:
     if world_size > 1:
         log_lines.append(
             f'distributed: {world_size} processes, backend '
-            f"{cfg.env_cfg['dist_cfg']['backend']}, launcher {args.launcher}")
+            f'{cfg.env_cfg["dist_cfg"]["backend"]}, launcher {args.launcher}'
+        )
 
     if args.amp:
         try:
@@ -183,7 +211,7 @@ def main(argv=None) -> None:
         hooks.append(dict(type='DistLossAverageHook'))
     cfg.custom_hooks = hooks
 
-    runner = Runner.from_cfg(cfg)
+    runner = build_runner(cfg)
     for line in notes:
         runner.logger.warning(line)
     for line in log_lines:
@@ -195,13 +223,16 @@ def main(argv=None) -> None:
     # schedulers, checkpoints or collectives are set up.
     runner._train_loop = runner.build_train_loop(runner._train_loop)
     try:
-        iters = check_train_dataloader(runner.train_dataloader,
-                                       runner.world_size)
+        iters = check_train_dataloader(
+            runner.train_dataloader, runner.world_size
+        )
     except TooFewSamplesError as exc:
         runner.logger.error(str(exc))
         _fail(str(exc), code=1)
-    runner.logger.info(f'{iters} iterations per epoch on each of '
-                       f'{runner.world_size} process(es)')
+    runner.logger.info(
+        f'{iters} iterations per epoch on each of '
+        f'{runner.world_size} process(es)'
+    )
     runner.train()
 
 

@@ -14,32 +14,77 @@ inside strings, lets ``"'1'"`` stay the string ``'1'`` and parses
 ``dict(a=1)``; bare comma lists (``a,b``) still become lists, as in
 mmengine.
 """
+
 import argparse
 import ast
 import copy
 import difflib
 import inspect
 import math
-from typing import (Any, Callable, Dict, Iterable, List, Optional, Sequence,
-                    Set, Tuple)
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    Iterable,
+    List,
+    Optional,
+    Sequence,
+    Set,
+    Tuple,
+)
 
 _MISSING = object()
 
 #: Keys (top level or dotted) the Runner reads even when a config lacks them.
-RUNNER_KNOWN_KEYS = frozenset({
-    'work_dir', 'launcher', 'resume', 'load_from', 'find_unused_parameters',
-    'sync_bn', 'activation_checkpointing', 'efficient_conv_bn_eval',
-    'compile', 'model_wrapper_cfg', 'experiment_name', 'randomness',
-    'env_cfg', 'log_level', 'log_processor', 'visualizer', 'default_hooks',
-    'custom_hooks', 'auto_scale_lr', 'default_scope', 'cfg', 'strategy',
-    'train_cfg', 'val_cfg', 'test_cfg', 'train_dataloader', 'val_dataloader',
-    'test_dataloader', 'val_evaluator', 'test_evaluator', 'optim_wrapper',
-    'param_scheduler', 'auto_scale_lr.enable', 'auto_scale_lr.base_batch_size',
-    'auto_scale_lr.rule', 'randomness.seed', 'randomness.deterministic',
-    'randomness.diff_rank_seed', 'env_cfg.cudnn_benchmark', 'env_cfg.mp_cfg',
-    'env_cfg.dist_cfg', 'env_cfg.dist_cfg.backend', 'env_cfg.dist_cfg.timeout',
-    'env_cfg.resource_limit'
-})
+RUNNER_KNOWN_KEYS = frozenset(
+    {
+        'work_dir',
+        'launcher',
+        'resume',
+        'load_from',
+        'find_unused_parameters',
+        'sync_bn',
+        'activation_checkpointing',
+        'efficient_conv_bn_eval',
+        'compile',
+        'model_wrapper_cfg',
+        'custom_imports',
+        'experiment_name',
+        'randomness',
+        'env_cfg',
+        'log_level',
+        'log_processor',
+        'visualizer',
+        'default_hooks',
+        'custom_hooks',
+        'auto_scale_lr',
+        'default_scope',
+        'cfg',
+        'strategy',
+        'train_cfg',
+        'val_cfg',
+        'test_cfg',
+        'train_dataloader',
+        'val_dataloader',
+        'test_dataloader',
+        'val_evaluator',
+        'test_evaluator',
+        'optim_wrapper',
+        'param_scheduler',
+        'auto_scale_lr.enable',
+        'auto_scale_lr.base_batch_size',
+        'auto_scale_lr.rule',
+        'randomness.seed',
+        'randomness.deterministic',
+        'randomness.diff_rank_seed',
+        'env_cfg.cudnn_benchmark',
+        'env_cfg.mp_cfg',
+        'env_cfg.dist_cfg',
+        'env_cfg.dist_cfg.backend',
+        'env_cfg.dist_cfg.timeout',
+        'env_cfg.resource_limit',
+    }
+)
 
 
 class UnknownConfigKeyError(KeyError):
@@ -75,11 +120,16 @@ def _split_top_level_commas(text: str) -> List[str]:
 def _literal_call(text: str) -> Any:
     """Evaluate ``dict(a=1, b=[2])`` built only from literals."""
     node = ast.parse(text, mode='eval').body
-    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-            and node.func.id == 'dict' and not node.args):
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == 'dict'
+        and not node.args
+    ):
         return {
             kw.arg: ast.literal_eval(kw.value)
-            for kw in node.keywords if kw.arg is not None
+            for kw in node.keywords
+            if kw.arg is not None
         }
     raise ValueError('not a dict() call')
 
@@ -128,7 +178,8 @@ def parse_cfg_value(text: str) -> Any:
     else:
         return stripped
     items = [
-        parse_cfg_value(part) for part in _split_top_level_commas(inner)
+        parse_cfg_value(part)
+        for part in _split_top_level_commas(inner)
         if part.strip()
     ]
     return tuple(items) if is_tuple else items
@@ -145,8 +196,9 @@ class CfgOptionsAction(argparse.Action):
         options = dict(getattr(namespace, self.dest, None) or {})
         for item in values or []:
             if '=' not in item:
-                parser.error(f'{option_string} expects KEY=VALUE pairs, got '
-                             f'{item!r}')
+                parser.error(
+                    f'{option_string} expects KEY=VALUE pairs, got {item!r}'
+                )
             key, value = item.split('=', 1)
             options[key.strip()] = parse_cfg_value(value)
         setattr(namespace, self.dest, options)
@@ -175,6 +227,7 @@ def default_type_resolver(type_name: Any) -> List[type]:
     from mmengine.registry import Registry
 
     import mmssl.registry as registries
+
     found = []
     for value in vars(registries).values():
         if isinstance(value, Registry):
@@ -201,9 +254,15 @@ def accepted_arguments(obj: Any) -> Set[str]:
         excluded).
     """
     names: Set[str] = set()
-    funcs = ([klass.__init__ for klass in inspect.getmro(obj)
-              if '__init__' in vars(klass)]
-             if inspect.isclass(obj) else [obj])
+    funcs = (
+        [
+            klass.__init__
+            for klass in inspect.getmro(obj)
+            if '__init__' in vars(klass)
+        ]
+        if inspect.isclass(obj)
+        else [obj]
+    )
     for func in funcs:
         try:
             params = inspect.signature(func).parameters.values()
@@ -224,15 +283,20 @@ def _join(parts: Sequence[str]) -> str:
     return '.'.join(str(p) for p in parts)
 
 
-def _suggest(name: str, candidates: Iterable[str], prefix: Sequence[str],
-             n: int = 3) -> str:
+def _suggest(
+    name: str, candidates: Iterable[str], prefix: Sequence[str], n: int = 3
+) -> str:
     candidates = sorted({str(c) for c in candidates})
     close = difflib.get_close_matches(name, candidates, n=n, cutoff=0.5)
     if close:
-        return 'Did you mean ' + ', '.join(
-            f'`{_join(list(prefix) + [c])}`' for c in close) + '?'
-    shown = ', '.join(candidates[:15]) + (' ...' if len(candidates) > 15
-                                          else '')
+        return (
+            'Did you mean '
+            + ', '.join(f'`{_join(list(prefix) + [c])}`' for c in close)
+            + '?'
+        )
+    shown = ', '.join(candidates[:15]) + (
+        ' ...' if len(candidates) > 15 else ''
+    )
     where = f'`{_join(prefix)}`' if prefix else 'the top level'
     return f'Keys at {where}: {shown}.'
 
@@ -250,7 +314,8 @@ def check_cfg_option_key(
     indices in range, negative ones too), or when the first missing part
     is an argument of the class named by the enclosing dict's ``type``
     (e.g. ``train_dataloader.dataset.indices`` for a ``CustomDataset``),
-    or a key the Runner reads (:data:`RUNNER_KNOWN_KEYS`), or ``allow_new_keys`` is set.
+    or a key the Runner reads (:data:`RUNNER_KNOWN_KEYS`), or
+    ``allow_new_keys`` is set.
 
     Args:
         cfg_dict (dict): The config as a (nested) dict.
@@ -284,33 +349,38 @@ def check_cfg_option_key(
             except ValueError:
                 raise UnknownConfigKeyError(
                     f'`{_join(prefix)}` is a list; `{part}` in `{key}` '
-                    f'must be an index from 0 to {len(node) - 1}.') from None
+                    f'must be an index from 0 to {len(node) - 1}.'
+                ) from None
             if not -len(node) <= index < len(node):
                 raise IndexError(
                     f'Index {index} in `{key}` is out of range: '
-                    f'`{_join(prefix)}` has {len(node)} items.')
+                    f'`{_join(prefix)}` has {len(node)} items.'
+                )
             node = node[index]
             continue
         if not isinstance(node, dict):
             raise TypeError(
                 f'Cannot set `{key}`: `{_join(prefix)}` is '
                 f'{node!r} (a {type(node).__name__}), not a dict. Set the '
-                f'whole value instead, e.g. `{_join(prefix)}=dict(...)`.')
+                f'whole value instead, e.g. `{_join(prefix)}=dict(...)`.'
+            )
         if part in node:
             node = node[part]
             continue
         # ``part`` is missing at ``prefix``
         if allow_new_keys:
             return f'--cfg-options adds the new key `{key}`.'
-        if _join(parts[:depth + 1]) in set(known_keys):
+        if _join(parts[: depth + 1]) in set(known_keys):
             return None
         accepted: Set[str] = set()
         if 'type' in node:
             for klass in resolver(node['type']):
                 accepted |= accepted_arguments(klass)
             if part in accepted:
-                return (f'--cfg-options adds `{key}`, an argument of '
-                        f'{node["type"]}.')
+                return (
+                    f'--cfg-options adds `{key}`, an argument of '
+                    f'{node["type"]}.'
+                )
         candidates = set(node.keys()) | accepted
         for known in known_keys:
             head, _, tail = known.rpartition('.')
@@ -321,23 +391,25 @@ def check_cfg_option_key(
             f'`{part}` at '
             f'{"`" + _join(prefix) + "`" if prefix else "the top level"}. '
             f'{_suggest(part, candidates, prefix)} Pass --allow-new-keys '
-            'to add new keys on purpose.')
+            'to add new keys on purpose.'
+        )
     return None
 
 
 def _leaf_paths(node: Any, prefix: Tuple = ()) -> Iterable[Tuple[Tuple, Any]]:
     if isinstance(node, dict):
         for k, v in node.items():
-            yield from _leaf_paths(v, prefix + (k, ))
+            yield from _leaf_paths(v, prefix + (k,))
     elif isinstance(node, (list, tuple)):
         for i, v in enumerate(node):
-            yield from _leaf_paths(v, prefix + (str(i), ))
+            yield from _leaf_paths(v, prefix + (str(i),))
     else:
         yield prefix, node
 
 
-def substituted_variable_warnings(cfg_dict: Dict[str, Any],
-                                  options: Dict[str, Any]) -> List[str]:
+def substituted_variable_warnings(
+    cfg_dict: Dict[str, Any], options: Dict[str, Any]
+) -> List[str]:
     """Warn when overriding a config variable other entries were built from.
 
     Config files are Python: in ``knn_data_root = 'data/demo'`` followed
@@ -360,14 +432,18 @@ def substituted_variable_warnings(cfg_dict: Dict[str, Any],
             continue
         old = cfg_dict[key]
         if isinstance(old, bool) or not (
-            (isinstance(old, str) and len(old) > 1) or
-            (isinstance(old, int) and abs(old) >= 2)):
+            (isinstance(old, str) and len(old) > 1)
+            or (isinstance(old, int) and abs(old) >= 2)
+        ):
             continue
         if old == new:
             continue
         same = [
-            _join(path) for path, value in _leaf_paths(cfg_dict)
-            if path[0] != key and type(value) is type(old) and value == old
+            _join(path)
+            for path, value in _leaf_paths(cfg_dict)
+            if path[0] != key
+            and type(value) is type(old)
+            and value == old
             and _join(path) not in options
         ]
         if same:
@@ -377,7 +453,8 @@ def substituted_variable_warnings(cfg_dict: Dict[str, Any],
                 f'`{key}` changes from {old!r} to {new!r}, but {shown}{more} '
                 f'still hold {old!r}: config variables are copied when the '
                 'file is read. Override those keys too if they were built '
-                f'from `{key}`.')
+                f'from `{key}`.'
+            )
     return warnings_out
 
 
@@ -386,12 +463,14 @@ def substituted_variable_warnings(cfg_dict: Dict[str, Any],
 # --------------------------------------------------------------------------
 def _merged_value(value: Any, old: Any) -> Any:
     from mmengine.config import Config, ConfigDict
+
     if isinstance(value, dict):
         value = copy.deepcopy(dict(value))
         delete = value.pop('_delete_', False)
         if isinstance(old, dict) and not delete:
             return Config._merge_a_into_b(
-                ConfigDict(value), old, allow_list_keys=True)
+                ConfigDict(value), old, allow_list_keys=True
+            )
         return ConfigDict(value)
     return value
 
@@ -399,6 +478,7 @@ def _merged_value(value: Any, old: Any) -> Any:
 def _assign(node: Any, parts: Sequence[str], value: Any) -> Any:
     """Return ``node`` with ``value`` set at ``parts`` (dicts in place)."""
     from mmengine.config import ConfigDict
+
     if not parts:
         return _merged_value(value, node)
     head, rest = parts[0], parts[1:]
@@ -414,11 +494,13 @@ def _assign(node: Any, parts: Sequence[str], value: Any) -> Any:
     return node
 
 
-def merge_cfg_options(cfg: Any,
-                      options: Optional[Dict[str, Any]],
-                      allow_new_keys: bool = False,
-                      known_keys: Iterable[str] = RUNNER_KNOWN_KEYS,
-                      type_resolver: Optional[Callable] = None) -> List[str]:
+def merge_cfg_options(
+    cfg: Any,
+    options: Optional[Dict[str, Any]],
+    allow_new_keys: bool = False,
+    known_keys: Iterable[str] = RUNNER_KNOWN_KEYS,
+    type_resolver: Optional[Callable] = None,
+) -> List[str]:
     """Check every key of ``options``, then set them in ``cfg``.
 
     All keys are checked before anything changes, so a typo leaves the
@@ -448,8 +530,9 @@ def merge_cfg_options(cfg: Any,
     root = cfg._cfg_dict if hasattr(cfg, '_cfg_dict') else cfg
     notes = []
     for key in options:
-        note = check_cfg_option_key(root, key, allow_new_keys,
-                                    known_keys, type_resolver)
+        note = check_cfg_option_key(
+            root, key, allow_new_keys, known_keys, type_resolver
+        )
         if note:
             notes.append(note)
     notes.extend(substituted_variable_warnings(root, options))
@@ -461,8 +544,9 @@ def merge_cfg_options(cfg: Any,
 # --------------------------------------------------------------------------
 # learning-rate scaling and AMP
 # --------------------------------------------------------------------------
-def lr_scale_factor(real_batch_size: int, base_batch_size: int,
-                    rule: str) -> float:
+def lr_scale_factor(
+    real_batch_size: int, base_batch_size: int, rule: str
+) -> float:
     """Factor for the learning rate when the batch size changes.
 
     ``linear`` (Goyal et al. 2017, https://arxiv.org/abs/1706.02677):
@@ -479,15 +563,18 @@ def lr_scale_factor(real_batch_size: int, base_batch_size: int,
         float: The factor.
     """
     if base_batch_size <= 0 or real_batch_size <= 0:
-        raise ValueError(f'Batch sizes must be positive, got real='
-                         f'{real_batch_size}, base={base_batch_size}.')
+        raise ValueError(
+            f'Batch sizes must be positive, got real='
+            f'{real_batch_size}, base={base_batch_size}.'
+        )
     ratio = real_batch_size / base_batch_size
     if rule == 'linear':
         return ratio
     if rule == 'sqrt':
         return math.sqrt(ratio)
-    raise ValueError(f'Unknown lr scaling rule {rule!r}; use "linear" or '
-                     '"sqrt".')
+    raise ValueError(
+        f'Unknown lr scaling rule {rule!r}; use "linear" or "sqrt".'
+    )
 
 
 def _optimizer_cfgs(optim_wrapper: Dict[str, Any]) -> List[Tuple[str, Dict]]:
@@ -500,8 +587,9 @@ def _optimizer_cfgs(optim_wrapper: Dict[str, Any]) -> List[Tuple[str, Dict]]:
     return found
 
 
-def auto_scale_lr_in_cfg(cfg: Any, world_size: int,
-                         rule: str = 'linear') -> List[str]:
+def auto_scale_lr_in_cfg(
+    cfg: Any, world_size: int, rule: str = 'linear'
+) -> List[str]:
     """Scale the config's learning rates for the real batch size.
 
     Real batch size = ``world_size`` x ``train_dataloader.batch_size``;
@@ -528,7 +616,8 @@ def auto_scale_lr_in_cfg(cfg: Any, world_size: int,
         raise ValueError(
             '--auto-scale-lr needs `auto_scale_lr = dict(base_batch_size=N)` '
             'in the config (N: the total batch size its lr was tuned for); '
-            'add it or pass --cfg-options auto_scale_lr.base_batch_size=N.')
+            'add it or pass --cfg-options auto_scale_lr.base_batch_size=N.'
+        )
     batch = cfg.train_dataloader.batch_size
     real = world_size * batch
     factor = lr_scale_factor(real, base, rule)
@@ -539,13 +628,13 @@ def auto_scale_lr_in_cfg(cfg: Any, world_size: int,
     ]
     optimizers = _optimizer_cfgs(cfg.optim_wrapper)
     if not optimizers or any('lr' not in o for _, o in optimizers):
-        raise ValueError('--auto-scale-lr found no optimizer `lr` in '
-                         'optim_wrapper.')
+        raise ValueError(
+            '--auto-scale-lr found no optimizer `lr` in optim_wrapper.'
+        )
     for path, opt in optimizers:
         old = opt['lr']
         opt['lr'] = old * factor
-        lines.append(f'auto-scale-lr: {path}.lr {old:.6g} -> '
-                     f'{opt["lr"]:.6g}')
+        lines.append(f'auto-scale-lr: {path}.lr {old:.6g} -> {opt["lr"]:.6g}')
     schedulers = cfg.get('param_scheduler') or []
     if isinstance(schedulers, dict):
         schedulers = [schedulers]
@@ -553,13 +642,18 @@ def auto_scale_lr_in_cfg(cfg: Any, world_size: int,
         if not isinstance(sched, dict) or 'eta_min' not in sched:
             continue
         name = str(sched.get('type', ''))
-        is_lr = (sched['param_name'] == 'lr'
-                 if 'param_name' in sched else name.endswith('LR'))
+        is_lr = (
+            sched['param_name'] == 'lr'
+            if 'param_name' in sched
+            else name.endswith('LR')
+        )
         if is_lr:
             old = sched['eta_min']
             sched['eta_min'] = old * factor
-            lines.append(f'auto-scale-lr: param_scheduler.{i}.eta_min '
-                         f'{old:.6g} -> {sched["eta_min"]:.6g}')
+            lines.append(
+                f'auto-scale-lr: param_scheduler.{i}.eta_min '
+                f'{old:.6g} -> {sched["eta_min"]:.6g}'
+            )
     auto['enable'] = False
     cfg.auto_scale_lr = auto
     return lines
@@ -586,19 +680,26 @@ def enable_amp_in_cfg(cfg: Any, cuda_available: bool) -> str:
         if current == 'AmpOptimWrapper' and not cuda_available:
             wrapper['type'] = 'CPUAmpOptimWrapper'
             wrapper.pop('loss_scale', None)
-            return ('--amp: the config has AmpOptimWrapper but CUDA is not '
-                    'available; using CPUAmpOptimWrapper (bfloat16).')
+            return (
+                '--amp: the config has AmpOptimWrapper but CUDA is not '
+                'available; using CPUAmpOptimWrapper (bfloat16).'
+            )
         return f'--amp: the config already uses {current}.'
     if current != 'OptimWrapper':
         raise ValueError(
             f'--amp cannot convert optim_wrapper type {current!r}; set an '
-            'AMP wrapper in the config instead.')
+            'AMP wrapper in the config instead.'
+        )
     if cuda_available:
         wrapper['type'] = 'AmpOptimWrapper'
         wrapper.setdefault('loss_scale', 'dynamic')
-        return ('--amp: AmpOptimWrapper (dtype '
-                f'{wrapper.get("dtype", "float16")}, loss_scale '
-                f'{wrapper["loss_scale"]}).')
+        return (
+            '--amp: AmpOptimWrapper (dtype '
+            f'{wrapper.get("dtype", "float16")}, loss_scale '
+            f'{wrapper["loss_scale"]}).'
+        )
     wrapper['type'] = 'CPUAmpOptimWrapper'
-    return ('--amp: CUDA is not available, using CPUAmpOptimWrapper '
-            '(bfloat16 autocast on the CPU, no loss scaling).')
+    return (
+        '--amp: CUDA is not available, using CPUAmpOptimWrapper '
+        '(bfloat16 autocast on the CPU, no loss scaling).'
+    )

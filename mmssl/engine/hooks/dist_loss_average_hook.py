@@ -1,4 +1,5 @@
 """Log the mean of the losses over all ranks, not rank 0's alone."""
+
 from typing import Optional
 
 import torch
@@ -33,11 +34,13 @@ class DistLossAverageHook(Hook):
         self.interval = interval
         self._checked_keys = False
 
-    def after_train_iter(self,
-                         runner,
-                         batch_idx: int,
-                         data_batch=None,
-                         outputs: Optional[dict] = None) -> None:
+    def after_train_iter(
+        self,
+        runner,
+        batch_idx: int,
+        data_batch=None,
+        outputs: Optional[dict] = None,
+    ) -> None:
         """Replace ``outputs`` values by their mean over ranks in place."""
         if not outputs or get_world_size() == 1:
             return
@@ -50,17 +53,23 @@ class DistLossAverageHook(Hook):
                 raise RuntimeError(
                     'Ranks log different output keys, cannot average '
                     f'them: {all_keys}. Make train_step return the same '
-                    'loss names on every rank.')
+                    'loss names on every rank.'
+                )
             self._checked_keys = True
         device = None
         for key in keys:
             if isinstance(outputs[key], torch.Tensor):
                 device = outputs[key].device
                 break
-        values = torch.stack([
-            torch.as_tensor(outputs[k], device=device).detach().float().
-            mean() for k in keys
-        ])  # (K, )
+        values = torch.stack(
+            [
+                torch.as_tensor(outputs[k], device=device)
+                .detach()
+                .float()
+                .mean()
+                for k in keys
+            ]
+        )  # (K, )
         all_reduce(values, op='mean')
         for i, key in enumerate(keys):
             outputs[key] = values[i]

@@ -1,4 +1,5 @@
 """Refuse to train when a rank would get no batch in an epoch."""
+
 import math
 from typing import Any
 
@@ -7,8 +8,9 @@ class TooFewSamplesError(ValueError):
     """The training set cannot fill one batch on every rank."""
 
 
-def iterations_per_epoch(num_samples: int, world_size: int,
-                         batch_size: int, drop_last: bool) -> int:
+def iterations_per_epoch(
+    num_samples: int, world_size: int, batch_size: int, drop_last: bool
+) -> int:
     """Batches each rank runs per epoch with mmengine's DefaultSampler.
 
     The sampler pads the dataset so every rank gets
@@ -59,9 +61,11 @@ def check_train_dataloader(dataloader: Any, world_size: int) -> int:
     if num_samples == 0:
         raise TooFewSamplesError(
             'The training dataset is empty (0 samples); check '
-            'train_dataloader.dataset.data_root and the file extensions.')
-    iters = iterations_per_epoch(num_samples, world_size, batch_size,
-                                 drop_last)
+            'train_dataloader.dataset.data_root and the file extensions.'
+        )
+    iters = iterations_per_epoch(
+        num_samples, world_size, batch_size, drop_last
+    )
     if iters == 0:
         per_rank = math.ceil(num_samples / world_size)
         raise TooFewSamplesError(
@@ -71,5 +75,6 @@ def check_train_dataloader(dataloader: Any, world_size: int) -> int:
             f'{drop_last}, so there would be 0 iterations per epoch. Use '
             f'a batch size <= {per_rank} (--cfg-options '
             f'train_dataloader.batch_size={max(per_rank, 1)}), fewer '
-            'processes, drop_last=False, or more data (e.g. RepeatDataset).')
+            'processes, drop_last=False, or more data (e.g. RepeatDataset).'
+        )
     return iters

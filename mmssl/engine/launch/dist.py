@@ -7,6 +7,7 @@ fills the rendezvous variables from torchrun, SLURM or MPI, and starts
 the default process group itself; the Runner then finds it initialised and
 skips its own ``init_dist``.
 """
+
 import datetime
 import os
 import warnings
@@ -15,8 +16,13 @@ from typing import Mapping, MutableMapping, Optional, Tuple
 from .slurm import mpi_dist_env, slurm_dist_env
 
 LAUNCHERS = ('none', 'pytorch', 'slurm', 'mpi')
-_TORCHRUN_VARS = ('RANK', 'WORLD_SIZE', 'LOCAL_RANK', 'MASTER_ADDR',
-                  'MASTER_PORT')
+_TORCHRUN_VARS = (
+    'RANK',
+    'WORLD_SIZE',
+    'LOCAL_RANK',
+    'MASTER_ADDR',
+    'MASTER_PORT',
+)
 
 
 def choose_backend(requested: Optional[str], cuda_available: bool) -> str:
@@ -37,14 +43,17 @@ def choose_backend(requested: Optional[str], cuda_available: bool) -> str:
         return 'nccl' if cuda_available else 'gloo'
     requested = requested.lower()
     if requested == 'nccl' and not cuda_available:
-        warnings.warn('The config asks for the nccl backend but CUDA is '
-                      'not available; using gloo (CPU) instead.')
+        warnings.warn(
+            'The config asks for the nccl backend but CUDA is '
+            'not available; using gloo (CPU) instead.'
+        )
         return 'gloo'
     return requested
 
 
-def dist_env(launcher: str,
-             environ: Mapping[str, str]) -> MutableMapping[str, str]:
+def dist_env(
+    launcher: str, environ: Mapping[str, str]
+) -> MutableMapping[str, str]:
     """The torch.distributed variables for ``launcher``.
 
     Args:
@@ -67,21 +76,24 @@ def dist_env(launcher: str,
                 'torchrun sets; start with `bash tools/dist_train.sh CONFIG '
                 'GPUS` or `python -m torch.distributed.run '
                 '--nproc_per_node=N tools/train.py CONFIG --launcher '
-                'pytorch`, or drop --launcher for one process.')
+                'pytorch`, or drop --launcher for one process.'
+            )
         return {k: environ[k] for k in _TORCHRUN_VARS}
     if launcher == 'slurm':
         return slurm_dist_env(environ)
     if launcher == 'mpi':
         return mpi_dist_env(environ)
-    raise ValueError(f'Unknown launcher {launcher!r}; choose one of '
-                     f'{LAUNCHERS}.')
+    raise ValueError(
+        f'Unknown launcher {launcher!r}; choose one of {LAUNCHERS}.'
+    )
 
 
-def init_distributed(launcher: str,
-                     backend: Optional[str] = None,
-                     timeout: Optional[float] = None,
-                     environ: Optional[MutableMapping[str, str]] = None
-                     ) -> Tuple[int, int, int, str]:
+def init_distributed(
+    launcher: str,
+    backend: Optional[str] = None,
+    timeout: Optional[float] = None,
+    environ: Optional[MutableMapping[str, str]] = None,
+) -> Tuple[int, int, int, str]:
     """Start the default process group for ``launcher``.
 
     Sets ``RANK``/``WORLD_SIZE``/``LOCAL_RANK``/``MASTER_ADDR``/
@@ -105,9 +117,12 @@ def init_distributed(launcher: str,
 
     environ = os.environ if environ is None else environ
     if torch_dist.is_initialized():
-        return (torch_dist.get_rank(), torch_dist.get_world_size(),
-                int(environ.get('LOCAL_RANK', 0)),
-                torch_dist.get_backend())
+        return (
+            torch_dist.get_rank(),
+            torch_dist.get_world_size(),
+            int(environ.get('LOCAL_RANK', 0)),
+            torch_dist.get_backend(),
+        )
     values = dist_env(launcher, environ)
     environ.update(values)
     cuda = torch.cuda.is_available()
@@ -123,17 +138,24 @@ def init_distributed(launcher: str,
         init_method='env://',
         rank=int(values['RANK']),
         world_size=int(values['WORLD_SIZE']),
-        **kwargs)
-    return (int(values['RANK']), int(values['WORLD_SIZE']), local_rank,
-            backend)
+        **kwargs,
+    )
+    return (
+        int(values['RANK']),
+        int(values['WORLD_SIZE']),
+        local_rank,
+        backend,
+    )
 
 
-def cpu_model_wrapper_cfg(model_wrapper_cfg: Optional[dict],
-                          find_unused_parameters: bool = False) -> dict:
+def cpu_model_wrapper_cfg(
+    model_wrapper_cfg: Optional[dict], find_unused_parameters: bool = False
+) -> dict:
     """A model wrapper config that DDP accepts for a CPU model.
 
     mmengine passes ``device_ids=[LOCAL_RANK]`` to DDP, which DDP refuses
-    for a module on the CPU; ``device_ids=None`` is what it wants there.
+    for a module on the CPU; an explicit ``device_ids=None`` in the wrapper
+    config wins over mmengine's default.
 
     Args:
         model_wrapper_cfg (dict, optional): The config's wrapper (may be
@@ -149,7 +171,8 @@ def cpu_model_wrapper_cfg(model_wrapper_cfg: Optional[dict],
             type='MMDistributedDataParallel',
             device_ids=None,
             broadcast_buffers=False,
-            find_unused_parameters=find_unused_parameters)
+            find_unused_parameters=find_unused_parameters,
+        )
     cfg = dict(model_wrapper_cfg)
     wrapper = cfg.get('type', 'MMDistributedDataParallel')
     if isinstance(wrapper, str) and 'DistributedDataParallel' in wrapper:
@@ -162,8 +185,9 @@ def setup_distributed_cfg(cfg, launcher: str) -> Tuple[int, int]:
 
     For ``launcher != 'none'``: starts the process group (gloo without
     CUDA, whatever ``env_cfg.dist_cfg.backend`` says), records the backend
-    used in ``cfg.env_cfg.dist_cfg.backend`` and, on CPU, sets a DDP
-    wrapper with ``device_ids=None``. Sets ``cfg.launcher``.
+    used in ``cfg.env_cfg.dist_cfg.backend`` and sets ``cfg.launcher``.
+    Build the runner with :class:`~mmssl.engine.launch.CPUAwareRunner` so
+    that the model wrapper suits a CPU model too.
 
     Args:
         cfg (mmengine.Config): The config, changed in place.
@@ -172,18 +196,13 @@ def setup_distributed_cfg(cfg, launcher: str) -> Tuple[int, int]:
     Returns:
         tuple: ``(rank, world_size)``.
     """
-    import torch
-
     cfg.launcher = launcher
     if launcher == 'none':
         return 0, 1
     env_cfg = cfg.setdefault('env_cfg', {})
     dist_cfg = env_cfg.setdefault('dist_cfg', {})
     rank, world_size, _, backend = init_distributed(
-        launcher, dist_cfg.get('backend'), dist_cfg.get('timeout'))
+        launcher, dist_cfg.get('backend'), dist_cfg.get('timeout')
+    )
     dist_cfg['backend'] = backend
-    if not torch.cuda.is_available():
-        cfg.model_wrapper_cfg = cpu_model_wrapper_cfg(
-            cfg.get('model_wrapper_cfg'),
-            cfg.get('find_unused_parameters', False))
     return rank, world_size

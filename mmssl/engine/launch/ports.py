@@ -3,6 +3,7 @@
 Standard library only, so shell scripts can run it as a file
 (``python mmssl/engine/launch/ports.py``) without importing torch.
 """
+
 import socket
 
 

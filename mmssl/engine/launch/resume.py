@@ -1,4 +1,5 @@
 """Finding the checkpoint ``--resume`` continues from."""
+
 import glob
 import os.path as osp
 import re
@@ -40,8 +41,9 @@ def find_newest_checkpoint(work_dir: str) -> Optional[str]:
     return max(candidates)[2]
 
 
-def resolve_resume(resume: Optional[str],
-                   work_dir: str) -> Tuple[bool, Optional[str], str]:
+def resolve_resume(
+    resume: Optional[str], work_dir: str
+) -> Tuple[bool, Optional[str], str]:
     """Turn the ``--resume`` argument into Runner settings.
 
     Args:
@@ -63,14 +65,18 @@ def resolve_resume(resume: Optional[str],
     if resume == 'auto':
         ckpt = find_newest_checkpoint(work_dir)
         if ckpt is None:
-            return (False, None,
-                    f'--resume: no checkpoint found in {work_dir} (no '
-                    'last_checkpoint file and no epoch_*.pth/iter_*.pth); '
-                    'training starts from scratch.')
+            return (
+                False,
+                None,
+                f'--resume: no checkpoint found in {work_dir} (no '
+                'last_checkpoint file and no epoch_*.pth/iter_*.pth); '
+                'training starts from scratch.',
+            )
         return True, ckpt, f'--resume: resuming from {ckpt}'
     if not osp.isfile(resume):
         raise FileNotFoundError(
             f'--resume {resume}: no such file. Pass an existing checkpoint '
             'or --resume without a value to take the newest one in the '
-            'work dir.')
+            'work dir.'
+        )
     return True, resume, f'--resume: resuming from {resume}'

@@ -3,6 +3,7 @@
 Pure functions over an environment mapping, so they can be unit-tested
 with faked environments and no SLURM installation.
 """
+
 import itertools
 import re
 from typing import Dict, List, Mapping, Optional
@@ -41,12 +42,13 @@ def _expand_range_list(spec: str, nodelist: str) -> List[str]:
         if '-' in part:
             lo, hi = part.split('-', 1)
             if not (lo.isdigit() and hi.isdigit()) or int(lo) > int(hi):
-                raise ValueError(f'Bad range {part!r} in node list '
-                                 f'{nodelist!r}')
+                raise ValueError(
+                    f'Bad range {part!r} in node list {nodelist!r}'
+                )
             width = len(lo)
             out.extend(
-                str(n).zfill(width) for n in range(int(lo),
-                                                   int(hi) + 1))
+                str(n).zfill(width) for n in range(int(lo), int(hi) + 1)
+            )
         else:
             out.append(part)
     return out
@@ -89,8 +91,7 @@ def parse_slurm_nodelist(nodelist: str) -> List[str]:
     return hosts
 
 
-def slurm_master_port(environ: Mapping[str, str],
-                      default: int = 29500) -> int:
+def slurm_master_port(environ: Mapping[str, str], default: int = 29500) -> int:
     """The rendezvous port every rank of a SLURM job agrees on.
 
     Order: ``MASTER_PORT``, then ``PORT``, then a port derived from
@@ -127,19 +128,20 @@ def slurm_dist_env(environ: Mapping[str, str]) -> Dict[str, str]:
     Raises:
         RuntimeError: If a SLURM variable is missing (not run by srun).
     """
-    missing = [
-        k for k in ('SLURM_PROCID', 'SLURM_NTASKS') if k not in environ
-    ]
-    nodelist = (environ.get('SLURM_STEP_NODELIST')
-                or environ.get('SLURM_JOB_NODELIST')
-                or environ.get('SLURM_NODELIST'))
+    missing = [k for k in ('SLURM_PROCID', 'SLURM_NTASKS') if k not in environ]
+    nodelist = (
+        environ.get('SLURM_STEP_NODELIST')
+        or environ.get('SLURM_JOB_NODELIST')
+        or environ.get('SLURM_NODELIST')
+    )
     if not nodelist and not environ.get('MASTER_ADDR'):
         missing.append('SLURM_NODELIST')
     if missing:
         raise RuntimeError(
             f'--launcher slurm needs the SLURM variables {missing}; start '
             'the job with srun (tools/slurm_train.sh) or use --launcher '
-            'pytorch with torchrun (tools/dist_train.sh).')
+            'pytorch with torchrun (tools/dist_train.sh).'
+        )
     rank = int(environ['SLURM_PROCID'])
     world_size = int(environ['SLURM_NTASKS'])
     local_rank = int(environ.get('SLURM_LOCALID', 0))
@@ -149,7 +151,8 @@ def slurm_dist_env(environ: Mapping[str, str]) -> Dict[str, str]:
         WORLD_SIZE=str(world_size),
         LOCAL_RANK=str(local_rank),
         MASTER_ADDR=master,
-        MASTER_PORT=str(slurm_master_port(environ)))
+        MASTER_PORT=str(slurm_master_port(environ)),
+    )
 
 
 def mpi_dist_env(environ: Mapping[str, str]) -> Dict[str, str]:
@@ -181,12 +184,15 @@ def mpi_dist_env(environ: Mapping[str, str]) -> Dict[str, str]:
     if rank is None or size is None:
         raise RuntimeError(
             '--launcher mpi needs OMPI_COMM_WORLD_RANK/SIZE (Open MPI) or '
-            'PMI_RANK/SIZE (MPICH); start the job with mpirun.')
+            'PMI_RANK/SIZE (MPICH); start the job with mpirun.'
+        )
     local = first('OMPI_COMM_WORLD_LOCAL_RANK', 'MPI_LOCALRANKID') or '0'
     return dict(
         RANK=rank,
         WORLD_SIZE=size,
         LOCAL_RANK=local,
         MASTER_ADDR=environ.get('MASTER_ADDR', '127.0.0.1'),
-        MASTER_PORT=environ.get('MASTER_PORT') or environ.get('PORT')
-        or '29500')
+        MASTER_PORT=environ.get('MASTER_PORT')
+        or environ.get('PORT')
+        or '29500',
+    )

@@ -1,4 +1,5 @@
 """Mixed precision on the CPU: bfloat16 autocast without loss scaling."""
+
 from contextlib import contextmanager
 from typing import Union
 
@@ -22,20 +23,24 @@ class CPUAmpOptimWrapper(OptimWrapper):
         **kwargs: Passed to :class:`mmengine.optim.OptimWrapper`.
     """
 
-    def __init__(self,
-                 dtype: Union[str, torch.dtype] = 'bfloat16',
-                 **kwargs) -> None:
+    def __init__(
+        self, dtype: Union[str, torch.dtype] = 'bfloat16', **kwargs
+    ) -> None:
         super().__init__(**kwargs)
         if isinstance(dtype, str):
             if dtype not in ('bfloat16', 'float16'):
-                raise ValueError(f'CPUAmpOptimWrapper dtype must be '
-                                 f'bfloat16 or float16, got {dtype!r}')
+                raise ValueError(
+                    f'CPUAmpOptimWrapper dtype must be '
+                    f'bfloat16 or float16, got {dtype!r}'
+                )
             dtype = getattr(torch, dtype)
         self.cast_dtype = dtype
 
     @contextmanager
     def optim_context(self, model: torch.nn.Module):
         """Gradient-accumulation context plus CPU autocast."""
-        with super().optim_context(model), torch.autocast(
-                device_type='cpu', dtype=self.cast_dtype):
+        with (
+            super().optim_context(model),
+            torch.autocast(device_type='cpu', dtype=self.cast_dtype),
+        ):
             yield
