@@ -209,6 +209,12 @@ def main(argv=None) -> None:
     hooks = list(cfg.get('custom_hooks') or [])
     if not any(h.get('type') == 'DistLossAverageHook' for h in hooks):
         hooks.append(dict(type='DistLossAverageHook'))
+    # Average BN running statistics over ranks after each epoch, so every
+    # rank (and the checkpoint) ends with the same buffers.
+    if world_size > 1 and not any(
+        h.get('type') == 'SyncBuffersHook' for h in hooks
+    ):
+        hooks.append(dict(type='SyncBuffersHook'))
     cfg.custom_hooks = hooks
 
     runner = build_runner(cfg)
