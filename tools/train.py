@@ -218,6 +218,18 @@ def main(argv=None) -> None:
     cfg.custom_hooks = hooks
 
     runner = build_runner(cfg)
+    if args.deterministic:
+        # mmengine enabled strict mode; many vision ops (e.g. the CUDA
+        # backward of adaptive average pooling) have no deterministic
+        # kernel and would stop training, so they warn instead.
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        torch.backends.cudnn.deterministic = True
+        torch.backends.cudnn.benchmark = False
+        log_lines.append(
+            '--deterministic: cuDNN deterministic, benchmark off, '
+            f'CUBLAS_WORKSPACE_CONFIG={os.environ["CUBLAS_WORKSPACE_CONFIG"]}'
+            ', deterministic algorithms (warn where none exists)'
+        )
     for line in notes:
         runner.logger.warning(line)
     for line in log_lines:

@@ -101,8 +101,11 @@ def test_train_amp_autoscale_then_test(demo_data_root, tmp_path, capsys):
         )
         assert os.environ['CUBLAS_WORKSPACE_CONFIG'] == ':4096:8'
         assert torch.are_deterministic_algorithms_enabled()
+        assert torch.is_deterministic_algorithms_warn_only_enabled()
+        assert torch.backends.cudnn.deterministic
     finally:
         torch.use_deterministic_algorithms(False)
+        torch.backends.cudnn.deterministic = False
         os.environ.pop('CUBLAS_WORKSPACE_CONFIG', None)
     out = capsys.readouterr().out
     assert osp.isfile(osp.join(wd, 'epoch_1.pth'))
@@ -112,6 +115,7 @@ def test_train_amp_autoscale_then_test(demo_data_root, tmp_path, capsys):
     assert 'rule=sqrt, real batch size 4' in text
     assert 'optim_wrapper.optimizer.lr 0.1 -> 0.025' in text
     assert 'CPUAmpOptimWrapper' in text
+    assert 'CUBLAS_WORKSPACE_CONFIG=:4096:8' in text
     ckpt = torch.load(
         osp.join(wd, 'epoch_1.pth'), map_location='cpu', weights_only=False
     )
