@@ -442,6 +442,7 @@ def substituted_variable_warnings(
             _join(path)
             for path, value in _leaf_paths(cfg_dict)
             if path[0] != key
+            and not str(path[0]).startswith('_')
             and type(value) is type(old)
             and value == old
             and _join(path) not in options
