@@ -242,23 +242,27 @@ def test_iterations_per_epoch(n, world, batch, drop_last, iters):
     assert iterations_per_epoch(n, world, batch, drop_last) == iters
 
 
-def _loader(n, batch, drop_last, world=1, rank=0):
+def _loader(n, batch, drop_last, world=1, monkeypatch=None, infinite=False):
+    import mmengine.dataset.sampler as sampler_module
     import torch
-    from mmengine.dataset import DefaultSampler
+    from mmengine.dataset import DefaultSampler, InfiniteSampler
     from torch.utils.data import DataLoader, TensorDataset
 
+    monkeypatch.setattr(sampler_module, 'get_dist_info', lambda: (0, world))
+    monkeypatch.setattr(sampler_module, 'sync_random_seed', lambda: 0)
     dataset = TensorDataset(torch.arange(n))
-    sampler = DefaultSampler(dataset, shuffle=False)
-    sampler.world_size, sampler.rank = world, rank
+    cls = InfiniteSampler if infinite else DefaultSampler
+    sampler = cls(dataset, shuffle=False)
     return DataLoader(
         dataset, batch_size=batch, sampler=sampler, drop_last=drop_last
     )
 
 
-def test_check_train_dataloader():
-    assert check_train_dataloader(_loader(20, 4, True), world_size=2) == 2
+def test_check_train_dataloader(monkeypatch):
+    mp = monkeypatch
+    assert check_train_dataloader(_loader(20, 4, True, 2, mp), 2) == 2
     with pytest.raises(TooFewSamplesError) as info:
-        check_train_dataloader(_loader(12, 8, True), world_size=2)
+        check_train_dataloader(_loader(12, 8, True, 2, mp), world_size=2)
     msg = str(info.value)
     for part in (
         '12 samples',
@@ -270,5 +274,10 @@ def test_check_train_dataloader():
         'train_dataloader.batch_size=6',
     ):
         assert part in msg
+    # without drop_last the short batch is used
+    assert check_train_dataloader(_loader(12, 8, False, 2, mp), 2) == 1
     with pytest.raises(TooFewSamplesError, match='empty'):
-        check_train_dataloader(_loader(0, 8, False), world_size=1)
+        check_train_dataloader(_loader(0, 8, False, 1, mp), world_size=1)
+    # an infinite sampler (iteration-based loops) fills batches anyway
+    loader = _loader(12, 8, True, 2, mp, infinite=True)
+    assert check_train_dataloader(loader, 2) == 1

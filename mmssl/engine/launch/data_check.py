@@ -63,11 +63,24 @@ def check_train_dataloader(dataloader: Any, world_size: int) -> int:
             'The training dataset is empty (0 samples); check '
             'train_dataloader.dataset.data_root and the file extensions.'
         )
-    iters = iterations_per_epoch(
-        num_samples, world_size, batch_size, drop_last
-    )
-    if iters == 0:
+    sampler = getattr(dataloader, 'sampler', None)
+    if 'Infinite' in type(sampler).__name__:
+        # an endless index stream fills batches across dataset ends
+        return max(
+            1,
+            iterations_per_epoch(
+                num_samples, world_size, batch_size, drop_last
+            ),
+        )
+    try:
+        per_rank = len(sampler)
+        iters = len(dataloader)
+    except TypeError:
         per_rank = math.ceil(num_samples / world_size)
+        iters = iterations_per_epoch(
+            num_samples, world_size, batch_size, drop_last
+        )
+    if iters == 0:
         raise TooFewSamplesError(
             f'The training set is too small for the batch: {num_samples} '
             f'samples over world size {world_size} give {per_rank} per '
