@@ -97,7 +97,11 @@ def main(argv=None) -> dict:
         cfg.work_dir = osp.join(
             './work_dirs', osp.splitext(osp.basename(args.config))[0]
         )
-    rank, _ = setup_distributed_cfg(cfg, args.launcher)
+    try:
+        rank, _ = setup_distributed_cfg(cfg, args.launcher)
+    except RuntimeError as exc:
+        print(f'error: {exc}', file=sys.stderr)
+        sys.exit(2)
     cfg.load_from = args.checkpoint
     cfg.resume = False
 

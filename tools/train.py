@@ -159,7 +159,10 @@ def main(argv=None) -> None:
             './work_dirs', osp.splitext(osp.basename(args.config))[0]
         )
 
-    rank, world_size = setup_distributed_cfg(cfg, args.launcher)
+    try:
+        rank, world_size = setup_distributed_cfg(cfg, args.launcher)
+    except RuntimeError as exc:
+        _fail(str(exc))
     cuda = torch.cuda.is_available()
     log_lines = []
     if rank == 0:

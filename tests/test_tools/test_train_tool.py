@@ -175,3 +175,13 @@ def test_resume_continues_from_newest_checkpoint(
         osp.join(wd, 'epoch_2.pth'), map_location='cpu', weights_only=False
     )
     assert ckpt['meta']['epoch'] == 2 and ckpt['meta']['iter'] == 4
+
+
+def test_launcher_without_its_variables_fails_clearly(monkeypatch, capsys):
+    for key in ('RANK', 'WORLD_SIZE', 'MASTER_ADDR', 'MASTER_PORT'):
+        monkeypatch.delenv(key, raising=False)
+    with pytest.raises(SystemExit) as info:
+        train_tool.main([DEMO, '--launcher', 'pytorch'])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert 'torchrun' in err and 'tools/dist_train.sh' in err
