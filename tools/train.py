@@ -1,34 +1,259 @@
-"""Train a self-supervised model from a config (minimal; extended later)."""
+"""Train a self-supervised model from a config.
+
+One process (CPU or one GPU)::
+
+    python tools/train.py CONFIG [--work-dir DIR] [--resume [CKPT]] [--amp]
+        [--auto-scale-lr [linear|sqrt]] [--seed N] [--deterministic]
+        [--cfg-options KEY=VALUE ...] [--allow-new-keys]
+
+Several processes: ``bash tools/dist_train.sh CONFIG N [ARGS]`` (torchrun,
+``--launcher pytorch``) or ``tools/slurm_train.sh`` (``--launcher slurm``).
+See docs/en/distributed.md.
+"""
+
 import argparse
+import os
 import os.path as osp
+import sys
 
-from mmengine.config import Config, DictAction
-from mmengine.runner import Runner
+# Work from a checkout without installing mmssl.
+ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
 
-from mmssl.utils import register_all_modules
-
-
-def parse_args():
-    parser = argparse.ArgumentParser(description='Train a model')
-    parser.add_argument('config', help='train config file path')
-    parser.add_argument('--work-dir', help='the dir to save logs and models')
-    parser.add_argument('--cfg-options', nargs='+', action=DictAction)
-    parser.add_argument('--launcher', default='none',
-                        choices=['none', 'pytorch', 'slurm', 'mpi'])
-    parser.add_argument('--local_rank', '--local-rank', type=int, default=0)
-    return parser.parse_args()
+from mmssl.utils.config import CfgOptionsAction  # noqa: E402
 
 
-def main():
-    args = parse_args()
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description='Train a self-supervised model (mmssl).'
+    )
+    parser.add_argument('config', help='config file path')
+    parser.add_argument(
+        '--work-dir',
+        help="folder for logs and checkpoints; default: the config's "
+        'work_dir, else ./work_dirs/<config file name without .py>',
+    )
+    parser.add_argument(
+        '--resume',
+        nargs='?',
+        const='auto',
+        default=None,
+        metavar='CHECKPOINT',
+        help='resume from CHECKPOINT; without a value, from the newest '
+        'checkpoint in the work dir (training starts from scratch, with '
+        'a message, when there is none)',
+    )
+    parser.add_argument(
+        '--amp',
+        action='store_true',
+        help='mixed precision: AmpOptimWrapper (float16) on GPU, bfloat16 '
+        'autocast on CPU',
+    )
+    parser.add_argument(
+        '--auto-scale-lr',
+        nargs='?',
+        const='linear',
+        default=None,
+        choices=['linear', 'sqrt'],
+        help='scale the lr by (world size x batch_size) / '
+        'auto_scale_lr.base_batch_size, linearly (default) or by its '
+        'square root (DINOv2)',
+    )
+    parser.add_argument(
+        '--cfg-options',
+        nargs='+',
+        action=CfgOptionsAction,
+        help='override config entries, KEY=VALUE (dotted keys, list '
+        'indices, Python literals); unknown keys are an error',
+    )
+    parser.add_argument(
+        '--allow-new-keys',
+        action='store_true',
+        help='let --cfg-options add keys the config does not have',
+    )
+    parser.add_argument('--seed', type=int, default=None, help='random seed')
+    parser.add_argument(
+        '--deterministic',
+        action='store_true',
+        help='deterministic algorithms (cuDNN, cuBLAS workspace, '
+        'torch.use_deterministic_algorithms); slower',
+    )
+    parser.add_argument(
+        '--launcher',
+        choices=['none', 'pytorch', 'slurm', 'mpi'],
+        default='none',
+        help='how the processes were started (set by the dist_/slurm_ '
+        'scripts)',
+    )
+    # torch.distributed.launch passes --local-rank; torchrun sets LOCAL_RANK
+    parser.add_argument(
+        '--local_rank',
+        '--local-rank',
+        type=int,
+        default=0,
+        help=argparse.SUPPRESS,
+    )
+    args = parser.parse_args(argv)
+    if 'LOCAL_RANK' not in os.environ:
+        os.environ['LOCAL_RANK'] = str(args.local_rank)
+    return args
+
+
+def _fail(message: str, code: int = 2) -> None:
+    print(f'error: {message}', file=sys.stderr, flush=True)
+    try:
+        import torch.distributed as torch_dist
+
+        if torch_dist.is_initialized():
+            torch_dist.destroy_process_group()
+    except Exception:
+        pass
+    sys.exit(code)
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
+    if args.deterministic:
+        # cuBLAS reads this when its handle is created, i.e. before any
+        # CUDA work; nothing has touched CUDA yet.
+        os.environ.setdefault('CUBLAS_WORKSPACE_CONFIG', ':4096:8')
+
+    import torch
+    from mmengine.config import Config
+
+    from mmssl.engine.launch import (
+        TooFewSamplesError,
+        build_runner,
+        check_train_dataloader,
+        resolve_resume,
+        setup_distributed_cfg,
+    )
+    from mmssl.utils import register_all_modules
+    from mmssl.utils.config import (
+        UnknownConfigKeyError,
+        auto_scale_lr_in_cfg,
+        enable_amp_in_cfg,
+        merge_cfg_options,
+    )
+
     register_all_modules()
+    if not osp.isfile(args.config):
+        _fail(f'config file {args.config} does not exist.')
     cfg = Config.fromfile(args.config)
-    if args.cfg_options:
-        cfg.merge_from_dict(args.cfg_options)
-    cfg.launcher = args.launcher
-    cfg.work_dir = args.work_dir or osp.join(
-        './work_dirs', osp.splitext(osp.basename(args.config))[0])
-    runner = Runner.from_cfg(cfg)
+    try:
+        notes = merge_cfg_options(cfg, args.cfg_options, args.allow_new_keys)
+    except (UnknownConfigKeyError, IndexError, TypeError) as exc:
+        _fail(str(exc))
+
+    if cfg.get('custom_imports'):  # e.g. added with --cfg-options
+        from mmengine.utils import import_modules_from_strings
+
+        import_modules_from_strings(**cfg.custom_imports)
+
+    # work dir: --work-dir > the config's work_dir > ./work_dirs/<stem>
+    if args.work_dir is not None:
+        cfg.work_dir = args.work_dir
+    elif cfg.get('work_dir') is None:
+        cfg.work_dir = osp.join(
+            './work_dirs', osp.splitext(osp.basename(args.config))[0]
+        )
+
+    try:
+        rank, world_size = setup_distributed_cfg(cfg, args.launcher)
+    except RuntimeError as exc:
+        _fail(str(exc))
+    cuda = torch.cuda.is_available()
+    log_lines = []
+    if rank == 0:
+        print(f'mmssl: work dir {osp.abspath(cfg.work_dir)}', flush=True)
+    if world_size > 1:
+        log_lines.append(
+            f'distributed: {world_size} processes, backend '
+            f'{cfg.env_cfg["dist_cfg"]["backend"]}, launcher {args.launcher}'
+        )
+
+    if args.amp:
+        try:
+            log_lines.append(enable_amp_in_cfg(cfg, cuda))
+        except ValueError as exc:
+            _fail(str(exc))
+
+    auto = cfg.get('auto_scale_lr') or {}
+    if args.auto_scale_lr is not None or auto.get('enable', False):
+        rule = args.auto_scale_lr or auto.get('rule', 'linear')
+        try:
+            log_lines.extend(auto_scale_lr_in_cfg(cfg, world_size, rule))
+        except ValueError as exc:
+            _fail(str(exc))
+
+    randomness = dict(cfg.get('randomness') or {})
+    if args.seed is not None:
+        randomness['seed'] = args.seed
+    if args.deterministic:
+        randomness['deterministic'] = True
+        if randomness.get('seed') is None:
+            randomness['seed'] = 0
+            log_lines.append('--deterministic without a seed: using seed 0')
+        cfg.setdefault('env_cfg', {})['cudnn_benchmark'] = False
+    cfg.randomness = randomness
+
+    try:
+        resume, ckpt, message = resolve_resume(args.resume, cfg.work_dir)
+    except FileNotFoundError as exc:
+        _fail(str(exc))
+    if args.resume is not None:
+        cfg.resume = resume
+        if resume:
+            cfg.load_from = ckpt
+        log_lines.append(message)
+
+    # Log the mean loss over ranks, whatever custom_hooks the config has.
+    hooks = list(cfg.get('custom_hooks') or [])
+    if not any(h.get('type') == 'DistLossAverageHook' for h in hooks):
+        hooks.append(dict(type='DistLossAverageHook'))
+    # Average BN running statistics over ranks after each epoch, so every
+    # rank (and the checkpoint) ends with the same buffers.
+    if world_size > 1 and not any(
+        h.get('type') == 'SyncBuffersHook' for h in hooks
+    ):
+        hooks.append(dict(type='SyncBuffersHook'))
+    cfg.custom_hooks = hooks
+
+    runner = build_runner(cfg)
+    if args.deterministic:
+        # mmengine enabled strict mode; many vision ops (e.g. the CUDA
+        # backward of adaptive average pooling) have no deterministic
+        # kernel and would stop training, so they warn instead.
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        torch.backends.cudnn.deterministic = True
+        torch.backends.cudnn.benchmark = False
+        log_lines.append(
+            '--deterministic: cuDNN deterministic, benchmark off, '
+            f'CUBLAS_WORKSPACE_CONFIG={os.environ["CUBLAS_WORKSPACE_CONFIG"]}'
+            ', deterministic algorithms (warn where none exists)'
+        )
+    for line in notes:
+        runner.logger.warning(line)
+    for line in log_lines:
+        runner.logger.info(line)
+        if rank == 0 and line.startswith('--resume'):
+            print(f'mmssl: {line}', flush=True)
+
+    # Build the loop (and dataloader) now to refuse an empty epoch before
+    # schedulers, checkpoints or collectives are set up.
+    runner._train_loop = runner.build_train_loop(runner._train_loop)
+    try:
+        iters = check_train_dataloader(
+            runner.train_dataloader, runner.world_size
+        )
+    except TooFewSamplesError as exc:
+        runner.logger.error(str(exc))
+        _fail(str(exc), code=1)
+    runner.logger.info(
+        f'{iters} iterations per epoch on each of '
+        f'{runner.world_size} process(es)'
+    )
     runner.train()
 
 

@@ -4,8 +4,10 @@ from .atomic_checkpoint_hook import (
     set_rng_state,
 )
 from .bad_file_hook import BadFileCounter, BadFileSummaryHook, collect_skipped
+from .dist_loss_average_hook import DistLossAverageHook
 
 __all__ = [
     'AtomicCheckpointHook', 'get_rng_state', 'set_rng_state',
-    'BadFileSummaryHook', 'BadFileCounter', 'collect_skipped'
+    'BadFileSummaryHook', 'BadFileCounter', 'collect_skipped',
+    'DistLossAverageHook'
 ]

@@ -1,0 +1,46 @@
+"""Mixed precision on the CPU: bfloat16 autocast without loss scaling."""
+
+from contextlib import contextmanager
+from typing import Union
+
+import torch
+from mmengine.optim import OptimWrapper
+
+from mmssl.registry import OPTIM_WRAPPERS
+
+
+@OPTIM_WRAPPERS.register_module()
+class CPUAmpOptimWrapper(OptimWrapper):
+    """``OptimWrapper`` that runs forward passes under CPU autocast.
+
+    mmengine's ``AmpOptimWrapper`` needs a GPU; this lets ``--amp`` run
+    (and be debugged) on a CPU-only machine. bfloat16 has float32's
+    exponent range, so no loss scaling is needed.
+
+    Args:
+        dtype (str | torch.dtype): Autocast dtype, ``'bfloat16'``
+            (default) or ``'float16'``.
+        **kwargs: Passed to :class:`mmengine.optim.OptimWrapper`.
+    """
+
+    def __init__(
+        self, dtype: Union[str, torch.dtype] = 'bfloat16', **kwargs
+    ) -> None:
+        super().__init__(**kwargs)
+        if isinstance(dtype, str):
+            if dtype not in ('bfloat16', 'float16'):
+                raise ValueError(
+                    f'CPUAmpOptimWrapper dtype must be '
+                    f'bfloat16 or float16, got {dtype!r}'
+                )
+            dtype = getattr(torch, dtype)
+        self.cast_dtype = dtype
+
+    @contextmanager
+    def optim_context(self, model: torch.nn.Module):
+        """Gradient-accumulation context plus CPU autocast."""
+        with (
+            super().optim_context(model),
+            torch.autocast(device_type='cpu', dtype=self.cast_dtype),
+        ):
+            yield

@@ -1,0 +1,187 @@
+"""tools/train.py and tools/test.py end to end on CPU (tiny runs)."""
+
+import glob
+import importlib.util
+import os
+import os.path as osp
+import pickle
+import subprocess
+import sys
+
+import pytest
+import torch
+
+ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+DEMO = osp.join(ROOT, 'configs/simclr/simclr_resnet18-w16_1xb64-10e_demo.py')
+sys.path.insert(0, osp.join(ROOT, 'tools'))
+
+import test as test_tool  # noqa: E402  (tools/test.py)
+import train as train_tool  # noqa: E402  (tools/train.py)
+
+
+def _small(root, batch=4, indices=8):
+    return [
+        f'train_dataloader.dataset.data_root={root}/train',
+        f'train_dataloader.dataset.indices={indices}',
+        f'train_dataloader.batch_size={batch}',
+        'train_dataloader.num_workers=0',
+        'train_dataloader.persistent_workers=False',
+        'val_cfg=None',
+        'val_dataloader=None',
+        'val_evaluator=None',
+        'default_hooks.logger.interval=1',
+        "param_scheduler=[dict(type='ConstantLR', factor=1.0, "
+        'by_epoch=True, begin=0, end=1)]',
+    ]
+
+
+def test_script_runs_from_anywhere_and_rejects_unknown_keys(tmp_path):
+    """No PYTHONPATH, another cwd: the bad key is named with suggestions."""
+    env = {k: v for k, v in os.environ.items() if k != 'PYTHONPATH'}
+    proc = subprocess.run(
+        [
+            sys.executable,
+            osp.join(ROOT, 'tools/train.py'),
+            DEMO,
+            '--cfg-options',
+            'model.backbone.deph=34',
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert 'model.backbone.deph' in proc.stderr
+    assert '`model.backbone.depth`' in proc.stderr
+    assert not osp.exists(tmp_path / 'work_dirs')
+
+
+def test_too_small_dataset_stops_before_training(
+    demo_data_root, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as info:
+        train_tool.main(
+            [
+                DEMO,
+                '--resume',
+                '--cfg-options',
+                *_small(demo_data_root, batch=16, indices=10),
+            ]
+        )
+    assert info.value.code == 1
+    out, err = capsys.readouterr()
+    wd = tmp_path / 'work_dirs' / 'simclr_resnet18-w16_1xb64-10e_demo'
+    assert f'work dir {wd}' in out  # default work dir, printed
+    assert 'starts from scratch' in out  # --resume with nothing to resume
+    assert '10 samples over world size 1' in err
+    assert 'batch_size=16' in err and '0 iterations' in err
+    assert not glob.glob(str(wd / '*.pth'))
+
+
+@pytest.mark.slow
+def test_train_amp_autoscale_then_test(demo_data_root, tmp_path, capsys):
+    wd = str(tmp_path / 'wd')
+    common = [DEMO, '--work-dir', wd, '--cfg-options', *_small(demo_data_root)]
+    try:
+        train_tool.main(
+            common[:3]
+            + [
+                '--amp',
+                '--auto-scale-lr',
+                'sqrt',
+                '--seed',
+                '3',
+                '--deterministic',
+            ]
+            + common[3:]
+            + ['train_cfg.max_epochs=1']
+        )
+        assert os.environ['CUBLAS_WORKSPACE_CONFIG'] == ':4096:8'
+        assert torch.are_deterministic_algorithms_enabled()
+        assert torch.is_deterministic_algorithms_warn_only_enabled()
+        assert torch.backends.cudnn.deterministic
+    finally:
+        torch.use_deterministic_algorithms(False)
+        torch.backends.cudnn.deterministic = False
+        os.environ.pop('CUBLAS_WORKSPACE_CONFIG', None)
+    out = capsys.readouterr().out
+    assert osp.isfile(osp.join(wd, 'epoch_1.pth'))
+    logs = sorted(glob.glob(osp.join(wd, '*', '*.log')))
+    text = open(logs[-1]).read()
+    # batch 4 on 1 process vs base 64: sqrt(4 / 64) = 0.25
+    assert 'rule=sqrt, real batch size 4' in text
+    assert 'optim_wrapper.optimizer.lr 0.1 -> 0.025' in text
+    assert 'CPUAmpOptimWrapper' in text
+    assert 'CUBLAS_WORKSPACE_CONFIG=:4096:8' in text
+    ckpt = torch.load(
+        osp.join(wd, 'epoch_1.pth'), map_location='cpu', weights_only=False
+    )
+    assert ckpt['meta']['epoch'] == 1
+    assert ckpt['meta']['seed'] == 3
+
+    # tools/test.py runs the config's kNN test loop and prints metrics (on
+    # a weights-only copy, loadable with torch.load(weights_only=True))
+    clean = str(tmp_path / 'weights.pth')
+    torch.save({'state_dict': ckpt['state_dict'], 'meta': {}}, clean)
+    json_out = str(tmp_path / 'metrics.json')
+    metrics = test_tool.main(
+        [
+            DEMO,
+            clean,
+            '--work-dir',
+            wd,
+            '--out',
+            json_out,
+            '--cfg-options',
+            f'test_dataloader.dataset.bank.data_root={demo_data_root}',
+            f'test_dataloader.dataset.query.data_root={demo_data_root}',
+            'test_dataloader.dataset.bank.indices=100',
+            'test_dataloader.dataset.query.indices=50',
+            'test_dataloader.num_workers=0',
+        ]
+    )
+    out = capsys.readouterr().out
+    top1 = [k for k in metrics if 'top1' in k]
+    assert top1 and 0 <= metrics[top1[0]] <= 100
+    assert f'{top1[0]}:' in out
+    assert osp.isfile(json_out)
+
+
+@pytest.mark.slow
+def test_resume_continues_from_newest_checkpoint(
+    demo_data_root, tmp_path, capsys
+):
+    wd = str(tmp_path / 'wd')
+    common = [DEMO, '--work-dir', wd, '--cfg-options', *_small(demo_data_root)]
+    train_tool.main(common + ['train_cfg.max_epochs=1'])
+    assert osp.isfile(osp.join(wd, 'epoch_1.pth'))
+    capsys.readouterr()
+    try:
+        train_tool.main(
+            common[:3] + ['--resume'] + common[3:] + ['train_cfg.max_epochs=2']
+        )
+    except pickle.UnpicklingError:
+        # torch>=2.6 loads weights only by default; mmengine checkpoints
+        # need the safe loader of mmssl.utils.checkpoint (other branch).
+        if importlib.util.find_spec('mmssl.utils.checkpoint') is None:
+            pytest.xfail('safe checkpoint loading not merged yet')
+        raise
+    out = capsys.readouterr().out
+    assert f'resuming from {osp.join(wd, "epoch_1.pth")}' in out
+    ckpt = torch.load(
+        osp.join(wd, 'epoch_2.pth'), map_location='cpu', weights_only=False
+    )
+    assert ckpt['meta']['epoch'] == 2 and ckpt['meta']['iter'] == 4
+
+
+def test_launcher_without_its_variables_fails_clearly(monkeypatch, capsys):
+    for key in ('RANK', 'WORLD_SIZE', 'MASTER_ADDR', 'MASTER_PORT'):
+        monkeypatch.delenv(key, raising=False)
+    with pytest.raises(SystemExit) as info:
+        train_tool.main([DEMO, '--launcher', 'pytorch'])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert 'torchrun' in err and 'tools/dist_train.sh' in err

@@ -1,0 +1,132 @@
+"""Evaluate a checkpoint with the config's test loop and print the metrics.
+
+    python tools/test.py CONFIG CHECKPOINT [--work-dir DIR] [--out FILE.json]
+        [--cfg-options KEY=VALUE ...] [--launcher ...]
+
+For the demo configs the test loop is a kNN evaluation (FeatureTestLoop)
+on ``knn_data_root`` (bank: train split, queries: val split).
+Several processes: ``bash tools/dist_test.sh CONFIG CHECKPOINT N``.
+"""
+
+import argparse
+import json
+import os
+import os.path as osp
+import sys
+
+ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+from mmssl.utils.config import CfgOptionsAction  # noqa: E402
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description='Test (evaluate) a checkpoint (mmssl).'
+    )
+    parser.add_argument('config', help='config file path')
+    parser.add_argument('checkpoint', help='checkpoint file')
+    parser.add_argument(
+        '--work-dir',
+        help='folder for the test log; default: ./work_dirs/<config name>',
+    )
+    parser.add_argument('--out', help='write the metrics to this JSON file')
+    parser.add_argument(
+        '--cfg-options',
+        nargs='+',
+        action=CfgOptionsAction,
+        help='override config entries, KEY=VALUE; unknown keys are an error',
+    )
+    parser.add_argument(
+        '--allow-new-keys',
+        action='store_true',
+        help='let --cfg-options add keys the config does not have',
+    )
+    parser.add_argument(
+        '--launcher',
+        choices=['none', 'pytorch', 'slurm', 'mpi'],
+        default='none',
+    )
+    parser.add_argument(
+        '--local_rank',
+        '--local-rank',
+        type=int,
+        default=0,
+        help=argparse.SUPPRESS,
+    )
+    args = parser.parse_args(argv)
+    if 'LOCAL_RANK' not in os.environ:
+        os.environ['LOCAL_RANK'] = str(args.local_rank)
+    return args
+
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
+    from mmengine.config import Config
+
+    from mmssl.engine.launch import build_runner, setup_distributed_cfg
+    from mmssl.utils import register_all_modules
+    from mmssl.utils.config import UnknownConfigKeyError, merge_cfg_options
+
+    register_all_modules()
+    for path, what in (
+        (args.config, 'config'),
+        (args.checkpoint, 'checkpoint'),
+    ):
+        if not osp.isfile(path):
+            print(
+                f'error: {what} file {path} does not exist.', file=sys.stderr
+            )
+            sys.exit(2)
+    cfg = Config.fromfile(args.config)
+    try:
+        notes = merge_cfg_options(cfg, args.cfg_options, args.allow_new_keys)
+    except (UnknownConfigKeyError, IndexError, TypeError) as exc:
+        print(f'error: {exc}', file=sys.stderr)
+        sys.exit(2)
+    if cfg.get('test_dataloader') is None or cfg.get('test_cfg') is None:
+        print(
+            f'error: {args.config} has no test_dataloader/test_cfg to run.',
+            file=sys.stderr,
+        )
+        sys.exit(2)
+    if args.work_dir is not None:
+        cfg.work_dir = args.work_dir
+    elif cfg.get('work_dir') is None:
+        cfg.work_dir = osp.join(
+            './work_dirs', osp.splitext(osp.basename(args.config))[0]
+        )
+    try:
+        rank, _ = setup_distributed_cfg(cfg, args.launcher)
+    except RuntimeError as exc:
+        print(f'error: {exc}', file=sys.stderr)
+        sys.exit(2)
+    cfg.load_from = args.checkpoint
+    cfg.resume = False
+
+    runner = build_runner(cfg)
+    for line in notes:
+        runner.logger.warning(line)
+    metrics = runner.test()
+    if rank == 0:
+        print(f'mmssl: metrics of {args.checkpoint}:')
+        for key, value in metrics.items():
+            print(f'  {key}: {value}')
+        if args.out:
+            os.makedirs(osp.dirname(osp.abspath(args.out)), exist_ok=True)
+            with open(args.out, 'w') as f:
+                json.dump(
+                    {
+                        k: float(v) if isinstance(v, (int, float)) else v
+                        for k, v in metrics.items()
+                    },
+                    f,
+                    indent=2,
+                )
+            print(f'mmssl: metrics written to {args.out}')
+    return metrics
+
+
+if __name__ == '__main__':
+    main()
