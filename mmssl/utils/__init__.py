@@ -10,3 +10,6 @@ __all__ += [
     'init_model', 'load_checkpoint_file', 'load_config', 'strip_prefix',
     'backbone_prefix', 'find_backbone', 'count_params', 'parameter_table'
 ]
+from .publish import publish_checkpoint, sha256_of  # noqa: E402
+
+__all__ += ['publish_checkpoint', 'sha256_of']

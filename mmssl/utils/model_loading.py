@@ -63,6 +63,20 @@ def strip_prefix(state_dict: dict, prefix: str) -> dict:
             if k.startswith(prefix)}
 
 
+def _quiet_init_weights(model: nn.Module) -> None:
+    """``model.init_weights()`` without its per-parameter INFO log."""
+    import logging
+
+    from mmengine.logging import MMLogger
+    logger = MMLogger.get_current_instance()
+    level = logger.level
+    logger.setLevel(logging.WARNING)
+    try:
+        model.init_weights()
+    finally:
+        logger.setLevel(level)
+
+
 def load_config(config: str, cfg_options: dict | None = None) -> Config:
     """``Config.fromfile`` plus ``--cfg-options`` overrides."""
     if not osp.isfile(config):
@@ -102,7 +116,7 @@ def init_model(config: str | Config,
     cfg = (config if isinstance(config, Config) else load_config(
         config, cfg_options))
     model = MODELS.build(cfg.model)
-    model.init_weights()
+    _quiet_init_weights(model)
     if checkpoint:
         state = load_checkpoint_file(checkpoint, trusted=trusted)
         state = state['state_dict']

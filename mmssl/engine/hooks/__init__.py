@@ -1,0 +1,3 @@
+from .knn_eval_hook import KNNEvalHook
+
+__all__ = ['KNNEvalHook']
