@@ -1,4 +1,5 @@
 """Loading configs, models and checkpoints for the command-line tools."""
+
 import os.path as osp
 
 import torch
@@ -7,8 +8,9 @@ from mmengine.logging import print_log
 from torch import nn
 
 
-def load_checkpoint_file(path: str, map_location='cpu',
-                         trusted: bool = False) -> dict:
+def load_checkpoint_file(
+    path: str, map_location='cpu', trusted: bool = False
+) -> dict:
     """Read a checkpoint file into a dict.
 
     Uses ``mmssl.utils.load_checkpoint_safe`` when it is available (the
@@ -35,23 +37,29 @@ def load_checkpoint_file(path: str, map_location='cpu',
         load_checkpoint_safe = None
     if load_checkpoint_safe is not None:
         ckpt = load_checkpoint_safe(
-            path, map_location=map_location, trusted=trusted)
+            path, map_location=map_location, trusted=trusted
+        )
     else:
         try:
-            ckpt = torch.load(path, map_location=map_location,
-                              weights_only=True)
+            ckpt = torch.load(
+                path, map_location=map_location, weights_only=True
+            )
         except Exception as err:  # pickle.UnpicklingError and friends
             if not trusted:
                 raise RuntimeError(
                     f'{path} holds Python objects besides tensors, which '
                     'the safe loader refuses ({}). If you made this file '
                     'yourself, pass --trusted to load it fully.'.format(
-                        str(err).splitlines()[0])) from err
-            ckpt = torch.load(path, map_location=map_location,
-                              weights_only=False)
+                        str(err).splitlines()[0]
+                    )
+                ) from err
+            ckpt = torch.load(
+                path, map_location=map_location, weights_only=False
+            )
     if not isinstance(ckpt, dict):
-        raise TypeError(f'{path} does not hold a dict but a '
-                        f'{type(ckpt).__name__}.')
+        raise TypeError(
+            f'{path} does not hold a dict but a {type(ckpt).__name__}.'
+        )
     if 'state_dict' not in ckpt:
         ckpt = {'state_dict': ckpt}
     return ckpt
@@ -59,8 +67,11 @@ def load_checkpoint_file(path: str, map_location='cpu',
 
 def strip_prefix(state_dict: dict, prefix: str) -> dict:
     """Keys starting with ``prefix``, with it removed."""
-    return {k[len(prefix):]: v for k, v in state_dict.items()
-            if k.startswith(prefix)}
+    return {
+        k[len(prefix) :]: v
+        for k, v in state_dict.items()
+        if k.startswith(prefix)
+    }
 
 
 def _quiet_init_weights(model: nn.Module) -> None:
@@ -68,6 +79,7 @@ def _quiet_init_weights(model: nn.Module) -> None:
     import logging
 
     from mmengine.logging import MMLogger
+
     logger = MMLogger.get_current_instance()
     level = logger.level
     logger.setLevel(logging.WARNING)
@@ -87,11 +99,13 @@ def load_config(config: str, cfg_options: dict | None = None) -> Config:
     return cfg
 
 
-def init_model(config: str | Config,
-               checkpoint: str | None = None,
-               device: str = 'cpu',
-               cfg_options: dict | None = None,
-               trusted: bool = False) -> nn.Module:
+def init_model(
+    config: str | Config,
+    checkpoint: str | None = None,
+    device: str = 'cpu',
+    cfg_options: dict | None = None,
+    trusted: bool = False,
+) -> nn.Module:
     """Build ``cfg.model`` and load a checkpoint into it, in eval mode.
 
     Without a checkpoint the model keeps its random initialisation
@@ -112,9 +126,13 @@ def init_model(config: str | Config,
     """
     from mmssl.registry import MODELS
     from mmssl.utils import register_all_modules
+
     register_all_modules()
-    cfg = (config if isinstance(config, Config) else load_config(
-        config, cfg_options))
+    cfg = (
+        config
+        if isinstance(config, Config)
+        else load_config(config, cfg_options)
+    )
     model = MODELS.build(cfg.model)
     _quiet_init_weights(model)
     if checkpoint:
@@ -128,7 +146,9 @@ def init_model(config: str | Config,
                 f'Loaded {checkpoint} with {len(result.missing_keys)} '
                 f'missing keys {result.missing_keys[:5]} and '
                 f'{len(result.unexpected_keys)} unexpected keys '
-                f'{result.unexpected_keys[:5]}.', logger='current',
-                level=30)
+                f'{result.unexpected_keys[:5]}.',
+                logger='current',
+                level=30,
+            )
     model.cfg = cfg
     return model.to(device).eval()

@@ -6,6 +6,7 @@ DINOv2) or the momentum encoder (BYOL, MoCo), which DINO (Caron et al.
 2021, https://arxiv.org/abs/2104.14294) showed to be the better one. The
 rules below are shared by the tools and :class:`KNNEvalHook` so they agree.
 """
+
 from torch import nn
 
 #: Backbone locations, tried in order; the first that exists wins. The same
@@ -29,9 +30,9 @@ def _get(module: nn.Module, path: str) -> nn.Module | None:
         return None
 
 
-def find_backbone(model: nn.Module,
-                  prefer_teacher: bool = True,
-                  path: str | None = None) -> tuple[nn.Module, str]:
+def find_backbone(
+    model: nn.Module, prefer_teacher: bool = True, path: str | None = None
+) -> tuple[nn.Module, str]:
     """The backbone of an algorithm and its dotted path.
 
     Args:
@@ -55,10 +56,12 @@ def find_backbone(model: nn.Module,
             raise ValueError(
                 f'The model ({type(model).__name__}) has no submodule '
                 f'"{path}". Top-level parts: '
-                f'{[n for n, _ in model.named_children()]}.')
+                f'{[n for n, _ in model.named_children()]}.'
+            )
         return found, path
-    paths = (TEACHER_BACKBONE_PATHS if prefer_teacher else
-             ()) + STUDENT_BACKBONE_PATHS
+    paths = (
+        TEACHER_BACKBONE_PATHS if prefer_teacher else ()
+    ) + STUDENT_BACKBONE_PATHS
     for p in paths:
         found = _get(model, p)
         if found is not None and any(True for _ in found.parameters()):
@@ -68,8 +71,10 @@ def find_backbone(model: nn.Module,
 
 def _is_wrapper(model: nn.Module) -> bool:
     from torch.nn.parallel import DataParallel, DistributedDataParallel
+
     try:
         from mmengine.model import is_model_wrapper
+
         return is_model_wrapper(model)
     except ImportError:  # pragma: no cover
         return isinstance(model, (DataParallel, DistributedDataParallel))
@@ -90,8 +95,9 @@ def backbone_prefix(keys, prefer_teacher: bool = True) -> str:
         ValueError: No known backbone prefix occurs in ``keys``.
     """
     keys = list(keys)
-    paths = (TEACHER_BACKBONE_PATHS if prefer_teacher else
-             ()) + STUDENT_BACKBONE_PATHS
+    paths = (
+        TEACHER_BACKBONE_PATHS if prefer_teacher else ()
+    ) + STUDENT_BACKBONE_PATHS
     for p in paths:
         prefix = p + '.'
         if any(k.startswith(prefix) for k in keys):
@@ -99,4 +105,5 @@ def backbone_prefix(keys, prefer_teacher: bool = True) -> str:
     raise ValueError(
         'Found no backbone weights in the checkpoint: none of the keys '
         f'starts with {[p + "." for p in paths]}. First keys: {keys[:5]}. '
-        'Pass the prefix explicitly (e.g. --prefix backbone.).')
+        'Pass the prefix explicitly (e.g. --prefix backbone.).'
+    )

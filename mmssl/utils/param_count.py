@@ -4,6 +4,7 @@ Used by ``tools/analysis_tools/count_parameters.py``. Large models can be
 built on the ``meta`` device (:func:`build_on_meta`), which allocates no
 memory, so counting a ViT-g takes a fraction of a second.
 """
+
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -22,6 +23,7 @@ class ParamRow:
         depth (int): Nesting level, 0 for the whole model; for indentation.
         note (str): Extra information, e.g. the module's class or preset.
     """
+
     name: str
     total: int
     trainable: int
@@ -29,8 +31,9 @@ class ParamRow:
     note: str = ''
 
 
-def count_params(params: nn.Module | Iterable[nn.Parameter]
-                 ) -> tuple[int, int]:
+def count_params(
+    params: nn.Module | Iterable[nn.Parameter],
+) -> tuple[int, int]:
     """Total and trainable numbers of parameter elements.
 
     Parameters shared between modules (the same tensor object reachable
@@ -73,7 +76,8 @@ def find_blocks(module: nn.Module) -> list[tuple[str, nn.Module]]:
     """
     names = getattr(module, 'res_layers', None)
     if isinstance(names, (list, tuple)) and all(
-            isinstance(n, str) and hasattr(module, n) for n in names):
+        isinstance(n, str) and hasattr(module, n) for n in names
+    ):
         return [(n, getattr(module, n)) for n in names]
     for attr in ('blocks', 'layers', 'stages'):
         child = getattr(module, attr, None)
@@ -85,10 +89,12 @@ def find_blocks(module: nn.Module) -> list[tuple[str, nn.Module]]:
     return []
 
 
-def parameter_table(model: nn.Module,
-                    depth: int = 1,
-                    per_block: bool = False,
-                    block_parent: str = 'backbone') -> list[ParamRow]:
+def parameter_table(
+    model: nn.Module,
+    depth: int = 1,
+    per_block: bool = False,
+    block_parent: str = 'backbone',
+) -> list[ParamRow]:
     """Rows of parameter counts: the model, its parts and optionally blocks.
 
     Args:
@@ -132,12 +138,14 @@ def parameter_table(model: nn.Module,
             raise ValueError(
                 f'--per-block: found no list of blocks in '
                 f'{type(parent).__name__} ("{parent_name or "model"}"); '
-                'use --depth N to look inside it instead.')
+                'use --depth N to look inside it instead.'
+            )
         for name, block in blocks:
             full = f'{parent_name}.{name}' if parent_name else name
             t, tr = count_params(block)
-            rows.append(ParamRow(full, t, tr, 2,
-                                 f'block: {type(block).__name__}'))
+            rows.append(
+                ParamRow(full, t, tr, 2, f'block: {type(block).__name__}')
+            )
     return rows
 
 
@@ -156,11 +164,19 @@ def format_table(rows: list[ParamRow], title: str = '') -> str:
     body = []
     for r in rows:
         name = '  ' * max(r.depth - 1, 0) + (r.name or '(whole model)')
-        body.append((name, r.note, human_count(r.total),
-                     human_count(r.trainable), f'{r.total:,}'))
+        body.append(
+            (
+                name,
+                r.note,
+                human_count(r.total),
+                human_count(r.trainable),
+                f'{r.total:,}',
+            )
+        )
     widths = [max(len(x[i]) for x in body + [header]) for i in range(5)]
-    fmt = '  '.join('{:<%d}' % w if i < 2 else '{:>%d}' % w
-                    for i, w in enumerate(widths))
+    fmt = '  '.join(
+        '{:<%d}' % w if i < 2 else '{:>%d}' % w for i, w in enumerate(widths)
+    )
     if title:
         lines.append(title)
     lines.append(fmt.format(*header))
@@ -199,18 +215,36 @@ def build_on_meta(build_fn, *args, meta: bool = True, **kwargs):
 #: 1136.5M as listed by timm), which the DINOv2 paper rounds to 21M, 86M,
 #: 300M and 1.1B; the 14-px patch and 37x37 position table are included.
 VIT_PRESETS: list[tuple[str, dict, float]] = [
-    ('ViT-S/14 (dinov2-s)',
-     dict(type='VisionTransformer', arch='dinov2-s', patch_size=14,
-          img_size=518), 22.1e6),
-    ('ViT-B/14 (b)',
-     dict(type='VisionTransformer', arch='b', patch_size=14, img_size=518),
-     86.6e6),
-    ('ViT-L/14 (l)',
-     dict(type='VisionTransformer', arch='l', patch_size=14, img_size=518),
-     304.4e6),
-    ('ViT-g/14 (dinov2-g)',
-     dict(type='VisionTransformer', arch='dinov2-g', patch_size=14,
-          img_size=518), 1136.5e6),
+    (
+        'ViT-S/14 (dinov2-s)',
+        dict(
+            type='VisionTransformer',
+            arch='dinov2-s',
+            patch_size=14,
+            img_size=518,
+        ),
+        22.1e6,
+    ),
+    (
+        'ViT-B/14 (b)',
+        dict(type='VisionTransformer', arch='b', patch_size=14, img_size=518),
+        86.6e6,
+    ),
+    (
+        'ViT-L/14 (l)',
+        dict(type='VisionTransformer', arch='l', patch_size=14, img_size=518),
+        304.4e6,
+    ),
+    (
+        'ViT-g/14 (dinov2-g)',
+        dict(
+            type='VisionTransformer',
+            arch='dinov2-g',
+            patch_size=14,
+            img_size=518,
+        ),
+        1136.5e6,
+    ),
 ]
 
 
@@ -220,10 +254,15 @@ def dino_vit_presets() -> list[tuple[str, dict, float]]:
     Returns an empty list when the backbone is not available (yet).
     """
     from mmssl.registry import MODELS
+
     if MODELS.get('DINOVisionTransformer') is None:
         return []
-    sizes = dict(small=22.1e6, base=86.6e6, large=304.4e6,
-                 giant=1136.5e6)
-    return [(f'DINOVisionTransformer ({a})',
-             dict(type='DINOVisionTransformer', arch=a, patch_size=14), s)
-            for a, s in sizes.items()]
+    sizes = dict(small=22.1e6, base=86.6e6, large=304.4e6, giant=1136.5e6)
+    return [
+        (
+            f'DINOVisionTransformer ({a})',
+            dict(type='DINOVisionTransformer', arch=a, patch_size=14),
+            s,
+        )
+        for a, s in sizes.items()
+    ]

@@ -4,6 +4,7 @@ The published file holds CPU tensors and plain metadata only (strings and
 numbers), so it loads with ``torch.load(weights_only=True)``; its name ends
 with the first 8 hex digits of its SHA-256, as OpenMMLab model zoos do.
 """
+
 import datetime
 import hashlib
 import os
@@ -15,9 +16,18 @@ from .model_loading import load_checkpoint_file, strip_prefix
 from .model_parts import backbone_prefix
 
 #: Top-level checkpoint entries that only matter to resume training.
-TRAINING_ONLY_KEYS = ('optimizer', 'param_schedulers', 'message_hub',
-                      'scheduler', 'lr_scheduler', 'amp', 'loss_scaler',
-                      'grad_scaler', 'ema_state_dict', 'rng_state')
+TRAINING_ONLY_KEYS = (
+    'optimizer',
+    'param_schedulers',
+    'message_hub',
+    'scheduler',
+    'lr_scheduler',
+    'amp',
+    'loss_scaler',
+    'grad_scaler',
+    'ema_state_dict',
+    'rng_state',
+)
 
 
 def sha256_of(path: str, chunk: int = 1 << 20) -> str:
@@ -47,6 +57,7 @@ def _config_info(cfg_text: str | None) -> dict:
         return info
     try:
         from mmengine.config import Config
+
         cfg = Config.fromstring(cfg_text, '.py')
         model = cfg.get('model', {})
         info['algorithm'] = model.get('type')
@@ -54,19 +65,21 @@ def _config_info(cfg_text: str | None) -> dict:
         arch = backbone.get('arch')
         info['architecture'] = dict(
             type=backbone.get('type'),
-            arch=arch if isinstance(arch, (str, type(None))) else _plain(
-                arch),
-            patch_size=backbone.get('patch_size'))
+            arch=arch if isinstance(arch, (str, type(None))) else _plain(arch),
+            patch_size=backbone.get('patch_size'),
+        )
     except Exception as err:  # noqa: BLE001 - metadata is best effort
         info['config_parse_error'] = str(err).splitlines()[0][:200]
     return info
 
 
-def publish_checkpoint(src: str,
-                       out: str,
-                       backbone_only: bool = False,
-                       prefix: str | None = None,
-                       trusted: bool = False) -> tuple[str, dict]:
+def publish_checkpoint(
+    src: str,
+    out: str,
+    backbone_only: bool = False,
+    prefix: str | None = None,
+    trusted: bool = False,
+) -> tuple[str, dict]:
     """Write a published copy of ``src``; return its path and a summary.
 
     Args:
@@ -86,6 +99,7 @@ def publish_checkpoint(src: str,
         removed, sha256)``.
     """
     from mmssl import __version__
+
     ckpt = load_checkpoint_file(src, trusted=trusted)
     state = ckpt['state_dict']
     if state and all(k.startswith('module.') for k in state):
@@ -99,8 +113,10 @@ def publish_checkpoint(src: str,
         state = strip_prefix(state, used_prefix)
         if not state:
             raise ValueError(f'No key of {src} starts with "{used_prefix}".')
-    state = {k: v.detach().cpu().clone() if torch.is_tensor(v) else v
-             for k, v in state.items()}
+    state = {
+        k: v.detach().cpu().clone() if torch.is_tensor(v) else v
+        for k, v in state.items()
+    }
     old_meta = ckpt.get('meta') or {}
     cfg_text = old_meta.get('cfg') if isinstance(old_meta, dict) else None
     if cfg_text is not None and not isinstance(cfg_text, str):
@@ -117,7 +133,8 @@ def publish_checkpoint(src: str,
         backbone_only=backbone_only,
         backbone_prefix=used_prefix or None,
         config=cfg_text,
-        **_config_info(cfg_text))
+        **_config_info(cfg_text),
+    )
     removed = sorted(k for k in ckpt if k not in ('state_dict', 'meta'))
     published = dict(meta=_plain(meta), state_dict=state)
 
@@ -129,5 +146,9 @@ def publish_checkpoint(src: str,
     digest = sha256_of(tmp)
     final = f'{base}-{digest[:8]}.pth'
     os.replace(tmp, final)
-    return final, dict(prefix=used_prefix, num_tensors=len(state),
-                       removed=removed, sha256=digest)
+    return final, dict(
+        prefix=used_prefix,
+        num_tensors=len(state),
+        removed=removed,
+        sha256=digest,
+    )

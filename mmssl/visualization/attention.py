@@ -6,6 +6,7 @@ the attention of the CLS token to the patches in the last block, one map
 per head; and of DINOv2 (Oquab et al., https://arxiv.org/abs/2304.07193):
 the first three principal components of the patch features as RGB.
 """
+
 import numpy as np
 import torch
 from torch import nn
@@ -14,14 +15,18 @@ from torch import nn
 def _last_block(backbone: nn.Module) -> nn.Module:
     for attr in ('layers', 'blocks'):
         blocks = getattr(backbone, attr, None)
-        if isinstance(blocks, (nn.ModuleList, nn.Sequential)) and len(
-                blocks) and hasattr(blocks[-1], 'attn'):
+        if (
+            isinstance(blocks, (nn.ModuleList, nn.Sequential))
+            and len(blocks)
+            and hasattr(blocks[-1], 'attn')
+        ):
             return blocks[-1]
     raise TypeError(
         f'{type(backbone).__name__} is not a ViT backbone: found no '
         '`layers` or `blocks` list whose blocks have an `attn` module. '
         'Attention maps are drawn for VisionTransformer-like backbones '
-        '(mmpretrain VisionTransformer, DINOVisionTransformer).')
+        '(mmpretrain VisionTransformer, DINOVisionTransformer).'
+    )
 
 
 def _num_extra_tokens(backbone: nn.Module) -> int:
@@ -32,8 +37,9 @@ def _num_extra_tokens(backbone: nn.Module) -> int:
 
 
 @torch.no_grad()
-def last_block_attention(backbone: nn.Module, inputs: torch.Tensor
-                         ) -> tuple[torch.Tensor, torch.Tensor]:
+def last_block_attention(
+    backbone: nn.Module, inputs: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
     """CLS-to-all attention of the last block and its output tokens.
 
     Uses ``backbone.get_last_selfattention(x)`` when the backbone has it;
@@ -54,7 +60,9 @@ def last_block_attention(backbone: nn.Module, inputs: torch.Tensor
     handles = [
         block.register_forward_hook(
             lambda m, i, o: caught.__setitem__(
-                'tokens', o[0] if isinstance(o, (tuple, list)) else o))
+                'tokens', o[0] if isinstance(o, (tuple, list)) else o
+            )
+        )
     ]
     if hasattr(backbone, 'get_last_selfattention'):
         try:
@@ -74,9 +82,13 @@ def last_block_attention(backbone: nn.Module, inputs: torch.Tensor
         raise TypeError(
             f'The last block of {type(backbone).__name__} has no '
             '`attn.qkv` / `attn.num_heads`, and the backbone has no '
-            '`get_last_selfattention`; cannot compute attention maps.')
-    handles.append(qkv_mod.register_forward_hook(
-        lambda m, i, o: caught.__setitem__('qkv', o)))
+            '`get_last_selfattention`; cannot compute attention maps.'
+        )
+    handles.append(
+        qkv_mod.register_forward_hook(
+            lambda m, i, o: caught.__setitem__('qkv', o)
+        )
+    )
     try:
         backbone(inputs)
     finally:
@@ -91,20 +103,23 @@ def last_block_attention(backbone: nn.Module, inputs: torch.Tensor
     return attn, caught['tokens']
 
 
-def cls_attention_maps(backbone: nn.Module, inputs: torch.Tensor,
-                       grid: tuple[int, int]) -> np.ndarray:
+def cls_attention_maps(
+    backbone: nn.Module, inputs: torch.Tensor, grid: tuple[int, int]
+) -> np.ndarray:
     """Per-head CLS attention to the patches, (B, heads, h, w)."""
     attn, _ = last_block_attention(backbone, inputs)
     extra = _num_extra_tokens(backbone)
     maps = attn[:, :, 0, extra:]  # (B, heads, h * w)
     if maps.shape[-1] != grid[0] * grid[1]:
-        raise ValueError(f'Expected {grid[0] * grid[1]} patch tokens, got '
-                         f'{maps.shape[-1]}.')
+        raise ValueError(
+            f'Expected {grid[0] * grid[1]} patch tokens, got {maps.shape[-1]}.'
+        )
     return maps.reshape(*maps.shape[:2], *grid).float().cpu().numpy()
 
 
-def patch_pca_rgb(tokens: torch.Tensor, grid: tuple[int, int],
-                  num_extra_tokens: int = 1) -> np.ndarray:
+def patch_pca_rgb(
+    tokens: torch.Tensor, grid: tuple[int, int], num_extra_tokens: int = 1
+) -> np.ndarray:
     """First 3 principal components of patch tokens as an RGB image.
 
     Args:
@@ -116,6 +131,7 @@ def patch_pca_rgb(tokens: torch.Tensor, grid: tuple[int, int],
         np.ndarray: (h, w, 3) uint8, each component min-max scaled.
     """
     from sklearn.decomposition import PCA
+
     patches = tokens[num_extra_tokens:].float().cpu().numpy()
     n_comp = min(3, patches.shape[0], patches.shape[1])
     comps = PCA(n_components=n_comp).fit_transform(patches)  # (h * w, 3)
@@ -129,6 +145,7 @@ def patch_pca_rgb(tokens: torch.Tensor, grid: tuple[int, int],
 def heatmap(values: np.ndarray, size: tuple[int, int]) -> np.ndarray:
     """A (h, w) map as an upsampled RGB heat map of ``size`` (W, H)."""
     import cv2
+
     v = values - values.min()
     v = (255 * v / max(v.max(), 1e-12)).astype(np.uint8)
     v = cv2.resize(v, size, interpolation=cv2.INTER_NEAREST)

@@ -8,6 +8,7 @@ and SimMIM-style models (Xie et al., "SimMIM: A Simple Framework for
 Masked Image Modeling", https://arxiv.org/abs/2111.09886: a backbone
 taking ``(x, mask)`` and a neck decoding full-size pixels).
 """
+
 import numpy as np
 import torch
 from torch import nn
@@ -17,7 +18,8 @@ def _patch_size_of(backbone: nn.Module) -> int:
     pe = getattr(backbone, 'patch_embed', None)
     for obj in (pe, getattr(pe, 'projection', None)):
         size = getattr(obj, 'patch_size', None) or getattr(
-            obj, 'kernel_size', None)
+            obj, 'kernel_size', None
+        )
         if size is not None:
             return int(size[0] if isinstance(size, (tuple, list)) else size)
     raise ValueError(f'Cannot find the patch size of {type(backbone)}.')
@@ -27,16 +29,23 @@ def mim_style(model: nn.Module) -> str:
     """``'mae'`` or ``'simmim'``; raises ``TypeError`` for other models."""
     backbone = getattr(model, 'backbone', None)
     head = getattr(model, 'head', None)
-    if backbone is not None and hasattr(backbone, 'random_masking') and \
-            hasattr(head, 'unpatchify'):
+    if (
+        backbone is not None
+        and hasattr(backbone, 'random_masking')
+        and hasattr(head, 'unpatchify')
+    ):
         return 'mae'
-    if backbone is not None and hasattr(backbone, 'mask_token') and \
-            getattr(model, 'neck', None) is not None:
+    if (
+        backbone is not None
+        and hasattr(backbone, 'mask_token')
+        and getattr(model, 'neck', None) is not None
+    ):
         return 'simmim'
     raise TypeError(
         f'{type(model).__name__} is not an MAE- or SimMIM-style algorithm '
         '(needs backbone.random_masking + head.unpatchify, or '
-        'backbone.mask_token + a pixel decoder neck).')
+        'backbone.mask_token + a pixel decoder neck).'
+    )
 
 
 def _patchify(x: torch.Tensor, p: int) -> torch.Tensor:
@@ -56,8 +65,9 @@ def _unpatchify(x: torch.Tensor, p: int, c: int, hw: tuple) -> torch.Tensor:
     return x.reshape(b, c, h * p, w * p)
 
 
-def simmim_random_mask(grid: int, mask_patch: int, mask_ratio: float,
-                       rng: np.random.Generator) -> torch.Tensor:
+def simmim_random_mask(
+    grid: int, mask_patch: int, mask_ratio: float, rng: np.random.Generator
+) -> torch.Tensor:
     """SimMIM's mask: random ``mask_patch``-sized squares, in model patches.
 
     Args:
@@ -70,21 +80,26 @@ def simmim_random_mask(grid: int, mask_patch: int, mask_ratio: float,
         torch.Tensor: (grid, grid) with 1 for masked patches.
     """
     if grid % mask_patch:
-        raise ValueError(f'The mask square ({mask_patch} patches) must '
-                         f'divide the patch grid ({grid}).')
+        raise ValueError(
+            f'The mask square ({mask_patch} patches) must '
+            f'divide the patch grid ({grid}).'
+        )
     side = grid // mask_patch
     n = side * side
     mask = np.zeros(n, dtype=np.float32)
-    mask[rng.permutation(n)[:int(np.ceil(n * mask_ratio))]] = 1
-    mask = mask.reshape(side, side).repeat(mask_patch, 0).repeat(
-        mask_patch, 1)
+    mask[rng.permutation(n)[: int(np.ceil(n * mask_ratio))]] = 1
+    mask = mask.reshape(side, side).repeat(mask_patch, 0).repeat(mask_patch, 1)
     return torch.from_numpy(mask)
 
 
 @torch.no_grad()
-def mim_reconstruct(model: nn.Module, inputs: torch.Tensor,
-                    mask_ratio: float | None = None, seed: int = 0,
-                    mask_patch_size: int | None = None) -> dict:
+def mim_reconstruct(
+    model: nn.Module,
+    inputs: torch.Tensor,
+    mask_ratio: float | None = None,
+    seed: int = 0,
+    mask_patch_size: int | None = None,
+) -> dict:
     """Reconstruct a normalised image batch with a random mask.
 
     Args:
@@ -119,11 +134,14 @@ def mim_reconstruct(model: nn.Module, inputs: torch.Tensor,
             target = _patchify(inputs, p)
             mean = target.mean(dim=-1, keepdim=True)
             var = target.var(dim=-1, keepdim=True)
-            pred = pred * (var + 1.e-6)**.5 + mean
+            pred = pred * (var + 1.0e-6) ** 0.5 + mean
         rec = _unpatchify(pred, p, c, (h // p, w // p))
         pix_mask = _unpatchify(
-            mask.unsqueeze(-1).expand(-1, -1, p * p * c), p, c,
-            (h // p, w // p))[:, :1]
+            mask.unsqueeze(-1).expand(-1, -1, p * p * c),
+            p,
+            c,
+            (h // p, w // p),
+        )[:, :1]
     else:
         ratio = 0.6 if mask_ratio is None else mask_ratio
         grid = h // p
@@ -134,43 +152,67 @@ def mim_reconstruct(model: nn.Module, inputs: torch.Tensor,
         else:
             mask_patches = max(1, mask_patch_size // p)
         rng = np.random.default_rng(seed)
-        mask = torch.stack([
-            simmim_random_mask(grid, mask_patches, ratio, rng)
-            for _ in range(b)
-        ]).to(inputs.device)  # (B, grid, grid)
+        mask = torch.stack(
+            [
+                simmim_random_mask(grid, mask_patches, ratio, rng)
+                for _ in range(b)
+            ]
+        ).to(inputs.device)  # (B, grid, grid)
         latent = backbone(inputs, mask)
         rec = model.neck(latent[0])  # (B, C, H, W)
-        pix_mask = mask.repeat_interleave(p, 1).repeat_interleave(
-            p, 2).unsqueeze(1).float()
+        pix_mask = (
+            mask.repeat_interleave(p, 1)
+            .repeat_interleave(p, 2)
+            .unsqueeze(1)
+            .float()
+        )
     masked = inputs * (1 - pix_mask)
     pasted = masked + rec * pix_mask
-    return dict(original=inputs, masked=masked, reconstruction=rec,
-                pasted=pasted, mask=pix_mask)
+    return dict(
+        original=inputs,
+        masked=masked,
+        reconstruction=rec,
+        pasted=pasted,
+        mask=pix_mask,
+    )
 
 
-def to_uint8_rgb(x: torch.Tensor, mean: torch.Tensor, std: torch.Tensor,
-                 is_rgb: bool = True) -> np.ndarray:
+def to_uint8_rgb(
+    x: torch.Tensor, mean: torch.Tensor, std: torch.Tensor, is_rgb: bool = True
+) -> np.ndarray:
     """Undo the data preprocessor's normalisation: (3, H, W) -> HxWx3."""
-    img = (x.detach().cpu().float() * std.cpu().view(-1, 1, 1) +
-           mean.cpu().view(-1, 1, 1)).clamp(0, 255)
+    img = (
+        x.detach().cpu().float() * std.cpu().view(-1, 1, 1)
+        + mean.cpu().view(-1, 1, 1)
+    ).clamp(0, 255)
     img = img.permute(1, 2, 0).numpy().astype(np.uint8)
     return img if is_rgb else img[..., ::-1].copy()
 
 
-def save_panels(panels: list[tuple[str, np.ndarray]], out_file: str,
-                panel_inches: float = 2.5, dpi: int = 100,
-                title: str = '') -> None:
+def save_panels(
+    panels: list[tuple[str, np.ndarray]],
+    out_file: str,
+    panel_inches: float = 2.5,
+    dpi: int = 100,
+    title: str = '',
+) -> None:
     """Save images side by side with a caption each, as one PNG."""
     import matplotlib
+
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
+
     n = len(panels)
-    fig, axes = plt.subplots(1, n, figsize=(panel_inches * n,
-                                            panel_inches + 0.4), dpi=dpi)
+    fig, axes = plt.subplots(
+        1, n, figsize=(panel_inches * n, panel_inches + 0.4), dpi=dpi
+    )
     axes = np.atleast_1d(axes)
     for ax, (name, img) in zip(axes, panels):
-        ax.imshow(img, interpolation='nearest',
-                  cmap='gray' if img.ndim == 2 else None)
+        ax.imshow(
+            img,
+            interpolation='nearest',
+            cmap='gray' if img.ndim == 2 else None,
+        )
         ax.set_title(name, fontsize=9)
         ax.axis('off')
     if title:

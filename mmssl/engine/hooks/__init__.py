@@ -1,3 +1,4 @@
 from .knn_eval_hook import KNNEvalHook
+from .pretrained_init_hook import PretrainedInitHook
 
-__all__ = ['KNNEvalHook']
+__all__ = ['KNNEvalHook', 'PretrainedInitHook']

@@ -1,16 +1,24 @@
 """Online kNN evaluation during self-supervised pretraining."""
+
 import copy
 import time
 from typing import Callable, Sequence
 
 import torch
-from mmengine.dist import (broadcast_object_list, collect_results,
-                           get_world_size, is_main_process)
+from mmengine.dist import (
+    broadcast_object_list,
+    collect_results,
+    get_world_size,
+    is_main_process,
+)
 from mmengine.hooks import Hook
 from mmengine.logging import print_log
 
-from mmssl.evaluation import extract_features, topk_accuracy
-from mmssl.evaluation import weighted_knn_scores
+from mmssl.evaluation import (
+    extract_features,
+    topk_accuracy,
+    weighted_knn_scores,
+)
 from mmssl.registry import HOOKS
 from mmssl.utils.model_parts import TEACHER_BACKBONE_PATHS, find_backbone
 
@@ -69,20 +77,23 @@ class KNNEvalHook(Hook):
             (the random-init baseline). Defaults to False.
         prefix (str): Name prefix of the logged scalars. Defaults to 'knn'.
     """
+
     priority = 'LOW'
 
-    def __init__(self,
-                 bank_dataloader: dict,
-                 query_dataloader: dict,
-                 interval: int = 1,
-                 by_epoch: bool = True,
-                 k: int = 20,
-                 temperature: float = 0.07,
-                 topk: Sequence[int] = (1, 5),
-                 backbone_path: str | None = None,
-                 prefer_teacher: bool = True,
-                 eval_before_train: bool = False,
-                 prefix: str = 'knn') -> None:
+    def __init__(
+        self,
+        bank_dataloader: dict,
+        query_dataloader: dict,
+        interval: int = 1,
+        by_epoch: bool = True,
+        k: int = 20,
+        temperature: float = 0.07,
+        topk: Sequence[int] = (1, 5),
+        backbone_path: str | None = None,
+        prefer_teacher: bool = True,
+        eval_before_train: bool = False,
+        prefix: str = 'knn',
+    ) -> None:
         if interval < 1:
             raise ValueError(f'interval must be >= 1, got {interval}')
         if k < 1:
@@ -112,24 +123,27 @@ class KNNEvalHook(Hook):
         if self.by_epoch and self.every_n_epochs(runner, self.interval):
             self.evaluate(runner, step=runner.epoch + 1)
 
-    def after_train_iter(self, runner, batch_idx: int, data_batch=None,
-                         outputs=None) -> None:
+    def after_train_iter(
+        self, runner, batch_idx: int, data_batch=None, outputs=None
+    ) -> None:
         if not self.by_epoch and self.every_n_train_iters(
-                runner, self.interval):
+            runner, self.interval
+        ):
             self.evaluate(runner, step=runner.iter + 1)
 
     # ------------------------------------------------------------ internals
     def _build_loaders(self, runner):
         if self._loaders is None:
             from mmengine.runner import Runner
+
             loaders = []
             for cfg in (self.bank_cfg, self.query_cfg):
                 cfg = copy.deepcopy(cfg)
-                cfg.setdefault('sampler',
-                               dict(type='DefaultSampler', shuffle=False))
+                cfg.setdefault(
+                    'sampler', dict(type='DefaultSampler', shuffle=False)
+                )
                 cfg.setdefault('collate_fn', dict(type='default_collate'))
-                loaders.append(
-                    Runner.build_dataloader(cfg, seed=runner.seed))
+                loaders.append(Runner.build_dataloader(cfg, seed=runner.seed))
             self._loaders = tuple(loaders)
         return self._loaders
 
@@ -154,7 +168,8 @@ class KNNEvalHook(Hook):
                 raise ValueError(
                     'KNNEvalHook needs labelled samples (gt_label); the '
                     f'{desc} dataset gave unlabelled ones. Use a '
-                    'CustomDataset over <root>/<class>/* folders.')
+                    'CustomDataset over <root>/<class>/* folders.'
+                )
             labels.append(int(torch.as_tensor(label).reshape(-1)[0]))
         results = list(zip(feats, labels))
         size = len(loader.dataset)
@@ -191,11 +206,15 @@ class KNNEvalHook(Hook):
             bank_labels = torch.tensor([lb for _, lb in bank])
             query_feats = torch.stack([f for f, _ in query])
             query_labels = torch.tensor([lb for _, lb in query])
-            num_classes = int(max(bank_labels.max(),
-                                  query_labels.max())) + 1
-            scores = weighted_knn_scores(query_feats, bank_feats,
-                                         bank_labels, num_classes, self.k,
-                                         self.temperature)
+            num_classes = int(max(bank_labels.max(), query_labels.max())) + 1
+            scores = weighted_knn_scores(
+                query_feats,
+                bank_feats,
+                bank_labels,
+                num_classes,
+                self.k,
+                self.temperature,
+            )
             acc = topk_accuracy(scores, query_labels, self.topk)
             metrics = [{f'{self.prefix}/{n}': v for n, v in acc.items()}]
         broadcast_object_list(metrics)
@@ -213,6 +232,8 @@ class KNNEvalHook(Hook):
             f'{source}) at {"epoch" if self.by_epoch else "iter"} {step}: '
             + ', '.join(f'{k}={v:.2f}' for k, v in result.items())
             + f' ({len(query_loader.dataset)} queries, bank of '
-            f'{len(bank_loader.dataset)})', logger='current')
+            f'{len(bank_loader.dataset)})',
+            logger='current',
+        )
         self.last_metrics = result
         return result

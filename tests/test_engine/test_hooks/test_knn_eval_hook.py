@@ -1,4 +1,5 @@
 """KNNEvalHook: values against a direct kNN, logging, modes, teachers."""
+
 import json
 import os.path as osp
 
@@ -11,23 +12,29 @@ from torch import nn
 
 from mmssl.engine.hooks import KNNEvalHook
 
-CFG = osp.join(osp.dirname(__file__), '..', '..', 'data', 'configs',
-               'simclr_tiny.py')
+CFG = osp.join(
+    osp.dirname(__file__), '..', '..', 'data', 'configs', 'simclr_tiny.py'
+)
 
 
 def _loader(root, split, n):
     return dict(
         batch_size=30,
         num_workers=0,
-        dataset=dict(type='CustomDataset', data_root=root,
-                     data_prefix=split, indices=n,
-                     pipeline=[dict(type='LoadImageFromFile'),
-                               dict(type='PackInputs')]))
+        dataset=dict(
+            type='CustomDataset',
+            data_root=root,
+            data_prefix=split,
+            indices=n,
+            pipeline=[dict(type='LoadImageFromFile'), dict(type='PackInputs')],
+        ),
+    )
 
 
 def _direct_knn(model, root, k=20, t=0.07):
     """kNN written out independently: cosine similarity, top-k votes."""
     from mmengine.runner import Runner as R
+
     feats, labels = [], []
     for split, n in (('train', 60), ('val', 30)):
         cfg = _loader(root, split, n)
@@ -55,25 +62,39 @@ def _direct_knn(model, root, k=20, t=0.07):
 @pytest.mark.slow
 def test_knn_eval_hook_in_runner(demo_data_root, tmp_path):
     cfg = Config.fromfile(CFG)
-    pipe = [dict(type='LoadImageFromFile'),
-            dict(type='MultiView', num_views=2,
-                 transforms=[[dict(type='RandomFlip', prob=0.5)]]),
-            dict(type='PackInputs')]
+    pipe = [
+        dict(type='LoadImageFromFile'),
+        dict(
+            type='MultiView',
+            num_views=2,
+            transforms=[[dict(type='RandomFlip', prob=0.5)]],
+        ),
+        dict(type='PackInputs'),
+    ]
     cfg.train_dataloader = dict(
-        batch_size=8, num_workers=0,
+        batch_size=8,
+        num_workers=0,
         sampler=dict(type='DefaultSampler', shuffle=True),
         collate_fn=dict(type='default_collate'),
-        dataset=dict(type='CustomDataset',
-                     data_root=osp.join(demo_data_root, 'train'),
-                     with_label=False, indices=8, pipeline=pipe))
+        dataset=dict(
+            type='CustomDataset',
+            data_root=osp.join(demo_data_root, 'train'),
+            with_label=False,
+            indices=8,
+            pipeline=pipe,
+        ),
+    )
     cfg.optim_wrapper = dict(optimizer=dict(type='SGD', lr=0.01))
     cfg.train_cfg = dict(type='IterBasedTrainLoop', max_iters=1)
-    hook = dict(type='KNNEvalHook', interval=1, by_epoch=False,
-                bank_dataloader=_loader(demo_data_root, 'train', 60),
-                query_dataloader=_loader(demo_data_root, 'val', 30))
+    hook = dict(
+        type='KNNEvalHook',
+        interval=1,
+        by_epoch=False,
+        bank_dataloader=_loader(demo_data_root, 'train', 60),
+        query_dataloader=_loader(demo_data_root, 'val', 30),
+    )
     cfg.custom_hooks = [hook]
-    cfg.default_hooks.checkpoint = dict(type='CheckpointHook',
-                                        interval=100)
+    cfg.default_hooks.checkpoint = dict(type='CheckpointHook', interval=100)
     cfg.work_dir = str(tmp_path)
     runner = Runner.from_cfg(cfg)
     runner.train()
@@ -84,38 +105,37 @@ def test_knn_eval_hook_in_runner(demo_data_root, tmp_path):
     assert runner.model.training  # train mode restored
     # same value as an independent kNN on the final weights
     assert metrics['knn/top1'] == pytest.approx(
-        _direct_knn(runner.model, demo_data_root), abs=1e-4)
+        _direct_knn(runner.model, demo_data_root), abs=1e-4
+    )
     # logged to the visualizer backend (scalars.json) at iteration 1
     scalars = [
-        json.loads(line) for line in open(
-            osp.join(runner.log_dir, 'vis_data', 'scalars.json'))
+        json.loads(line)
+        for line in open(osp.join(runner.log_dir, 'vis_data', 'scalars.json'))
     ]
     logged = [s for s in scalars if 'knn/top1' in s]
     assert logged and logged[-1]['step'] == 1
     assert logged[-1]['knn/top1'] == pytest.approx(metrics['knn/top1'])
-    assert runner.message_hub.get_scalar('knn/top1').current() == \
-        pytest.approx(metrics['knn/top1'])
+    assert runner.message_hub.get_scalar(
+        'knn/top1'
+    ).current() == pytest.approx(metrics['knn/top1'])
 
 
 class _Backbone(nn.Module):
-
     def __init__(self, value):
         super().__init__()
         self.w = nn.Parameter(torch.tensor(float(value)))
 
     def forward(self, x):
-        return (x.flatten(1)[:, :4] * self.w, )
+        return (x.flatten(1)[:, :4] * self.w,)
 
 
 class _Teacher(nn.Module):
-
     def __init__(self):
         super().__init__()
         self.backbone = _Backbone(2.0)
 
 
 class _Algo(nn.Module):
-
     def __init__(self):
         super().__init__()
         self.backbone = _Backbone(1.0)
