@@ -47,11 +47,11 @@ def load_checkpoint_file(
         except Exception as err:  # pickle.UnpicklingError and friends
             if not trusted:
                 raise RuntimeError(
-                    f'{path} holds Python objects besides tensors, which '
-                    'the safe loader refuses ({}). If you made this file '
-                    'yourself, pass --trusted to load it fully.'.format(
-                        str(err).splitlines()[0]
-                    )
+                    f'{path} holds pickled Python objects besides tensors '
+                    '(mmengine training checkpoints store their config and '
+                    'message hub), which the safe loader refuses. If you '
+                    'made this file yourself, pass --trusted (trusted=True)'
+                    ' to load it fully.'
                 ) from err
             ckpt = torch.load(
                 path, map_location=map_location, weights_only=False
