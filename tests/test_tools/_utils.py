@@ -1,4 +1,5 @@
 """Helpers for the tool tests: import a tool script by path."""
+
 import importlib.util
 import os.path as osp
 

@@ -1,20 +1,24 @@
 """Parameter counting: against direct sums, presets against sizes."""
+
 import pytest
 import torch
 from torch import nn
 
 from mmssl.registry import MODELS
 from mmssl.utils import count_params, load_config, parameter_table
-from mmssl.utils.param_count import (VIT_PRESETS, build_on_meta,
-                                     dino_vit_presets, find_blocks)
+from mmssl.utils.param_count import (
+    VIT_PRESETS,
+    build_on_meta,
+    dino_vit_presets,
+    find_blocks,
+)
 
 from ._utils import load_tool, tiny_config
 
 
 def _direct(module: nn.Module) -> tuple[int, int]:
     total = sum(p.numel() for p in module.parameters())
-    trainable = sum(p.numel() for p in module.parameters()
-                    if p.requires_grad)
+    trainable = sum(p.numel() for p in module.parameters() if p.requires_grad)
     return total, trainable
 
 
@@ -39,8 +43,10 @@ def test_table_matches_direct_count_mocov3():
     assert rows['momentum_encoder'].total > 0
     # blocks: one row per ViT layer, each equal to a direct count
     blocks = [r for r in rows.values() if r.note.startswith('block')]
-    assert [b.name for b in blocks] == ['backbone.layers.0',
-                                        'backbone.layers.1']
+    assert [b.name for b in blocks] == [
+        'backbone.layers.0',
+        'backbone.layers.1',
+    ]
     assert blocks[0].total == _direct(model.backbone.layers[0])[0]
     # 2 layers of a 32-dim ViT with 64-dim FFN, computed by hand:
     # ln1 2*32, qkv 32*96+96, proj 32*32+32, ln2 2*32, ffn 32*64+64+64*32+32
@@ -49,8 +55,8 @@ def test_table_matches_direct_count_mocov3():
 
 def test_find_blocks_resnet():
     model = MODELS.build(
-        dict(type='ResNet_CIFAR', depth=18, base_channels=4,
-             stem_channels=4))
+        dict(type='ResNet_CIFAR', depth=18, base_channels=4, stem_channels=4)
+    )
     names = [n for n, _ in find_blocks(model)]
     assert names == ['layer1', 'layer2', 'layer3', 'layer4']
 
@@ -64,8 +70,9 @@ def test_presets_match_published_sizes(label, cfg, ref):
 
 
 def test_meta_build_counts_like_cpu_build():
-    cfg = dict(type='VisionTransformer', arch='deit-tiny', img_size=64,
-               patch_size=16)
+    cfg = dict(
+        type='VisionTransformer', arch='deit-tiny', img_size=64, patch_size=16
+    )
     meta = build_on_meta(MODELS.build, cfg)
     cpu = MODELS.build(cfg)
     assert count_params(meta) == _direct(cpu)

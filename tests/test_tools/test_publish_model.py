@@ -1,4 +1,5 @@
 """publish_model: hash in the name, training state gone, backbone-only."""
+
 import hashlib
 import os.path as osp
 
@@ -21,12 +22,19 @@ def _training_checkpoint(path, model, cfg_text):
     hub = MessageHub.get_instance('publish_test')
     hub.update_scalar('train/loss', 1.0)
     ckpt = dict(
-        meta=dict(epoch=3, iter=30, cfg=cfg_text, seed=0,
-                  experiment_name='x', mmengine_version='0.10.7'),
+        meta=dict(
+            epoch=3,
+            iter=30,
+            cfg=cfg_text,
+            seed=0,
+            experiment_name='x',
+            mmengine_version='0.10.7',
+        ),
         state_dict=model.state_dict(),
         optimizer=opt.state_dict(),
         message_hub=hub.state_dict(),
-        param_schedulers=[dict(last_epoch=3)])
+        param_schedulers=[dict(last_epoch=3)],
+    )
     torch.save(ckpt, path)
 
 
@@ -58,44 +66,58 @@ def test_publish_full(mocov3_ckpt, tmp_path):
     assert set(ckpt['state_dict']) == set(src_state)
 
 
-def test_backbone_only_prefers_momentum_encoder(mocov3_ckpt, tmp_path,
-                                                capsys):
+def test_backbone_only_prefers_momentum_encoder(mocov3_ckpt, tmp_path, capsys):
     src, cfg = mocov3_ckpt
     tool = load_tool('model_converters/publish_model.py')
     out = tool.main(
-        [src, str(tmp_path / 'bb'), '--backbone-only', '--trusted'])
+        [src, str(tmp_path / 'bb'), '--backbone-only', '--trusted']
+    )
     assert 'momentum_encoder.module.0.' in capsys.readouterr().out
     state = torch.load(out, weights_only=True)['state_dict']
     bare = MODELS.build(cfg.model.backbone)
     bare.load_state_dict(state, strict=True)
     src_state = torch.load(src, weights_only=False)['state_dict']
     key = 'patch_embed.projection.weight'
-    assert torch.equal(state[key],
-                       src_state['momentum_encoder.module.0.' + key])
+    assert torch.equal(
+        state[key], src_state['momentum_encoder.module.0.' + key]
+    )
     # the online encoder differs (one SGD step), and --prefix selects it
     assert not torch.equal(state[key], src_state['backbone.' + key])
-    out2, info = publish_checkpoint(src, str(tmp_path / 'online.pth'),
-                                    backbone_only=True, prefix='backbone',
-                                    trusted=True)
+    out2, info = publish_checkpoint(
+        src,
+        str(tmp_path / 'online.pth'),
+        backbone_only=True,
+        prefix='backbone',
+        trusted=True,
+    )
     state2 = torch.load(out2, weights_only=True)['state_dict']
     assert torch.equal(state2[key], src_state['backbone.' + key])
     assert info['prefix'] == 'backbone.'
     # ready for init_cfg=dict(type='Pretrained', checkpoint=...) downstream
-    cfg_bb = dict(cfg.model.backbone,
-                  init_cfg=dict(type='Pretrained', checkpoint=out))
+    cfg_bb = dict(
+        cfg.model.backbone, init_cfg=dict(type='Pretrained', checkpoint=out)
+    )
     fresh = MODELS.build(cfg_bb)
     fresh.init_weights()
     assert torch.equal(fresh.state_dict()[key], state[key])
 
 
 def test_backbone_prefix_rules():
-    assert backbone_prefix(['backbone.a', 'teacher.backbone.a',
-                            'neck.b']) == 'teacher.backbone.'
-    assert backbone_prefix(['backbone.a', 'target_net.module.0.a'
-                            ]) == 'target_net.module.0.'
+    assert (
+        backbone_prefix(['backbone.a', 'teacher.backbone.a', 'neck.b'])
+        == 'teacher.backbone.'
+    )
+    assert (
+        backbone_prefix(['backbone.a', 'target_net.module.0.a'])
+        == 'target_net.module.0.'
+    )
     assert backbone_prefix(['backbone.a', 'head.x']) == 'backbone.'
-    assert backbone_prefix(['teacher.backbone.a', 'backbone.a'],
-                           prefer_teacher=False) == 'backbone.'
+    assert (
+        backbone_prefix(
+            ['teacher.backbone.a', 'backbone.a'], prefer_teacher=False
+        )
+        == 'backbone.'
+    )
     with pytest.raises(ValueError, match='--prefix'):
         backbone_prefix(['encoder.a', 'head.b'])
 
@@ -104,6 +126,7 @@ def test_untrusted_pickle_gives_clear_error(mocov3_ckpt, tmp_path):
     src, _ = mocov3_ckpt
     try:
         from mmssl.utils import load_checkpoint_safe  # noqa: F401
+
         pytest.skip('the project safe loader decides this case')
     except ImportError:
         pass
