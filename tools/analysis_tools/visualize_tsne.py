@@ -208,8 +208,9 @@ def main(argv=None) -> dict:
     else:
         groups, names = src, [name for name, _ in sources]
     title = (
-        f'{osp.basename(args.config)}: {args.feature} features, '
-        f'{len(feats)} images, by {args.color_by}'
+        f'{osp.splitext(osp.basename(args.config))[0]}\n'
+        f'{args.feature} features of {len(feats)} images, '
+        f'coloured by {args.color_by}'
     )
     png = osp.join(args.work_dir, 'tsne.png')
     plot_embedding(emb, groups, names, png, title=title)
