@@ -162,3 +162,71 @@ def test_bad_arguments():
         KNNEvalHook(dict(), dict(), interval=0)
     with pytest.raises(ValueError, match='temperature'):
         KNNEvalHook(dict(), dict(), temperature=0)
+
+
+class _ToyData(torch.utils.data.Dataset):
+    """7 samples: image i is filled with i, its label is i % 3."""
+
+    def __len__(self):
+        return 7
+
+    def __getitem__(self, i):
+        from mmpretrain.structures import DataSample
+
+        return dict(
+            inputs=torch.full((3, 2, 2), float(i)),
+            data_samples=DataSample().set_gt_label(i % 3),
+        )
+
+
+class _ToyModel(nn.Module):
+    def __init__(self):
+        super().__init__()
+        from mmengine.model import BaseDataPreprocessor
+
+        self.data_preprocessor = BaseDataPreprocessor()
+        self.w = nn.Parameter(torch.ones(1))
+
+    def forward(self, x, mode='tensor'):
+        return x.flatten(1)[:, :2] * self.w  # (B, 2): [i, i]
+
+
+def _dist_worker(rank, world_size, port, out_file):
+    import torch.distributed as torch_dist
+    from mmengine.runner import Runner
+
+    torch_dist.init_process_group(
+        'gloo', f'tcp://127.0.0.1:{port}', rank=rank, world_size=world_size
+    )
+    loader = Runner.build_dataloader(
+        dict(
+            batch_size=2,
+            num_workers=0,
+            dataset=_ToyData(),
+            sampler=dict(type='DefaultSampler', shuffle=False),
+            collate_fn=dict(type='default_collate'),
+        )
+    )
+    hook = KNNEvalHook(dict(), dict())
+    results = hook._features(_ToyModel(), loader, None, 'bank')
+    if rank == 0:
+        torch.save(results, out_file)
+    torch_dist.destroy_process_group()
+
+
+@pytest.mark.slow
+def test_features_gathered_in_order_across_ranks(tmp_path):
+    """2 gloo ranks, 7 samples (padded to 8 by the sampler): rank 0 gets
+    all 7 in dataset order, without the padding duplicate."""
+    import socket
+
+    import torch.multiprocessing as mp
+
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        port = s.getsockname()[1]
+    out = str(tmp_path / 'gathered.pth')
+    mp.spawn(_dist_worker, args=(2, port, out), nprocs=2)
+    results = torch.load(out)
+    assert [int(f[0]) for f, _ in results] == list(range(7))
+    assert [label for _, label in results] == [i % 3 for i in range(7)]
