@@ -261,7 +261,12 @@ def dino_vit_presets() -> list[tuple[str, dict, float]]:
     return [
         (
             f'DINOVisionTransformer ({a})',
-            dict(type='DINOVisionTransformer', arch=a, patch_size=14),
+            dict(
+                type='DINOVisionTransformer',
+                arch=a,
+                patch_size=14,
+                img_size=518,
+            ),
             s,
         )
         for a, s in sizes.items()
