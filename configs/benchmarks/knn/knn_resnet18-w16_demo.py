@@ -24,7 +24,8 @@ model = dict(
         init_cfg=dict(type='Pretrained', checkpoint='', prefix='backbone.'),
     ),
     neck=dict(type='GlobalAveragePooling'),
-    head=dict(type='LinearClsHead', num_classes=10, in_channels=128),
+    # no head: model(x, mode='tensor') then returns the pooled features
+    head=None,
 )
 
 custom_hooks = [dict(type='PretrainedInitHook')]

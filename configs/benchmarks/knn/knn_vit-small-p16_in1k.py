@@ -65,7 +65,8 @@ model = dict(
         init_cfg=dict(type='Pretrained', checkpoint='', prefix='backbone.'),
     ),
     neck=None,
-    head=dict(type='LinearClsHead', num_classes=1000, in_channels=384),
+    # no head: model(x, mode='tensor') then returns the backbone features
+    head=None,
 )
 
 # mmengine loads `init_cfg` only when training; this hook applies it in

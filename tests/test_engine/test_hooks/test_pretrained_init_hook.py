@@ -60,10 +60,20 @@ def test_hook_loads_init_cfg_and_errors_without(tmp_path):
     assert not torch.equal(
         runner.model.backbone.state_dict()[key], source.state_dict()[key]
     )
-    head_before = runner.model.head.fc.weight.clone()
+    runner.model.neck.register_buffer('w', torch.randn(3))
+    neck_before = runner.model.neck.state_dict()['w'].clone()
     hook.before_test(runner)
     assert torch.equal(
         runner.model.backbone.state_dict()[key], source.state_dict()[key]
     )
     # modules without a Pretrained init_cfg are left alone
-    assert torch.equal(runner.model.head.fc.weight, head_before)
+    assert torch.equal(runner.model.neck.state_dict()['w'], neck_before)
+    # kNN features are the pooled backbone output of the loaded weights
+    x = torch.randn(2, 3, 32, 32)
+    source.eval()
+    runner.model.eval()
+    with torch.no_grad():
+        feats = runner.model(x, mode='tensor')[-1]  # neck: tuple
+        expected = source(x)[-1].mean(dim=(2, 3))
+    assert feats.shape == (2, 128)
+    assert torch.allclose(feats, expected, atol=1e-5)
