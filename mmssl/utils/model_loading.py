@@ -29,7 +29,7 @@ def load_checkpoint_file(
         dict: The checkpoint; a bare state dict is wrapped as
         ``{'state_dict': ...}``.
     """
-    if not osp.isfile(path):
+    if '://' not in path and not osp.isfile(path):
         raise FileNotFoundError(f'Checkpoint file not found: {path}')
     try:
         from mmssl.utils import load_checkpoint_safe
