@@ -8,6 +8,7 @@ import torch
 from mmengine.dist import (
     broadcast_object_list,
     collect_results,
+    get_backend,
     get_world_size,
     is_main_process,
 )
@@ -174,7 +175,10 @@ class KNNEvalHook(Hook):
         results = list(zip(feats, labels))
         size = len(loader.dataset)
         if get_world_size() > 1:
-            results = collect_results(results, size, device='cpu')
+            # NCCL: gather through GPU memory (no shared disk needed across
+            # nodes); gloo: mmengine's CPU path through a temporary folder
+            device = 'gpu' if get_backend() == 'nccl' else 'cpu'
+            results = collect_results(results, size, device=device)
         else:
             results = results[:size]
         return results
