@@ -1,0 +1,227 @@
+"""t-SNE of a backbone's features, coloured by label or by source dataset.
+
+    python tools/analysis_tools/visualize_tsne.py CONFIG --checkpoint CKPT \
+        --work-dir DIR [--dataset-split query|bank|all] [--data-root D ...] \
+        [--max-num-samples N] [--perplexity P] [--n-iter I] \
+        [--feature cls|pooled|stage:K] [--color-by label|source]
+
+Data: the config's ``test_dataloader`` (else ``val_dataloader``); for a
+``KNNDataset`` the ``query`` split by default (``bank`` or ``all``), or
+one or more image folders given with ``--data-root`` (labels from their
+sub-folders; each folder is one "source"). Writes ``tsne.png``,
+``features.npy`` (N, C), ``labels.npy`` (N, ), ``sources.npy`` (N, ) and
+``tsne.npy`` (N, 2) into the work dir.
+"""
+
+import argparse
+import copy
+import os
+import os.path as osp
+import sys
+
+import numpy as np
+from mmengine.config import DictAction
+
+DEFAULT_PIPELINE = [dict(type='LoadImageFromFile'), dict(type='PackInputs')]
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('config', help='config file')
+    parser.add_argument('--checkpoint', help='checkpoint of the algorithm')
+    parser.add_argument('--work-dir', required=True, help='output folder')
+    parser.add_argument(
+        '--dataset-split',
+        '--split',
+        default='query',
+        choices=['query', 'bank', 'all'],
+        help='split of a KNNDataset (all: bank + query, source = split)',
+    )
+    parser.add_argument(
+        '--data-root',
+        nargs='+',
+        default=None,
+        help='image folder(s) <root>/<class>/*.png instead of the config data',
+    )
+    parser.add_argument('--max-num-samples', type=int, default=1000)
+    parser.add_argument('--perplexity', type=float, default=30.0)
+    parser.add_argument('--n-iter', type=int, default=1000)
+    parser.add_argument(
+        '--feature', default='pooled', help='cls | pooled | stage:K'
+    )
+    parser.add_argument(
+        '--color-by', default='label', choices=['label', 'source']
+    )
+    parser.add_argument(
+        '--backbone-path',
+        default=None,
+        help='module to take features from (default: the '
+        "teacher's backbone if any, else the algorithm's "
+        'extract_feat)',
+    )
+    parser.add_argument('--batch-size', type=int, default=64)
+    parser.add_argument('--device', default='cpu')
+    parser.add_argument('--seed', type=int, default=0)
+    parser.add_argument(
+        '--trusted',
+        action='store_true',
+        help='load the checkpoint fully (own files only)',
+    )
+    parser.add_argument('--cfg-options', nargs='+', action=DictAction)
+    return parser.parse_args(argv)
+
+
+def _pipeline_of(dataset_cfg) -> list:
+    if dataset_cfg is None:
+        return DEFAULT_PIPELINE
+    if dataset_cfg.get('type') == 'KNNDataset':
+        dataset_cfg = dataset_cfg['query']
+    return dataset_cfg.get('pipeline', DEFAULT_PIPELINE)
+
+
+def build_datasets(cfg, args) -> list[tuple[str, object]]:
+    """``[(source name, dataset), ...]`` to draw samples from."""
+    from mmssl.registry import DATASETS
+
+    loader = cfg.get('test_dataloader') or cfg.get('val_dataloader')
+    dataset_cfg = copy.deepcopy(loader['dataset']) if loader else None
+    if args.data_root:
+        pipeline = _pipeline_of(dataset_cfg)
+        out = []
+        for root in args.data_root:
+            if not osp.isdir(root):
+                raise FileNotFoundError(f'--data-root {root} is not a folder.')
+            out.append(
+                (
+                    osp.basename(osp.normpath(root)),
+                    DATASETS.build(
+                        dict(
+                            type='CustomDataset',
+                            data_root=root,
+                            pipeline=pipeline,
+                        )
+                    ),
+                )
+            )
+        return out
+    if dataset_cfg is None:
+        raise ValueError(
+            'The config has no test_dataloader or '
+            'val_dataloader; give image folders with '
+            '--data-root.'
+        )
+    if dataset_cfg.get('type') == 'KNNDataset':
+        splits = (
+            ['bank', 'query']
+            if args.dataset_split == 'all'
+            else [args.dataset_split]
+        )
+        return [(s, DATASETS.build(dataset_cfg[s])) for s in splits]
+    return [(dataset_cfg.get('type', 'dataset'), DATASETS.build(dataset_cfg))]
+
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
+    from mmengine.runner import Runner
+    from torch.utils.data import ConcatDataset, Subset
+
+    from mmssl.evaluation import extract_features
+    from mmssl.utils import find_backbone, init_model, load_config
+    from mmssl.utils.model_parts import TEACHER_BACKBONE_PATHS
+    from mmssl.visualization.tsne import (
+        plot_embedding,
+        run_tsne,
+        select_features,
+    )
+
+    cfg = load_config(args.config, args.cfg_options)
+    model = init_model(
+        cfg, args.checkpoint, device=args.device, trusted=args.trusted
+    )
+    sources = build_datasets(cfg, args)
+
+    # subsample evenly over the sources, reproducibly
+    rng = np.random.default_rng(args.seed)
+    total = sum(len(d) for _, d in sources)
+    parts, src_ids = [], []
+    for i, (_, ds) in enumerate(sources):
+        n = len(ds)
+        take = (
+            n
+            if total <= args.max_num_samples
+            else max(1, round(args.max_num_samples * n / total))
+        )
+        idx = np.sort(rng.choice(n, size=min(take, n), replace=False))
+        parts.append(Subset(ds, idx.tolist()))
+        src_ids += [i] * len(idx)
+    dataset = ConcatDataset(parts)
+    loader = Runner.build_dataloader(
+        dict(
+            batch_size=args.batch_size,
+            num_workers=0,
+            dataset=dataset,
+            sampler=dict(type='DefaultSampler', shuffle=False),
+            collate_fn=dict(type='default_collate'),
+        )
+    )
+
+    backbone, path = (
+        find_backbone(model, path=args.backbone_path)
+        if (args.backbone_path is not None)
+        else find_backbone(model)
+    )
+    if args.backbone_path is None and path not in TEACHER_BACKBONE_PATHS:
+
+        def raw(m, x):
+            return m(x, mode='tensor')
+    else:
+
+        def raw(m, x):
+            return backbone(x)
+
+    def feature_fn(m, x):
+        return select_features(raw(m, x), args.feature)
+
+    feats, samples = extract_features(
+        model, loader, feature_fn, desc='t-SNE features'
+    )
+    labels = np.array(
+        [
+            int(s.gt_label.reshape(-1)[0]) if 'gt_label' in s else -1
+            for s in samples
+        ]
+    )
+    src = np.array(src_ids)
+    feats = feats.float().numpy()
+    os.makedirs(args.work_dir, exist_ok=True)
+    emb = run_tsne(feats, args.perplexity, args.n_iter, args.seed)
+    np.save(osp.join(args.work_dir, 'features.npy'), feats)
+    np.save(osp.join(args.work_dir, 'labels.npy'), labels)
+    np.save(osp.join(args.work_dir, 'sources.npy'), src)
+    np.save(osp.join(args.work_dir, 'tsne.npy'), emb)
+
+    if args.color_by == 'label':
+        classes = list(
+            getattr(sources[0][1], 'metainfo', {}).get('classes', []) or []
+        )
+        groups, names = labels, classes
+    else:
+        groups, names = src, [name for name, _ in sources]
+    title = (
+        f'{osp.splitext(osp.basename(args.config))[0]}\n'
+        f'{args.feature} features of {len(feats)} images, '
+        f'coloured by {args.color_by}'
+    )
+    png = osp.join(args.work_dir, 'tsne.png')
+    plot_embedding(emb, groups, names, png, title=title)
+    print(
+        f'Wrote {png} and features.npy {feats.shape}, labels.npy, '
+        f'sources.npy, tsne.npy to {args.work_dir}'
+    )
+    return dict(
+        png=png, features=feats, labels=labels, sources=src, embedding=emb
+    )
+
+
+if __name__ == '__main__':
+    main(sys.argv[1:])

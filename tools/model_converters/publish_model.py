@@ -1,0 +1,67 @@
+"""Publish a checkpoint: CPU tensors, no training state, hash in the name.
+
+    python tools/model_converters/publish_model.py IN OUT [--backbone-only]
+        [--prefix P] [--trusted]
+
+Writes ``OUT-<first 8 hex of sha256>.pth`` (``.pth`` is stripped from OUT).
+With ``--backbone-only`` only the backbone's weights are kept, without
+their prefix: the teacher's (``teacher.backbone.``), else the target or
+momentum network's (``target_net.module.0.``, ``momentum_encoder.module.0.``
+...), else ``backbone.``. Load such a file downstream with
+``init_cfg=dict(type='Pretrained', checkpoint=FILE)`` on the backbone.
+"""
+
+import argparse
+import sys
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('in_file', help='training checkpoint')
+    parser.add_argument('out_file', help='output name (hash is appended)')
+    parser.add_argument(
+        '--backbone-only',
+        action='store_true',
+        help='keep only the (teacher) backbone weights',
+    )
+    parser.add_argument(
+        '--prefix',
+        default=None,
+        help='backbone key prefix to keep instead of the '
+        'automatic choice, e.g. backbone.',
+    )
+    parser.add_argument(
+        '--trusted',
+        action='store_true',
+        help='load IN fully (pickled objects); only for '
+        'files you made yourself',
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> str:
+    args = parse_args(argv)
+    from mmssl.utils.publish import publish_checkpoint
+
+    path, info = publish_checkpoint(
+        args.in_file,
+        args.out_file,
+        backbone_only=args.backbone_only,
+        prefix=args.prefix,
+        trusted=args.trusted,
+    )
+    if args.backbone_only:
+        print(
+            f'Backbone weights taken from keys starting with '
+            f'"{info["prefix"]}" (prefix removed).'
+        )
+    print(f'Removed training-only entries: {info["removed"] or "none"}')
+    print(
+        f'Wrote {info["num_tensors"]} tensors to {path} '
+        f'(sha256 {info["sha256"]})'
+    )
+    return path
+
+
+if __name__ == '__main__':
+    main(sys.argv[1:])
