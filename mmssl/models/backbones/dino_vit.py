@@ -1,0 +1,571 @@
+# Copyright (c) mmssl contributors. All rights reserved.
+"""Vision Transformer backbone for DINO, iBOT and DINOv2.
+
+Built on mmpretrain's :class:`~mmpretrain.models.VisionTransformer` and adds
+what the DINO family of self-supervised methods needs:
+
+- register tokens (Darcet et al., 2023, `Vision Transformers Need
+  Registers <https://arxiv.org/abs/2309.16588>`_);
+- a learnable mask token replacing masked patch embeddings (Zhou et al.,
+  2021, `iBOT <https://arxiv.org/abs/2111.07832>`_; Oquab et al., 2023,
+  `DINOv2 <https://arxiv.org/abs/2304.07193>`_);
+- DINOv2-style bicubic position-embedding interpolation (scale factor with
+  a +0.1 offset, or antialiased size-based resizing) for multi-crop inputs of
+  any size, cached per grid size at inference;
+- non-reentrant activation checkpointing that is safe under DDP when a block
+  runs several times per step (multi-crop students);
+- explicit last-block self-attention maps for visualisation.
+"""
+
+import math
+from typing import Dict, List, Optional, Sequence, Tuple, Union
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torch.utils.checkpoint as cp
+from mmcv.cnn.bricks.drop import build_dropout
+from mmengine.model.weight_init import trunc_normal_
+from mmpretrain.models.backbones import VisionTransformer
+
+from mmssl.registry import MODELS
+
+_ARCH_KEYS = {'embed_dims', 'num_layers', 'num_heads'}
+
+
+@MODELS.register_module()
+class DINOVisionTransformer(VisionTransformer):
+    """ViT with register tokens, mask token and DINOv2 conventions.
+
+    The token sequence fed to the transformer is
+    ``[CLS, REG_1..REG_R, PATCH_1..PATCH_N]``. As in DINOv2, the position
+    embedding covers the CLS token and the patches only; register tokens are
+    inserted after the position embedding is added.
+
+    Args:
+        arch (str | dict): ``'tiny'``, ``'small'``, ``'base'``, ``'large'``,
+            ``'giant'`` (or ``'t'``, ``'s'``, ``'b'``, ``'l'``, ``'g'``) with
+            the DINOv2 sizes, or a dict with ``embed_dims``, ``num_layers``,
+            ``num_heads`` and optionally ``feedforward_channels`` (defaults
+            to 4x embed_dims) and ``ffn_type`` (``'origin'`` MLP or
+            ``'swiglu_fused'`` as used by DINOv2 ViT-g). Defaults to
+            ``'small'``.
+        img_size (int | tuple): Image size the position embedding grid is
+            built for (``img_size // patch_size``). DINOv2 hub models use 518
+            (37x37 grid at patch 14). Other input sizes are handled by
+            interpolation. Defaults to 224.
+        patch_size (int): Patch size, usually 14 or 16. Defaults to 14.
+        num_register_tokens (int): Number of register tokens R >= 0.
+            Defaults to 0.
+        layer_scale_init_value (float): LayerScale init value; 0 disables
+            LayerScale. Defaults to 1e-5 (DINOv2).
+        drop_path_rate (float): Stochastic depth rate, linearly increasing
+            over the blocks. Defaults to 0.
+        out_type (str): ``'cls_token'`` (B, C), ``'raw'`` (B, 1 + R + N, C),
+            ``'featmap'`` (B, C, Hp, Wp) or ``'avg_featmap'`` (B, C, the mean
+            of the patch tokens, no extra norm). Defaults to ``'cls_token'``.
+        out_indices (int | Sequence[int]): Blocks whose outputs are returned;
+            every output goes through the final LayerNorm (as DINOv2's
+            ``get_intermediate_layers(norm=True)``). Defaults to -1.
+        with_cp (bool): Checkpoint each block's activations during training
+            with ``torch.utils.checkpoint`` (``use_reentrant=False``).
+            Defaults to False.
+        interpolate_offset (float): Offset added to the target grid size
+            before computing the bicubic scale factor, DINOv2's historical
+            kludge (0.1 for the original hub models). 0 means resize to the
+            exact target size. Defaults to 0.1.
+        interpolate_antialias (bool): Antialiased bicubic resizing (DINOv2
+            models with registers use ``antialias=True, offset=0``).
+            Defaults to False.
+        **kwargs: Other arguments of mmpretrain's ``VisionTransformer``
+            (``in_channels``, ``drop_rate``, ``qkv_bias``, ``norm_cfg``,
+            ``final_norm``, ``frozen_stages``, ``layer_cfgs``, ``init_cfg``,
+            ...).
+    """
+
+    arch_zoo = {
+        **dict.fromkeys(
+            ['t', 'tiny'],
+            {
+                'embed_dims': 192,
+                'num_layers': 12,
+                'num_heads': 3,
+                'feedforward_channels': 192 * 4,
+            },
+        ),
+        **dict.fromkeys(
+            ['s', 'small'],
+            {
+                'embed_dims': 384,
+                'num_layers': 12,
+                'num_heads': 6,
+                'feedforward_channels': 384 * 4,
+            },
+        ),
+        **dict.fromkeys(
+            ['b', 'base'],
+            {
+                'embed_dims': 768,
+                'num_layers': 12,
+                'num_heads': 12,
+                'feedforward_channels': 768 * 4,
+            },
+        ),
+        **dict.fromkeys(
+            ['l', 'large'],
+            {
+                'embed_dims': 1024,
+                'num_layers': 24,
+                'num_heads': 16,
+                'feedforward_channels': 1024 * 4,
+            },
+        ),
+        # DINOv2 ViT-g/14: SwiGLU FFN whose hidden width is
+        # (int(6144 * 2 / 3) + 7) // 8 * 8 = 4096 ("swiglufused").
+        **dict.fromkeys(
+            ['g', 'giant'],
+            {
+                'embed_dims': 1536,
+                'num_layers': 40,
+                'num_heads': 24,
+                'feedforward_channels': 1536 * 4,
+                'ffn_type': 'swiglu_fused',
+            },
+        ),
+    }
+
+    def __init__(
+        self,
+        arch: Union[str, dict] = 'small',
+        img_size: Union[int, Tuple[int, int]] = 224,
+        patch_size: int = 14,
+        num_register_tokens: int = 0,
+        layer_scale_init_value: float = 1e-5,
+        drop_path_rate: float = 0.0,
+        out_type: str = 'cls_token',
+        out_indices: Union[int, Sequence[int]] = -1,
+        with_cp: bool = False,
+        interpolate_offset: float = 0.1,
+        interpolate_antialias: bool = False,
+        layer_cfgs: Union[dict, Sequence[dict]] = dict(),
+        **kwargs,
+    ) -> None:
+        arch_settings = self._resolve_arch(arch)
+        if not isinstance(num_register_tokens, int) or num_register_tokens < 0:
+            raise ValueError(
+                'num_register_tokens must be an int >= 0, got '
+                f'{num_register_tokens!r}.'
+            )
+        if out_type not in self.OUT_TYPES:
+            raise ValueError(
+                f'Unsupported out_type {out_type!r}; choose '
+                f'from {sorted(self.OUT_TYPES)}.'
+            )
+        if kwargs.get('with_cls_token', True) is False:
+            raise ValueError(
+                'DINOVisionTransformer always has a CLS token; '
+                'remove with_cls_token=False.'
+            )
+        if patch_size <= 0:
+            raise ValueError(f'patch_size must be > 0, got {patch_size}.')
+
+        ffn_type = arch_settings.get('ffn_type', 'origin')
+        num_layers = arch_settings['num_layers']
+        if isinstance(layer_cfgs, dict):
+            layer_cfgs = [dict(layer_cfgs) for _ in range(num_layers)]
+        layer_cfgs = [dict(ffn_type=ffn_type, **cfg) for cfg in layer_cfgs]
+        if isinstance(out_indices, int):
+            out_indices = [out_indices]
+        # The parent adds an extra LayerNorm for 'avg_featmap'; DINOv2 pools
+        # the final-normed patch tokens instead, so build it as 'raw'.
+        super().__init__(
+            arch=arch_settings,
+            img_size=img_size,
+            patch_size=patch_size,
+            drop_path_rate=drop_path_rate,
+            out_type='raw',
+            out_indices=list(out_indices),
+            layer_scale_init_value=layer_scale_init_value,
+            layer_cfgs=layer_cfgs,
+            interpolate_mode='bicubic',
+            **kwargs,
+        )
+        self.out_type = out_type
+        self.patch_size = patch_size
+        self.with_cp = with_cp
+        self.interpolate_offset = interpolate_offset
+        self.interpolate_antialias = interpolate_antialias
+        self.num_heads = arch_settings['num_heads']
+
+        # mmpretrain's SwiGLU FFN has no stochastic depth: add it here.
+        if ffn_type == 'swiglu_fused' and drop_path_rate > 0:
+            dpr = torch.linspace(0, drop_path_rate, num_layers).tolist()
+            for layer, p in zip(self.layers, dpr):
+                layer.ffn.dropout_layer = build_dropout(
+                    dict(type='DropPath', drop_prob=p)
+                )
+
+        self.num_register_tokens = num_register_tokens
+        # Tokens before the patches in the output sequence: CLS + registers.
+        self.num_extra_tokens = 1 + num_register_tokens
+        if num_register_tokens > 0:
+            self.register_tokens = nn.Parameter(
+                torch.zeros(1, num_register_tokens, self.embed_dims)
+            )
+        else:
+            self.register_tokens = None
+        self.mask_token = nn.Parameter(torch.zeros(self.embed_dims))
+        self._pos_cache: Dict[tuple, torch.Tensor] = {}
+
+        if self.frozen_stages > 0:
+            self._freeze_stages()
+
+    # ------------------------------------------------------------------
+    # construction helpers
+    @classmethod
+    def _resolve_arch(cls, arch: Union[str, dict]) -> dict:
+        if isinstance(arch, str):
+            key = arch.lower()
+            if key not in cls.arch_zoo:
+                raise ValueError(
+                    f'Unknown arch {arch!r}; choose from '
+                    f'{sorted(set(cls.arch_zoo))} or pass a dict with keys '
+                    f'{sorted(_ARCH_KEYS)}.'
+                )
+            return dict(cls.arch_zoo[key])
+        if not isinstance(arch, dict) or not _ARCH_KEYS <= set(arch):
+            raise ValueError(
+                f'A custom arch must be a dict with keys '
+                f'{sorted(_ARCH_KEYS)}, got {arch!r}.'
+            )
+        settings = dict(arch)
+        settings.setdefault('feedforward_channels', 4 * settings['embed_dims'])
+        return settings
+
+    def init_weights(self) -> None:
+        """Initialise as DINOv2 (timm ViT init): Linear weights
+        trunc-normal(0.02) with zero bias, pos-embed trunc-normal(0.02), CLS
+        and register tokens normal(1e-6), mask token zeros."""
+        super().init_weights()
+        if (
+            isinstance(self.init_cfg, dict)
+            and self.init_cfg.get('type') == 'Pretrained'
+        ):
+            return
+        if self.init_cfg is None:
+            for m in self.modules():
+                if isinstance(m, nn.Linear):
+                    trunc_normal_(m.weight, std=0.02)
+                    if m.bias is not None:
+                        nn.init.zeros_(m.bias)
+        trunc_normal_(self.pos_embed, std=0.02)
+        nn.init.normal_(self.cls_token, std=1e-6)
+        if self.register_tokens is not None:
+            nn.init.normal_(self.register_tokens, std=1e-6)
+        nn.init.zeros_(self.mask_token)
+
+    def train(self, mode: bool = True) -> 'DINOVisionTransformer':
+        """Set train/eval mode (re-freezing frozen stages); returns self
+        (mmpretrain's BaseBackbone returns None)."""
+        super().train(mode)
+        if mode and self.frozen_stages > 0:
+            self._freeze_stages()
+        return self
+
+    def _freeze_stages(self) -> None:
+        super()._freeze_stages()
+        if not hasattr(self, 'mask_token'):
+            return  # called by the parent before the extra tokens exist
+        self.mask_token.requires_grad = False
+        if self.register_tokens is not None:
+            self.register_tokens.requires_grad = False
+
+    # ------------------------------------------------------------------
+    # position embedding
+    def _interpolate_pos_embed(
+        self, pos_embed: torch.Tensor, grid: Tuple[int, int]
+    ) -> torch.Tensor:
+        """Resize ``pos_embed`` (1, 1 + M*M', C) to ``grid`` as DINOv2 does.
+
+        With ``interpolate_offset > 0`` the bicubic resize uses
+        ``scale_factor=((h + offset) / M, (w + offset) / M')`` (DINOv2's
+        ``interpolate_pos_encoding`` of the original hub models); otherwise
+        it resizes to the exact size, optionally antialiased.
+        """
+        src_h, src_w = self.patch_resolution
+        if tuple(grid) == (src_h, src_w):
+            return pos_embed
+        dim = pos_embed.shape[-1]
+        cls_pos = pos_embed[:, :1]
+        patch_pos = (
+            pos_embed[:, 1:]
+            .float()
+            .reshape(1, src_h, src_w, dim)
+            .permute(0, 3, 1, 2)
+        )
+        if self.interpolate_offset:
+            scale = (
+                (grid[0] + self.interpolate_offset) / src_h,
+                (grid[1] + self.interpolate_offset) / src_w,
+            )
+            patch_pos = F.interpolate(
+                patch_pos,
+                scale_factor=scale,
+                mode='bicubic',
+                antialias=self.interpolate_antialias,
+            )
+        else:
+            patch_pos = F.interpolate(
+                patch_pos,
+                size=tuple(grid),
+                mode='bicubic',
+                antialias=self.interpolate_antialias,
+            )
+        if tuple(patch_pos.shape[-2:]) != tuple(grid):
+            raise RuntimeError(
+                f'Position embedding resized to {tuple(patch_pos.shape[-2:])}'
+                f' instead of {tuple(grid)}; try interpolate_offset=0.'
+            )
+        # (1, C, h, w) -> (1, h*w, C)
+        patch_pos = patch_pos.flatten(2).transpose(1, 2)
+        return torch.cat([cls_pos, patch_pos.to(pos_embed.dtype)], dim=1)
+
+    def interpolate_pos_encoding(self, grid: Tuple[int, int]) -> torch.Tensor:
+        """Position embedding (1, 1 + h*w, C) for a ``grid`` of patches.
+
+        Results are cached per grid size when no gradient flows into the
+        position embedding (evaluation, frozen teacher); the cache is keyed
+        on the parameter's version so in-place updates (EMA) invalidate it.
+        """
+        pos_embed = self.pos_embed
+        if torch.is_grad_enabled() and pos_embed.requires_grad:
+            return self._interpolate_pos_embed(pos_embed, grid)
+        key = (
+            tuple(grid),
+            pos_embed._version,
+            pos_embed.data_ptr(),
+            pos_embed.dtype,
+            pos_embed.device,
+        )
+        cached = self._pos_cache.get(key)
+        if cached is None:
+            if len(self._pos_cache) > 16:
+                self._pos_cache.clear()
+            with torch.no_grad():
+                cached = self._interpolate_pos_embed(pos_embed, grid)
+            self._pos_cache[key] = cached
+        return cached
+
+    def _prepare_pos_embed(self, state_dict, prefix, *args, **kwargs):
+        """Resize a loaded pos-embed whose grid differs from this model's."""
+        name = prefix + 'pos_embed'
+        if name not in state_dict:
+            return
+        ckpt = state_dict[name]
+        if ckpt.shape == self.pos_embed.shape:
+            return
+        src = ckpt.shape[1] - 1
+        side = int(math.sqrt(src))
+        if side * side != src or ckpt.shape[-1] != self.pos_embed.shape[-1]:
+            raise ValueError(
+                f'Cannot resize checkpoint pos_embed {tuple(ckpt.shape)} to '
+                f'{tuple(self.pos_embed.shape)}: expected (1, 1 + S*S, '
+                f'{self.pos_embed.shape[-1]}).'
+            )
+        from mmengine.logging import MMLogger
+
+        MMLogger.get_current_instance().info(
+            f'Resize pos_embed from {side}x{side} to '
+            f'{self.patch_resolution[0]}x{self.patch_resolution[1]}.'
+        )
+        dim = ckpt.shape[-1]
+        patch_pos = ckpt[:, 1:].float().reshape(1, side, side, dim)
+        patch_pos = F.interpolate(
+            patch_pos.permute(0, 3, 1, 2),
+            size=tuple(self.patch_resolution),
+            mode='bicubic',
+            antialias=self.interpolate_antialias,
+        )
+        patch_pos = patch_pos.flatten(2).transpose(1, 2).to(ckpt.dtype)
+        state_dict[name] = torch.cat([ckpt[:, :1], patch_pos], dim=1)
+
+    # ------------------------------------------------------------------
+    # forward
+    def prepare_tokens(
+        self, x: torch.Tensor, mask: Optional[torch.Tensor] = None
+    ) -> Tuple[torch.Tensor, Tuple[int, int]]:
+        """Patchify, apply the mask token, add pos-embed, insert registers.
+
+        Args:
+            x (torch.Tensor): Images (B, C_in, H, W).
+            mask (torch.Tensor, optional): Bool mask (B, Hp, Wp) or
+                (B, Hp*Wp); True marks patches replaced by ``mask_token``.
+
+        Returns:
+            tuple: Tokens (B, 1 + R + N, C) and the patch grid (Hp, Wp).
+        """
+        B = x.shape[0]
+        x, grid = self.patch_embed(x)  # (B, N, C)
+        if mask is not None:
+            if mask.shape[0] != B or mask[0].numel() != x.shape[1]:
+                raise ValueError(
+                    f'mask of shape {tuple(mask.shape)} does not match the '
+                    f'{B} images with a {grid[0]}x{grid[1]} patch grid; '
+                    f'expected ({B}, {grid[0]}, {grid[1]}) or '
+                    f'({B}, {grid[0] * grid[1]}).'
+                )
+            mask = mask.reshape(B, -1, 1).bool()
+            x = torch.where(mask, self.mask_token.to(x.dtype), x)
+        elif (
+            self.training
+            and torch.is_grad_enabled()
+            and self.mask_token.requires_grad
+        ):
+            # Keep mask_token in the graph (zero contribution) so DDP does
+            # not need find_unused_parameters when a step has no masks.
+            x = x + 0.0 * self.mask_token.to(x.dtype)
+
+        x = torch.cat([self.cls_token.expand(B, -1, -1).to(x.dtype), x], dim=1)
+        x = x + self.interpolate_pos_encoding(grid).to(x.dtype)
+        if self.register_tokens is not None:
+            regs = self.register_tokens.expand(B, -1, -1).to(x.dtype)
+            x = torch.cat([x[:, :1], regs, x[:, 1:]], dim=1)
+        x = self.drop_after_pos(x)
+        x = self.pre_norm(x)
+        return x, tuple(grid)
+
+    def _run_layer(self, layer: nn.Module, x: torch.Tensor) -> torch.Tensor:
+        if self.with_cp and self.training and torch.is_grad_enabled():
+            # Non-reentrant: DDP-safe when a block runs twice per step.
+            return cp.checkpoint(layer, x, use_reentrant=False)
+        return layer(x)
+
+    def forward(
+        self, x: torch.Tensor, mask: Optional[torch.Tensor] = None
+    ) -> Tuple[torch.Tensor]:
+        """Forward images, optionally masking patches.
+
+        Args:
+            x (torch.Tensor): Images (B, C_in, H, W); H and W should be
+                multiples of ``patch_size`` (others are padded).
+            mask (torch.Tensor, optional): Bool patch mask (B, Hp, Wp) or
+                (B, Hp*Wp). Defaults to None.
+
+        Returns:
+            tuple[torch.Tensor]: One output per ``out_indices``, formatted by
+            ``out_type``.
+        """
+        x, grid = self.prepare_tokens(x, mask)
+        outs = []
+        for i, layer in enumerate(self.layers):
+            x = self._run_layer(layer, x)
+            if i in self.out_indices:
+                out = self.ln1(x) if self.final_norm else x
+                outs.append(self._format_output(out, grid))
+        return tuple(outs)
+
+    def _format_output(
+        self, x: torch.Tensor, hw: Tuple[int, int]
+    ) -> torch.Tensor:
+        if self.out_type == 'raw':
+            return x  # (B, 1 + R + N, C)
+        if self.out_type == 'cls_token':
+            return x[:, 0]  # (B, C)
+        patch = x[:, self.num_extra_tokens :]  # (B, N, C)
+        if self.out_type == 'featmap':
+            # (B, N, C) -> (B, Hp, Wp, C) -> (B, C, Hp, Wp)
+            return patch.reshape(x.shape[0], *hw, -1).permute(0, 3, 1, 2)
+        return patch.mean(dim=1)  # 'avg_featmap': (B, C)
+
+    @torch.no_grad()
+    def get_last_selfattention(
+        self, x: torch.Tensor, mask: Optional[torch.Tensor] = None
+    ) -> torch.Tensor:
+        """Softmax attention of the last block, computed explicitly.
+
+        Args:
+            x (torch.Tensor): Images (B, C_in, H, W).
+            mask (torch.Tensor, optional): Patch mask as in :meth:`forward`.
+
+        Returns:
+            torch.Tensor: Attention (B, heads, T, T), T = 1 + R + N; row 0 is
+            the CLS query.
+        """
+        x, _ = self.prepare_tokens(x, mask)
+        for layer in self.layers[:-1]:
+            x = layer(x)
+        last = self.layers[-1]
+        attn = last.attn
+        y = last.ln1(x)
+        B, T, _ = y.shape
+        # (B, T, 3C) -> (3, B, heads, T, head_dims)
+        qkv = (
+            attn.qkv(y)
+            .reshape(B, T, 3, attn.num_heads, attn.head_dims)
+            .permute(2, 0, 3, 1, 4)
+        )
+        q, k = qkv[0], qkv[1]
+        logits = (q * attn.head_dims**-0.5) @ k.transpose(-2, -1)
+        return logits.softmax(dim=-1)
+
+    # ------------------------------------------------------------------
+    # layer-wise lr decay
+    def get_layer_depth(
+        self, param_name: str, prefix: str = ''
+    ) -> Tuple[int, int]:
+        """Layer depth of a parameter for layer-wise lr decay.
+
+        Embedding parameters (patch embed, pos-embed, CLS, register and mask
+        tokens) are depth 0, block ``i`` is depth ``i + 1`` and everything
+        else (final norm, heads) is the top depth ``num_layers + 1``. With
+        mmpretrain's ``LearningRateDecayOptimWrapperConstructor`` the lr
+        scale is ``decay ** (num_layers + 1 - depth)``, DINOv2's rule.
+
+        Returns:
+            tuple[int, int]: (depth, number of depths = num_layers + 2).
+        """
+        num_depths = self.num_layers + 2
+        if not param_name.startswith(prefix):
+            return num_depths - 1, num_depths
+        name = param_name[len(prefix) :]
+        if name in (
+            'cls_token',
+            'pos_embed',
+            'register_tokens',
+            'mask_token',
+        ) or name.startswith('patch_embed'):
+            return 0, num_depths
+        if name.startswith('layers.'):
+            return int(name.split('.')[1]) + 1, num_depths
+        return num_depths - 1, num_depths
+
+
+def count_dino_vit_params(
+    arch: Union[str, dict] = 'small',
+    img_size: int = 518,
+    patch_size: int = 14,
+    num_register_tokens: int = 0,
+    in_channels: int = 3,
+) -> int:
+    """Count the parameters of a :class:`DINOVisionTransformer` analytically.
+
+    Useful for large presets (ViT-g ~1.1B) without allocating them; it
+    matches ``sum(p.numel() for p in model.parameters())``.
+    """
+    s = DINOVisionTransformer._resolve_arch(arch)
+    C, L, hidden = s['embed_dims'], s['num_layers'], s['feedforward_channels']
+    grid = (img_size // patch_size) ** 2
+    n = C * in_channels * patch_size**2 + C  # patch embed
+    n += (1 + grid) * C + C + C + num_register_tokens * C  # pos, cls, mask
+    per_block = 2 * 2 * C  # two LayerNorms
+    per_block += 3 * C * C + 3 * C + C * C + C  # qkv, proj
+    per_block += 2 * C  # two LayerScales
+    if s.get('ffn_type', 'origin') == 'swiglu_fused':
+        h = (int(hidden * 2 / 3) + 7) // 8 * 8
+        per_block += C * 2 * h + 2 * h + h * C + C
+    else:
+        per_block += C * hidden + hidden + hidden * C + C
+    return n + L * per_block + 2 * C  # final norm
+
+
+__all__: List[str] = ['DINOVisionTransformer', 'count_dino_vit_params']

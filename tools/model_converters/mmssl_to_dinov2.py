@@ -1,0 +1,64 @@
+# Copyright (c) mmssl contributors. All rights reserved.
+"""Convert an mmssl DINOVisionTransformer checkpoint to the DINOv2 layout.
+
+The output is a plain state dict loadable by the DINOv2 hub model of the
+same size (``model.load_state_dict(torch.load(DST))``).
+
+Example::
+
+    python tools/model_converters/mmssl_to_dinov2.py \\
+        work_dirs/dinov2_vit-s14/epoch_100.pth dinov2_vits14_mine.pth
+"""
+
+import argparse
+import os.path as osp
+import sys
+from typing import List, Optional
+
+import torch
+
+sys.path.insert(0, osp.abspath(osp.join(osp.dirname(__file__), '..', '..')))
+
+from mmssl.models.utils.vit_ckpt_convert import (  # noqa: E402
+    load_checkpoint_file,
+    mmssl_to_dinov2,
+    select_prefix,
+    unwrap_checkpoint,
+)
+
+
+def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('src', help='mmssl checkpoint (.pth)')
+    parser.add_argument('dst', help='output DINOv2-layout state dict (.pth)')
+    parser.add_argument(
+        '--src-prefix',
+        default=None,
+        help="backbone prefix in SRC, e.g. 'teacher.backbone.' or "
+        "'backbone.' (default: auto-detect, teacher preferred)",
+    )
+    parser.add_argument(
+        '--chunks',
+        type=int,
+        default=0,
+        help='write the block-chunked layout with this many chunks',
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: Optional[List[str]] = None) -> dict:
+    args = parse_args(argv)
+    state = select_prefix(
+        unwrap_checkpoint(load_checkpoint_file(args.src)), args.src_prefix
+    )
+    out = mmssl_to_dinov2(state, num_chunks=args.chunks)
+    torch.save(out, args.dst)
+    print(
+        f'Converted {len(state)} mmssl keys -> {len(out)} DINOv2 keys. '
+        f'Saved {args.dst}'
+    )
+    return out
+
+
+if __name__ == '__main__':
+    main()
