@@ -55,7 +55,7 @@ def sinkhorn_knopp(teacher_logits: Tensor,
     for _ in range(num_iters):
         row_sums = q.sum(dim=1, keepdim=True)  # (K, 1), over all ranks
         all_reduce(row_sums)
-        q = q / row_sums / k
+        q = q / row_sums.clamp(min=torch.finfo(q.dtype).tiny) / k
         q = q / q.sum(dim=0, keepdim=True) / num_rows
     q = q * num_rows
     return q.t()  # (B, K)
