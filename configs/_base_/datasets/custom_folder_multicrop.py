@@ -1,0 +1,46 @@
+# DINOv2-style multi-crop pretraining data over any folder(s) of images
+# (Caron et al. 2021, https://arxiv.org/abs/2104.14294; Oquab et al. 2023,
+# https://arxiv.org/abs/2304.07193). All a user types:
+#   --cfg-options train_dataloader.dataset.data_root=/data/eyes
+# or a list: "train_dataloader.dataset.data_root=['/data/a','/data/b']".
+# Output per sample: inputs = 2 x (3, 224, 224) + 8 x (3, 96, 96) uint8 BGR
+# tensors, data_sample.mask = (2, 224 // 14, 224 // 14) iBOT masks.
+# See docs/en/custom_dataset.md.
+data_root = 'data/custom'
+patch_size = 14
+train_pipeline = [
+    # max_side=None keeps full resolution; e.g. max_side=512 decodes large
+    # JPEGs at 1/2-1/8 size, several times faster (see the docs).
+    dict(type='LoadImageRobust', max_side=None),
+    dict(
+        type='MultiCrop',
+        num_global_crops=2,
+        num_local_crops=8,
+        global_size=224,
+        local_size=96,
+        global_scale=(0.32, 1.0),
+        local_scale=(0.05, 0.32)),
+    dict(
+        type='BlockwiseMaskGenerator',
+        patch_size=patch_size,
+        mask_ratio=(0.1, 0.5),
+        mask_prob=0.5),
+    dict(
+        type='PackInputs',
+        meta_keys=('sample_idx', 'img_path', 'num_global_crops', 'source')),
+]
+train_dataloader = dict(
+    batch_size=64,
+    num_workers=8,
+    persistent_workers=True,  # also keeps augmentations varying per epoch
+    pin_memory=True,
+    drop_last=True,
+    sampler=dict(type='DefaultSampler', shuffle=True),
+    collate_fn=dict(type='default_collate'),
+    dataset=dict(
+        type='ImageFolderDataset',
+        data_root=data_root,
+        cache_file=None,
+        max_bad_ratio=0.05,
+        pipeline=train_pipeline))
+custom_hooks = [dict(type='BadFileSummaryHook', interval=50)]

@@ -1,0 +1,474 @@
+"""Unlabelled (or folder-labelled) images from one or several folders."""
+
+import hashlib
+import json
+import os
+import os.path as osp
+from typing import Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+from mmengine.dataset import BaseDataset
+from mmengine.logging import print_log
+
+from mmssl.registry import DATASETS
+
+from .transforms.loading import BadImageError
+
+IMG_EXTENSIONS = ('.jpg', '.jpeg', '.png', '.bmp', '.tif', '.tiff', '.webp')
+
+#: Errors that mean "this file is bad", turned into a skip. Other errors
+#: (bugs in a transform) propagate.
+BAD_FILE_ERRORS = (BadImageError, OSError)
+
+
+class PathTable:
+    """Many strings in two NumPy arrays: utf-8 bytes and offsets.
+
+    A list of Python strings costs ~50+ bytes of object header per entry
+    and every read from a forked DataLoader worker touches its refcount,
+    which copies the page (copy-on-write turns into copy-on-read). Two
+    flat arrays are shared between forked workers for free.
+    """
+
+    def __init__(self, strings: Sequence[str]) -> None:
+        encoded = [s.encode('utf-8') for s in strings]
+        lengths = np.fromiter(
+            (len(b) for b in encoded), np.int64, len(encoded)
+        )
+        self.offsets = np.zeros(len(encoded) + 1, np.int64)
+        np.cumsum(lengths, out=self.offsets[1:])
+        self.buffer = np.frombuffer(b''.join(encoded), np.uint8).copy()
+
+    @classmethod
+    def from_arrays(
+        cls, buffer: np.ndarray, offsets: np.ndarray
+    ) -> 'PathTable':
+        table = cls.__new__(cls)
+        table.buffer, table.offsets = buffer, offsets
+        return table
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def __getitem__(self, i: int) -> str:
+        a, b = self.offsets[i], self.offsets[i + 1]
+        return self.buffer[a:b].tobytes().decode('utf-8')
+
+    @property
+    def nbytes(self) -> int:
+        return self.buffer.nbytes + self.offsets.nbytes
+
+
+def scan_images(
+    root: str,
+    extensions: Sequence[str] = IMG_EXTENSIONS,
+    dir_mtimes: Optional[Dict[str, int]] = None,
+) -> List[str]:
+    """Relative paths of image files under ``root`` (recursive, sorted).
+
+    An explicit stack of ``os.scandir`` calls: one ``getdents`` listing per
+    directory and no ``stat`` per file (``DirEntry.is_dir`` uses the type
+    the listing already returned). Extensions match in any letter case.
+    Symlinked directories are followed once (loops are cut).
+
+    Args:
+        root (str): Folder to search.
+        extensions (Sequence[str]): Lower-case extensions with the dot.
+        dir_mtimes (dict, optional): Filled with ``{dir: st_mtime_ns}`` of
+            every directory visited (used to validate a cached index).
+    """
+    exts = tuple(e.lower() for e in extensions)
+    out = []
+    stack = ['']
+    seen = set()
+    while stack:
+        rel = stack.pop()
+        full = osp.join(root, rel) if rel else root
+        try:
+            st = os.stat(full)
+            key = (st.st_dev, st.st_ino)
+            if key in seen:
+                continue
+            seen.add(key)
+            if dir_mtimes is not None:
+                dir_mtimes[rel] = st.st_mtime_ns
+            with os.scandir(full) as it:
+                for entry in it:
+                    name = entry.name
+                    if name.startswith('.'):
+                        continue
+                    if entry.is_dir():
+                        stack.append(osp.join(rel, name) if rel else name)
+                    elif name.lower().endswith(exts):
+                        out.append(osp.join(rel, name) if rel else name)
+        except PermissionError as e:
+            print_log(
+                f'Cannot list {full}: {e}; skipped.', 'current', level=30
+            )
+    out.sort()
+    return out
+
+
+@DATASETS.register_module()
+class ImageFolderDataset(BaseDataset):
+    """Images from one or several folders (recursive) or a list file.
+
+    Zero-code pretraining data: point ``data_root`` at a folder (or a list
+    of folders) and every ``jpg/jpeg/png/bmp/tif/tiff/webp`` file below it,
+    in any letter case and nesting, is a sample, in sorted order. The
+    index is kept in two NumPy arrays (:class:`PathTable`), so forked
+    DataLoader workers and ranks on one node do not copy it, and can be
+    cached to ``cache_file`` so restarts skip the scan.
+
+    Bad files (zero bytes, truncated, not an image, unreadable) do not stop
+    training: the sample is replaced by another one chosen
+    deterministically (``(idx + k * 7919) % len``), each bad file is
+    warned about once per process with its reason, and the skipped files
+    are attached to the returned sample's metainfo as ``skipped_files``
+    (a list of ``(path, reason)``), so the main process can count them
+    across workers and ranks (see :class:`BadFileSummaryHook`). When the
+    share of bad files this process has read exceeds ``max_bad_ratio``
+    (checked after ``min_checked`` reads) it raises an error listing the
+    first few. Use ``LoadImageRobust`` as the loading transform: it raises
+    :class:`BadImageError` with a reason.
+
+    Args:
+        data_root (str | list[str]): Folder(s) to search recursively.
+        ann_file (str, optional): Text file with one image path per line
+            (relative to the first ``data_root`` if given), optionally
+            followed by an integer label. Replaces the folder scan.
+        pipeline (list): Transforms.
+        with_label (bool): Label = name of the first sub-folder under each
+            root (classes sorted and merged by name across roots); files
+            directly in a root are left out. Sets ``gt_label``. Defaults to
+            False.
+        extensions (Sequence[str]): Accepted extensions (any case).
+        cache_file (str, optional): Where to save / load the index. It is
+            reused when roots, options and the modification times of every
+            scanned directory (each file added, removed or renamed changes
+            its directory's mtime) are unchanged.
+        rebuild_cache (bool): Ignore an existing cache. Defaults to False.
+        max_bad_ratio (float): Stop when more than this share of the
+            files read is bad. Defaults to 0.05.
+        min_checked (int): Reads before the ratio is checked. Defaults to
+            100 (or the dataset size if smaller).
+        max_refetch (int): Substitutes tried for one index. Defaults to
+            100.
+        lazy_init (bool): Defer the scan to first use. Defaults to False.
+        metainfo (dict, optional): Extra meta information.
+    """
+
+    def __init__(
+        self,
+        data_root: Union[str, Sequence[str], None] = None,
+        ann_file: Optional[str] = None,
+        pipeline: Sequence = (),
+        with_label: bool = False,
+        extensions: Sequence[str] = IMG_EXTENSIONS,
+        cache_file: Optional[str] = None,
+        rebuild_cache: bool = False,
+        max_bad_ratio: float = 0.05,
+        min_checked: int = 100,
+        max_refetch: int = 100,
+        lazy_init: bool = False,
+        metainfo: Optional[dict] = None,
+        test_mode: bool = False,
+    ) -> None:
+        if data_root is None and ann_file is None:
+            raise ValueError(
+                'ImageFolderDataset needs data_root (a folder '
+                'or a list of folders) or ann_file.'
+            )
+        roots = (
+            []
+            if data_root is None
+            else (
+                [data_root] if isinstance(data_root, str) else list(data_root)
+            )
+        )
+        for r in roots:
+            if ann_file is None and not osp.isdir(r):
+                raise FileNotFoundError(
+                    f'data_root {r!r} is not a folder. Pass '
+                    '--cfg-options train_dataloader.dataset.data_root=DIR '
+                    '(a path or a list of paths).'
+                )
+        self.roots = [osp.abspath(r) for r in roots]
+        self.with_label = with_label
+        self.extensions = tuple(
+            e.lower() if e.startswith('.') else '.' + e.lower()
+            for e in extensions
+        )
+        self.cache_file = cache_file
+        self.rebuild_cache = rebuild_cache
+        if not 0.0 <= max_bad_ratio <= 1.0:
+            raise ValueError(
+                f'max_bad_ratio must be in [0, 1], got {max_bad_ratio}.'
+            )
+        self.max_bad_ratio = max_bad_ratio
+        self.min_checked = min_checked
+        self._bad: Dict[int, str] = {}
+        self._n_good = 0
+        super().__init__(
+            ann_file=ann_file or '',
+            metainfo=metainfo,
+            data_root='',
+            pipeline=list(pipeline),
+            serialize_data=False,
+            lazy_init=True,
+            max_refetch=max_refetch,
+            test_mode=test_mode,
+        )
+        if not lazy_init:
+            self.full_init()
+
+    # ------------------------------------------------------------------ #
+    # index
+    # ------------------------------------------------------------------ #
+    def _cache_key(self) -> str:
+        opts = dict(
+            roots=self.roots,
+            ann_file=self.ann_file,
+            with_label=self.with_label,
+            ext=self.extensions,
+        )
+        return hashlib.sha1(json.dumps(opts).encode()).hexdigest()
+
+    def _load_cache(self) -> Optional[dict]:
+        if (
+            not self.cache_file
+            or self.rebuild_cache
+            or not osp.isfile(self.cache_file)
+        ):
+            return None
+        try:
+            z = np.load(self.cache_file, allow_pickle=False)
+            meta = json.loads(z['meta'].tobytes().decode())
+        except Exception as e:  # noqa: BLE001
+            print_log(
+                f'Ignoring unreadable index cache {self.cache_file}: {e}',
+                'current',
+                level=30,
+            )
+            return None
+        if meta.get('key') != self._cache_key():
+            return None
+        for root, mtimes in zip(self.roots, meta['dir_mtimes']):
+            for rel, mtime in mtimes.items():
+                try:
+                    if os.stat(osp.join(root, rel)).st_mtime_ns != mtime:
+                        return None
+                except OSError:
+                    return None
+        if self.ann_file:
+            try:
+                if os.stat(self.ann_file).st_mtime_ns != meta['ann_mtime']:
+                    return None
+            except OSError:
+                return None
+        return dict(
+            paths=PathTable.from_arrays(z['buffer'], z['offsets']),
+            labels=z['labels'],
+            sources=z['sources'],
+            classes=meta['classes'],
+            roots_idx=z['root_of'],
+        )
+
+    def _save_cache(self, index: dict, dir_mtimes: list) -> None:
+        meta = dict(
+            key=self._cache_key(),
+            dir_mtimes=dir_mtimes,
+            classes=index['classes'],
+            ann_mtime=(
+                os.stat(self.ann_file).st_mtime_ns if self.ann_file else None
+            ),
+        )
+        d = osp.dirname(osp.abspath(self.cache_file))
+        os.makedirs(d, exist_ok=True)
+        tmp = self.cache_file + f'.tmp{os.getpid()}.npz'
+        np.savez(
+            tmp,
+            buffer=index['paths'].buffer,
+            offsets=index['paths'].offsets,
+            labels=index['labels'],
+            sources=index['sources'],
+            root_of=index['roots_idx'],
+            meta=np.frombuffer(json.dumps(meta).encode(), np.uint8),
+        )
+        os.replace(tmp, self.cache_file)
+
+    def _build_index(self) -> Tuple[dict, list]:
+        paths: List[str] = []
+        labels: List[int] = []
+        sources: List[int] = []
+        dir_mtimes: list = []
+        classes: List[str] = []
+        if self.ann_file:
+            base = self.roots[0] if self.roots else ''
+            with open(self.ann_file, encoding='utf-8') as f:
+                for line in f:
+                    line = line.strip()
+                    if not line or line.startswith('#'):
+                        continue
+                    label = -1
+                    parts = line.rsplit(maxsplit=1)
+                    if len(parts) == 2 and parts[1].lstrip('-').isdigit():
+                        line, label = parts[0], int(parts[1])
+                    paths.append(osp.join(base, line) if base else line)
+                    labels.append(label)
+                    sources.append(0)
+        else:
+            per_root = []
+            for root in self.roots:
+                mt: Dict[str, int] = {}
+                per_root.append(scan_images(root, self.extensions, mt))
+                dir_mtimes.append(mt)
+            if self.with_label:
+                names = set()
+                for rels in per_root:
+                    names.update(
+                        r.split(os.sep, 1)[0] for r in rels if os.sep in r
+                    )
+                classes = sorted(names)
+            cls_idx = {c: i for i, c in enumerate(classes)}
+            for s, (root, rels) in enumerate(zip(self.roots, per_root)):
+                for r in rels:
+                    if self.with_label:
+                        if os.sep not in r:
+                            continue
+                        labels.append(cls_idx[r.split(os.sep, 1)[0]])
+                    else:
+                        labels.append(-1)
+                    paths.append(osp.join(root, r))
+                    sources.append(s)
+        index = dict(
+            paths=PathTable(paths),
+            labels=np.asarray(labels, np.int32),
+            sources=np.asarray(sources, np.int16),
+            classes=classes,
+            roots_idx=np.asarray(sources, np.int16),
+        )
+        return index, dir_mtimes
+
+    def full_init(self) -> None:
+        """Scan the folders (or load the cache) once."""
+        if self._fully_initialized:
+            return
+        index = self._load_cache()
+        from_cache = index is not None
+        if index is None:
+            index, dir_mtimes = self._build_index()
+            if self.cache_file:
+                self._save_cache(index, dir_mtimes)
+        self._paths: PathTable = index['paths']
+        self._labels: np.ndarray = index['labels']
+        self._sources: np.ndarray = index['sources']
+        if self.with_label and index['classes']:
+            self._metainfo['classes'] = tuple(index['classes'])
+        self._metainfo['data_roots'] = tuple(self.roots)
+        if len(self._paths) == 0:
+            where = self.ann_file or self.roots
+            raise FileNotFoundError(
+                f'No images with extensions {self.extensions} found in '
+                f'{where}. Check data_root (a folder or list of folders) '
+                'or pass extensions=[...].'
+            )
+        print_log(
+            f'ImageFolderDataset: {len(self._paths)} images from '
+            f'{len(self.roots) or 1} source(s)'
+            f'{" (index cache)" if from_cache else ""}.',
+            'current',
+        )
+        self._fully_initialized = True
+
+    # ------------------------------------------------------------------ #
+    def __len__(self) -> int:
+        if not self._fully_initialized:
+            self.full_init()
+        return len(self._paths)
+
+    def get_data_info(self, idx: int) -> dict:
+        info = dict(
+            img_path=self._paths[idx],
+            sample_idx=int(idx),
+            source=int(self._sources[idx]),
+        )
+        if self._labels[idx] >= 0:
+            info['gt_label'] = int(self._labels[idx])
+        return info
+
+    def get_img_path(self, idx: int) -> str:
+        return self._paths[idx]
+
+    @property
+    def sources(self) -> np.ndarray:
+        """(N,) int16 index of the root each image comes from."""
+        return self._sources
+
+    def get_gt_labels(self) -> np.ndarray:
+        return self._labels.astype(np.int64)
+
+    # ------------------------------------------------------------------ #
+    # bad files
+    # ------------------------------------------------------------------ #
+    def _record_bad(self, idx: int, path: str, reason: str) -> None:
+        if idx not in self._bad:
+            self._bad[idx] = reason
+            print_log(
+                f'Skipping bad image file {path}: {reason}',
+                'current',
+                level=30,
+            )
+        checked = len(self._bad) + self._n_good
+        if (
+            checked >= min(self.min_checked, len(self))
+            and len(self._bad) > self.max_bad_ratio * checked
+        ):
+            first = '\n'.join(
+                f'  {self._paths[i]}: {r}'
+                for i, r in list(self._bad.items())[:5]
+            )
+            raise RuntimeError(
+                f'{len(self._bad)} of {checked} image files read are bad, '
+                f'more than max_bad_ratio={self.max_bad_ratio}. First ones:'
+                f'\n{first}\nRun tools/misc/check_dataset.py to list them '
+                'all, or raise max_bad_ratio.'
+            )
+
+    def __getitem__(self, idx: int) -> dict:
+        if not self._fully_initialized:
+            self.full_init()
+        n = len(self)
+        skipped = []
+        j = int(idx)
+        for k in range(self.max_refetch + 1):
+            j = (int(idx) + k * 7919) % n
+            path = self._paths[j]
+            if j in self._bad:
+                skipped.append((path, self._bad[j]))
+                continue
+            try:
+                data = self.prepare_data(j)
+            except BAD_FILE_ERRORS as e:
+                reason = (
+                    getattr(e, 'reason', None) or f'{type(e).__name__}: {e}'
+                )
+                skipped.append((path, reason))
+                self._record_bad(j, path, reason)
+                continue
+            if data is None:
+                skipped.append((path, 'pipeline returned None'))
+                self._record_bad(j, path, 'pipeline returned None')
+                continue
+            self._n_good += 1
+            if isinstance(data, dict) and hasattr(
+                data.get('data_samples'), 'set_metainfo'
+            ):
+                data['data_samples'].set_metainfo(
+                    dict(skipped_files=skipped, source=int(self._sources[j]))
+                )
+            return data
+        raise RuntimeError(
+            f'Cannot find a readable image for index {idx} after '
+            f'{self.max_refetch + 1} tries; last: {skipped[-3:]}'
+        )

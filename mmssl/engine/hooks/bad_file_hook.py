@@ -1,0 +1,111 @@
+"""Count the bad image files skipped by the datasets, across processes."""
+
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from mmengine.dist import all_gather_object, get_dist_info
+from mmengine.hooks import Hook
+
+from mmssl.registry import HOOKS
+
+
+def collect_skipped(data_samples: Optional[Sequence]) -> List[Tuple]:
+    """``(path, reason)`` pairs carried by a batch's data samples.
+
+    :class:`~mmssl.datasets.ImageFolderDataset` attaches the files it
+    skipped to produce a sample as ``skipped_files`` metainfo. The sample
+    travels from the DataLoader worker process to the training process,
+    so counting there sees the work of every worker.
+    """
+    out = []
+    for s in data_samples or []:
+        out.extend(tuple(x) for x in (s.get('skipped_files', None) or []))
+    return out
+
+
+class BadFileCounter:
+    """Distinct bad files and samples seen, merged over ranks on demand."""
+
+    def __init__(self) -> None:
+        self.bad: Dict[str, str] = {}
+        self.new: Dict[str, str] = {}
+        self.samples = 0
+        self.pending_samples = 0
+
+    def update(self, data_samples) -> None:
+        for path, reason in collect_skipped(data_samples):
+            if path not in self.bad and path not in self.new:
+                self.new[path] = reason
+        self.pending_samples += len(data_samples or [])
+
+    def sync(self) -> List[Tuple[str, str]]:
+        """Gather new entries from all ranks; return the newly seen ones."""
+        gathered = all_gather_object((self.new, self.pending_samples))
+        fresh = []
+        for new, n in gathered:
+            self.samples += n
+            for path, reason in new.items():
+                if path not in self.bad:
+                    self.bad[path] = reason
+                    fresh.append((path, reason))
+        self.new, self.pending_samples = {}, 0
+        return fresh
+
+
+@HOOKS.register_module()
+class BadFileSummaryHook(Hook):
+    """Log and bound the bad files skipped during training.
+
+    Every ``interval`` iterations and at each epoch end, the
+    ``skipped_files`` of all ranks are gathered (a small
+    ``all_gather_object``; every rank takes part, so none waits), rank 0
+    logs each newly found file once with its reason and a running total,
+    and when the distinct bad files exceed ``max_bad_ratio`` of the
+    samples read, every rank raises the same error listing the first few.
+
+    Args:
+        interval (int): Iterations between gathers. Defaults to 50.
+        max_bad_ratio (float): Defaults to 0.05.
+    """
+
+    priority = 'LOW'
+
+    def __init__(self, interval: int = 50, max_bad_ratio: float = 0.05):
+        self.interval = interval
+        self.max_bad_ratio = max_bad_ratio
+        self.counter = BadFileCounter()
+
+    def after_train_iter(
+        self, runner, batch_idx, data_batch=None, outputs=None
+    ) -> None:
+        if data_batch is not None:
+            self.counter.update(data_batch.get('data_samples'))
+        if self.every_n_train_iters(runner, self.interval):
+            self._sync(runner)
+
+    def after_train_epoch(self, runner) -> None:
+        self._sync(runner, summary=True)
+
+    def _sync(self, runner, summary: bool = False) -> None:
+        fresh = self.counter.sync()
+        rank, _ = get_dist_info()
+        c = self.counter
+        for path, reason in fresh:
+            runner.logger.warning(f'Bad image file skipped: {path}: {reason}')
+        if (fresh or summary) and c.bad:
+            runner.logger.warning(
+                f'{len(c.bad)} bad image file(s) skipped so far over '
+                f'{c.samples} samples ({len(c.bad) / max(c.samples, 1):.2%}).'
+            )
+        if (
+            c.samples
+            and len(c.bad) > self.max_bad_ratio * max(c.samples, 1)
+            and c.samples >= 100
+        ):
+            first = '\n'.join(
+                f'  {p}: {r}' for p, r in list(c.bad.items())[:5]
+            )
+            raise RuntimeError(
+                f'{len(c.bad)} bad image files in {c.samples} samples, more '
+                f'than max_bad_ratio={self.max_bad_ratio}:\n{first}\nRun '
+                'tools/misc/check_dataset.py CONFIG to list them all.'
+            )

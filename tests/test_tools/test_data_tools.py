@@ -1,0 +1,87 @@
+import os.path as osp
+import subprocess
+import sys
+
+ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+sys.path.insert(0, osp.join(ROOT, 'tools', 'misc'))
+sys.path.insert(0, osp.join(ROOT, 'tools', 'analysis_tools'))
+
+
+def test_check_dataset_writes_bad_list(messy_root, tmp_path):
+    import check_dataset
+
+    root, files = messy_root
+    out = str(tmp_path / 'bad.txt')
+    rc = check_dataset.main([root, '--out', out, '--workers', '1'])
+    assert rc == 1
+    rows = [line.split('\t') for line in open(out).read().splitlines()]
+    assert sorted(osp.basename(p) for p, _ in rows) == [
+        'text.JPG',
+        'truncated.jpg',
+        'zero.jpg',
+    ]
+    reasons = dict((osp.basename(p), r) for p, r in rows)
+    assert reasons['zero.jpg'] == 'zero-byte file'
+    assert 'truncated' in reasons['truncated.jpg']
+
+
+def test_browse_dataset_writes_pngs(messy_root, tmp_path):
+    import browse_dataset
+
+    root, _ = messy_root
+    out = tmp_path / 'browse'
+    cfg = osp.join(ROOT, 'configs/_base_/datasets/custom_folder_multicrop.py')
+    browse_dataset.main(
+        [
+            cfg,
+            '--output-dir',
+            str(out),
+            '-n',
+            '2',
+            '--cfg-options',
+            f'train_dataloader.dataset.data_root={root}',
+            'train_dataloader.dataset.max_bad_ratio=1.0',
+            'train_dataloader.dataset.pipeline.1.num_local_crops=2',
+        ]
+    )
+    pngs = sorted(p.name for p in out.iterdir())
+    assert pngs == ['sample_0000.png', 'sample_0001.png']
+    assert (out / 'sample_0000.png').read_bytes()[:4] == b'\x89PNG'
+
+
+def test_overlay_mask_tints_masked_patches():
+    import numpy as np
+    from browse_dataset import overlay_mask
+
+    img = np.zeros((4, 4, 3), np.uint8)
+    mask = np.array([[True, False], [False, False]])
+    out = overlay_mask(img, mask)
+    assert (out[:2, :2, 0] > 100).all() and (out[2:, :, :] == 0).all()
+
+
+@__import__('pytest').mark.slow
+def test_benchmark_pipeline_runs(tmp_path):
+    cfg = osp.join(ROOT, 'configs/_base_/datasets/custom_folder_multicrop.py')
+    res = subprocess.run(
+        [
+            sys.executable,
+            osp.join(ROOT, 'tools/analysis_tools/benchmark_pipeline.py'),
+            cfg,
+            '--make-synthetic',
+            str(tmp_path / 'syn'),
+            '--num-images',
+            '3',
+            '--workers',
+            '0',
+            '--cfg-options',
+            'train_dataloader.dataset.pipeline.1.num_local_crops=2',
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(__import__('os').environ, PYTHONPATH=ROOT),
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert 'torchvision img/s' in res.stdout
+    row = res.stdout.strip().splitlines()[-1].split()
+    assert row[0] == '0' and float(row[1]) > 0 and float(row[2]) > 0

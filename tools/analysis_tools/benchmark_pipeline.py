@@ -1,0 +1,219 @@
+"""Images/s of a config's train pipeline vs an equivalent torchvision one.
+
+    python tools/analysis_tools/benchmark_pipeline.py CONFIG
+        [--num-images N] [--workers 1 4] [--make-synthetic DIR]
+        [--cfg-options k=v ...]
+
+Both pipelines read the same files through a torch DataLoader (batch 1,
+no collation) with each number of workers. The reference is built from
+the config's ``MultiCrop`` settings: PIL decoding, then per view
+torchvision ``RandomResizedCrop`` / ``RandomHorizontalFlip`` /
+``ColorJitter`` (p=0.8) / ``RandomGrayscale`` / ``GaussianBlur`` (same
+per-view probabilities) / ``RandomSolarize`` and ``PILToTensor``.
+``--make-synthetic DIR`` first writes N 1920x1080 JPEGs to DIR (once) and
+points ``train_dataloader.dataset.data_root`` at it.
+"""
+
+import argparse
+import os
+import os.path as osp
+import sys
+import time
+
+import numpy as np
+
+ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+
+def make_synthetic(folder: str, num: int, size=(1080, 1920)) -> None:
+    """Write ``num`` smooth random colour JPEGs of ``size`` (h, w)."""
+    import cv2
+
+    os.makedirs(folder, exist_ok=True)
+    rng = np.random.RandomState(0)
+    for i in range(num):
+        path = osp.join(folder, f'synthetic_{i:05d}.jpg')
+        if osp.exists(path):
+            continue
+        small = rng.randint(0, 256, (size[0] // 40, size[1] // 40, 3))
+        img = cv2.resize(
+            small.astype(np.uint8),
+            (size[1], size[0]),
+            interpolation=cv2.INTER_CUBIC,
+        )
+        noise = rng.randint(-12, 13, img.shape)
+        img = np.clip(img.astype(int) + noise, 0, 255).astype(np.uint8)
+        cv2.imwrite(path, img, [cv2.IMWRITE_JPEG_QUALITY, 90])
+
+
+class TorchvisionMultiCrop:
+    """The same multi-crop recipe with torchvision transforms on PIL."""
+
+    def __init__(self, mc) -> None:
+        from torchvision import transforms as T
+
+        def view(size, scale, blur_p, sol_p):
+            ops = [
+                T.RandomResizedCrop(
+                    size,
+                    scale=scale,
+                    ratio=mc.ratio,
+                    interpolation=T.InterpolationMode.BILINEAR,
+                ),
+                T.RandomHorizontalFlip(mc.flip_prob),
+                T.RandomApply(
+                    [T.ColorJitter(*mc.color_jitter)], p=mc.color_jitter_prob
+                ),
+                T.RandomGrayscale(mc.grayscale_prob),
+            ]
+            if blur_p > 0:
+                k = mc.blur_kernel_size or 9
+                ops.append(
+                    T.RandomApply(
+                        [T.GaussianBlur(k, sigma=mc.blur_sigma)], p=blur_p
+                    )
+                )
+            if sol_p > 0:
+                ops.append(T.RandomSolarize(mc.solarize_threshold, p=sol_p))
+            ops.append(T.PILToTensor())
+            return T.Compose(ops)
+
+        self.views = [
+            view(mc.global_size, mc.global_scale, b, s)
+            for b, s in zip(mc.global_blur_prob, mc.global_solarize_prob)
+        ] + [
+            view(mc.local_size, mc.local_scale, b, s)
+            for b, s in zip(mc.local_blur_prob, mc.local_solarize_prob)
+        ]
+
+    def __call__(self, img):
+        return [v(img) for v in self.views]
+
+
+class _TVDataset:
+    def __init__(self, paths, transform):
+        self.paths, self.transform = paths, transform
+
+    def __len__(self):
+        return len(self.paths)
+
+    def __getitem__(self, i):
+        from PIL import Image
+
+        with Image.open(self.paths[i]) as im:
+            img = im.convert('RGB')
+        return self.transform(img)
+
+
+def _identity(batch):
+    return batch
+
+
+def images_per_second(dataset, num_images: int, workers: int) -> float:
+    """Images/s reading ``num_images`` samples (after 2 warm-up ones)."""
+    import torch
+    from torch.utils.data import DataLoader, Subset
+
+    n = min(num_images, len(dataset))
+    warm = min(2 * max(workers, 1), n)
+    sub = Subset(
+        dataset,
+        list(range(n + warm))
+        if n + warm <= len(dataset)
+        else [i % len(dataset) for i in range(n + warm)],
+    )
+    loader = DataLoader(
+        sub,
+        batch_size=1,
+        num_workers=workers,
+        collate_fn=_identity,
+        shuffle=False,
+        prefetch_factor=4 if workers else None,
+    )
+    torch.set_num_threads(1)
+    it = iter(loader)
+    for _ in range(warm):
+        next(it)
+    t = time.perf_counter()
+    count = 0
+    for _ in it:
+        count += 1
+    return count / (time.perf_counter() - t)
+
+
+def main(argv=None):
+    from mmengine.config import Config, DictAction
+
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('config')
+    parser.add_argument('--num-images', type=int, default=200)
+    parser.add_argument('--workers', type=int, nargs='+', default=[1, 2])
+    parser.add_argument('--make-synthetic', metavar='DIR')
+    parser.add_argument('--skip-torchvision', action='store_true')
+    parser.add_argument('--cfg-options', nargs='+', action=DictAction)
+    args = parser.parse_args(argv)
+
+    import cv2
+
+    cv2.setNumThreads(1)  # one core per DataLoader worker, like PIL
+    from mmssl.utils import register_all_modules
+
+    register_all_modules()
+    from mmssl.datasets.transforms import MultiCrop
+    from mmssl.registry import DATASETS, TRANSFORMS
+
+    cfg = Config.fromfile(args.config)
+    if args.make_synthetic:
+        make_synthetic(args.make_synthetic, args.num_images)
+        cfg.merge_from_dict(
+            {'train_dataloader.dataset.data_root': args.make_synthetic}
+        )
+    if args.cfg_options:
+        cfg.merge_from_dict(args.cfg_options)
+    dataset = DATASETS.build(cfg.train_dataloader.dataset)
+    paths = (
+        [dataset.get_img_path(i) for i in range(len(dataset))]
+        if hasattr(dataset, 'get_img_path')
+        else [
+            dataset.get_data_info(i)['img_path'] for i in range(len(dataset))
+        ]
+    )
+    mc_cfg = next(
+        (
+            t
+            for t in cfg.train_dataloader.dataset.get('pipeline', [])
+            if t.get('type') == 'MultiCrop'
+        ),
+        dict(type='MultiCrop'),
+    )
+    mc = TRANSFORMS.build(mc_cfg)
+    assert isinstance(mc, MultiCrop)
+    tv = _TVDataset(paths, TorchvisionMultiCrop(mc))
+    views = mc.num_global_crops + mc.num_local_crops
+    print(
+        f'{len(paths)} files; {mc.num_global_crops} x {mc.global_size} + '
+        f'{mc.num_local_crops} x {mc.local_size} crops; '
+        f'{args.num_images} images per measure; cores: {os.cpu_count()}'
+    )
+    print(
+        f'{"workers":>8} {"mmssl img/s":>12} {"torchvision img/s":>18} '
+        f'{"speed-up":>9}'
+    )
+    for w in args.workers:
+        ours = images_per_second(dataset, args.num_images, w)
+        ref = (
+            float('nan')
+            if args.skip_torchvision
+            else images_per_second(tv, args.num_images, w)
+        )
+        print(
+            f'{w:>8} {ours:>12.1f} {ref:>18.1f} {ours / ref:>8.2f}x',
+            flush=True,
+        )
+    del views
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,128 @@
+"""Save pictures of what the model sees: every crop of N samples.
+
+    python tools/analysis_tools/browse_dataset.py CONFIG --output-dir DIR
+        [-n N] [--cfg-options k=v ...]
+
+One PNG per sample: global crops on the first row (with the iBOT mask
+drawn over masked patches when the pipeline makes masks), local crops on
+the second row, all at their pixel size relative to each other.
+"""
+
+import argparse
+import os
+import os.path as osp
+import sys
+
+import numpy as np
+
+ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+
+def _to_hwc(t, bgr=True):
+    img = t.numpy() if hasattr(t, 'numpy') else np.asarray(t)
+    img = np.transpose(img, (1, 2, 0)) if img.ndim == 3 else img
+    if img.shape[-1] == 1:
+        img = np.repeat(img, 3, -1)
+    return img[..., ::-1] if bgr else img
+
+
+def overlay_mask(img: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Tint masked patches red and darken them; returns a copy."""
+    h, w = img.shape[:2]
+    hp, wp = mask.shape
+    ph, pw = h // hp, w // wp
+    big = np.kron(mask.astype(np.uint8), np.ones((ph, pw), np.uint8))
+    full = np.zeros((h, w), bool)
+    full[: big.shape[0], : big.shape[1]] = big.astype(bool)
+    out = img.astype(np.float32).copy()
+    out[full] = out[full] * 0.45 + np.array([255, 0, 0]) * 0.55
+    return out.astype(np.uint8)
+
+
+def save_sample(data: dict, path: str, bgr: bool = True) -> None:
+    """Draw one packed sample (``inputs`` list + ``data_samples``)."""
+    import matplotlib
+
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+
+    inputs = data['inputs']
+    inputs = inputs if isinstance(inputs, (list, tuple)) else [inputs]
+    sample = data['data_samples']
+    num_global = int(sample.get('num_global_crops', 0) or 0)
+    mask = sample.get('mask', None)
+    if mask is not None:
+        mask = np.asarray(mask)
+        if mask.ndim == 2:
+            mask = mask[None]
+        num_global = num_global or len(mask)
+    num_global = num_global or min(2, len(inputs))
+    views = [_to_hwc(t, bgr) for t in inputs]
+    globals_, locals_ = views[:num_global], views[num_global:]
+    if mask is not None:
+        globals_ = [
+            overlay_mask(v, m) if m.any() else v
+            for v, m in zip(globals_, mask)
+        ]
+    rows = [r for r in (globals_, locals_) if r]
+    ncols = max(len(r) for r in rows)
+    gh = globals_[0].shape[0]
+    fig, axes = plt.subplots(
+        len(rows), ncols, squeeze=False, figsize=(2.2 * ncols, 2.4 * len(rows))
+    )
+    for r, row in enumerate(rows):
+        for c in range(ncols):
+            ax = axes[r][c]
+            ax.axis('off')
+            if c < len(row):
+                v = row[c]
+                ax.imshow(v, extent=(0, v.shape[1], v.shape[0], 0))
+                ax.set_xlim(0, gh)
+                ax.set_ylim(gh, 0)
+                kind = 'global' if r == 0 and num_global else 'local'
+                extra = ''
+                if kind == 'global' and mask is not None and c < len(mask):
+                    extra = f' mask {mask[c].mean():.0%}'
+                ax.set_title(
+                    f'{kind} {c} {v.shape[1]}x{v.shape[0]}{extra}', fontsize=7
+                )
+    name = osp.basename(str(sample.get('img_path', '')))
+    fig.suptitle(name, fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+
+
+def main(argv=None):
+    from mmengine.config import Config, DictAction
+
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('config')
+    parser.add_argument('--output-dir', required=True)
+    parser.add_argument('-n', '--num', type=int, default=8)
+    parser.add_argument(
+        '--rgb', action='store_true', help='pipeline output is already RGB'
+    )
+    parser.add_argument('--cfg-options', nargs='+', action=DictAction)
+    args = parser.parse_args(argv)
+    from mmssl.utils import register_all_modules
+
+    register_all_modules()
+    from mmssl.registry import DATASETS
+
+    cfg = Config.fromfile(args.config)
+    if args.cfg_options:
+        cfg.merge_from_dict(args.cfg_options)
+    dataset = DATASETS.build(cfg.train_dataloader.dataset)
+    os.makedirs(args.output_dir, exist_ok=True)
+    n = min(args.num, len(dataset))
+    for i in range(n):
+        path = osp.join(args.output_dir, f'sample_{i:04d}.png')
+        save_sample(dataset[i], path, bgr=not args.rgb)
+    print(f'Saved {n} pictures to {args.output_dir}')
+
+
+if __name__ == '__main__':
+    main()

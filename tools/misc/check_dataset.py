@@ -1,0 +1,140 @@
+"""Decode every image of a dataset and list the bad files with reasons.
+
+    python tools/misc/check_dataset.py CONFIG_OR_FOLDER [--out bad.txt]
+        [--workers N] [--cfg-options k=v ...]
+
+CONFIG_OR_FOLDER is a config (its ``train_dataloader.dataset`` is
+checked; mixed datasets are walked through) or a folder (scanned like
+``ImageFolderDataset``). Each file is decoded with ``LoadImageRobust``
+(with the config's loading options when it uses that transform). Exit
+status is 1 when bad files were found.
+"""
+
+import argparse
+import os.path as osp
+import sys
+from multiprocessing import Pool
+
+from tqdm import tqdm
+
+ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+_LOADER = None
+
+
+def dataset_paths(dataset) -> list:
+    """Every image path of a built dataset (mixed datasets included)."""
+    if hasattr(dataset, 'datasets'):
+        return [p for d in dataset.datasets for p in dataset_paths(d)]
+    if hasattr(dataset, 'get_img_path'):
+        return [dataset.get_img_path(i) for i in range(len(dataset))]
+    if hasattr(dataset, 'full_init'):
+        dataset.full_init()
+    return [dataset.get_data_info(i)['img_path'] for i in range(len(dataset))]
+
+
+def _loader_cfg(dataset_cfg) -> dict:
+    """The config's LoadImageRobust options, if any."""
+    stack = [dataset_cfg]
+    while stack:
+        d = stack.pop()
+        if isinstance(d, dict):
+            for t in d.get('pipeline', []) or []:
+                if isinstance(t, dict) and t.get('type') == 'LoadImageRobust':
+                    return dict(t)
+            stack.extend(d.get('datasets', []) or [])
+    return dict(type='LoadImageRobust')
+
+
+def _init(loader_cfg):
+    global _LOADER
+    from mmssl.datasets.transforms import LoadImageRobust
+
+    cfg = dict(loader_cfg)
+    cfg.pop('type', None)
+    _LOADER = LoadImageRobust(**cfg)
+
+
+def _check(path):
+    from mmssl.datasets.transforms import BadImageError
+
+    try:
+        _LOADER(dict(img_path=path))
+        return path, None
+    except BadImageError as e:
+        return path, e.reason
+    except Exception as e:  # noqa: BLE001 - report anything
+        return path, f'{type(e).__name__}: {e}'
+
+
+def collect(target: str, cfg_options=None):
+    """(paths, loader config) for a config file or a folder."""
+    from mmssl.utils import register_all_modules
+
+    register_all_modules()
+    from mmssl.registry import DATASETS
+
+    if osp.isdir(target):
+        ds_cfg = dict(type='ImageFolderDataset', data_root=target)
+    else:
+        from mmengine.config import Config
+
+        cfg = Config.fromfile(target)
+        if cfg_options:
+            cfg.merge_from_dict(cfg_options)
+        ds_cfg = cfg.train_dataloader.dataset.to_dict()
+    loader = _loader_cfg(ds_cfg)
+    return dataset_paths(DATASETS.build(ds_cfg)), loader
+
+
+def check(paths, loader_cfg, workers=1):
+    """List of (path, reason) for bad files, with a progress bar."""
+    bad = []
+    bar = dict(total=len(paths), desc='checking', unit='img')
+    if workers <= 1:
+        _init(loader_cfg)
+        results = map(_check, paths)
+        for path, reason in tqdm(results, **bar):
+            if reason:
+                bad.append((path, reason))
+    else:
+        with Pool(workers, initializer=_init, initargs=(loader_cfg,)) as p:
+            for path, reason in tqdm(
+                p.imap(_check, paths, chunksize=16), **bar
+            ):
+                if reason:
+                    bad.append((path, reason))
+    return bad
+
+
+def main(argv=None):
+    from mmengine.config import DictAction
+
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('target', help='config file or image folder')
+    parser.add_argument(
+        '--out',
+        default='bad_files.txt',
+        help='where to write "path<TAB>reason" lines',
+    )
+    parser.add_argument('--workers', type=int, default=1)
+    parser.add_argument('--cfg-options', nargs='+', action=DictAction)
+    args = parser.parse_args(argv)
+    paths, loader = collect(args.target, args.cfg_options)
+    bad = check(paths, loader, args.workers)
+    with open(args.out, 'w', encoding='utf-8') as f:
+        for path, reason in bad:
+            f.write(f'{path}\t{reason}\n')
+    print(
+        f'{len(paths)} files checked, {len(bad)} bad '
+        f'({len(bad) / max(len(paths), 1):.2%}); list in {args.out}'
+    )
+    for path, reason in bad[:10]:
+        print(f'  {path}: {reason}')
+    return 1 if bad else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
