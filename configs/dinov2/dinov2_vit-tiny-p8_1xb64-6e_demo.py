@@ -85,7 +85,7 @@ optim_wrapper = dict(
     optimizer=dict(type='AdamW', lr=1e-3, betas=(0.9, 0.999),
                    weight_decay=0.04),
     clip_grad=dict(max_norm=3.0),
-    constructor='LayerDecayLrMultOptimWrapperConstructor',
+    constructor='LayerDecayOptimWrapperConstructor',
     paramwise_cfg=dict(
         layer_decay_rate=0.9,
         flat_decay_mult=0.0,

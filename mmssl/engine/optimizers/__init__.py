@@ -1,9 +1,10 @@
-from .layer_decay_lr_mult_constructor import \
-    LayerDecayLrMultOptimWrapperConstructor
+from .layer_decay_optim_wrapper_constructor import (
+    LayerDecayOptimWrapperConstructor,
+)
 from .nan_guard_optim_wrapper import (NaNGuardAmpOptimWrapper,
                                       NaNGuardOptimWrapper)
 
 __all__ = [
-    'NaNGuardOptimWrapper', 'NaNGuardAmpOptimWrapper',
-    'LayerDecayLrMultOptimWrapperConstructor'
+    'LayerDecayOptimWrapperConstructor', 'NaNGuardOptimWrapper',
+    'NaNGuardAmpOptimWrapper'
 ]

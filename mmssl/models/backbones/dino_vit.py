@@ -173,7 +173,7 @@ class DINOVisionTransformer(VisionTransformer):
         num_layers = arch_settings['num_layers']
         if isinstance(layer_cfgs, dict):
             layer_cfgs = [dict(layer_cfgs) for _ in range(num_layers)]
-        layer_cfgs = [dict(ffn_type=ffn_type, **cfg) for cfg in layer_cfgs]
+        layer_cfgs = [{'ffn_type': ffn_type, **cfg} for cfg in layer_cfgs]
         if isinstance(out_indices, int):
             out_indices = [out_indices]
         # The parent adds an extra LayerNorm for 'avg_featmap'; DINOv2 pools

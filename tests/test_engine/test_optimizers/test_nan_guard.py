@@ -53,7 +53,7 @@ def test_build_from_config_with_layer_decay_and_lr_mult():
         dict(type='NaNGuardOptimWrapper', max_consecutive_skips=5,
              optimizer=dict(type='AdamW', lr=1.0, weight_decay=0.04),
              clip_grad=dict(max_norm=3.0),
-             constructor='LayerDecayLrMultOptimWrapperConstructor',
+             constructor='LayerDecayOptimWrapperConstructor',
              paramwise_cfg=dict(layer_decay_rate=0.5, flat_decay_mult=0.0,
                                 custom_keys={
                                     'patch_embed': dict(lr_mult=0.2)
