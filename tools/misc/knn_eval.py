@@ -6,9 +6,11 @@ data/demo/val). Without ``--checkpoint`` the model is evaluated right after
 ``init_weights()`` with the config's seed: the "same network at random
 init" baseline quoted in the READMEs.
 
-    python tools/misc/knn_eval.py configs/dinov2/dinov2_vit-tiny-p8_1xb64-6e_demo.py
+    python tools/misc/knn_eval.py \
+        configs/dinov2/dinov2_vit-tiny-p8_1xb64-6e_demo.py
     python tools/misc/knn_eval.py CONFIG --checkpoint work_dirs/x/epoch_6.pth
 """
+
 import argparse
 import os.path as osp
 import sys
@@ -25,8 +27,11 @@ from mmssl.utils import register_all_modules  # noqa: E402
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('config')
-    parser.add_argument('--checkpoint', default=None,
-                        help='checkpoint to load; random init if omitted')
+    parser.add_argument(
+        '--checkpoint',
+        default=None,
+        help='checkpoint to load; random init if omitted',
+    )
     parser.add_argument('--cfg-options', nargs='+', action=DictAction)
     args = parser.parse_args()
     register_all_modules()

@@ -1,4 +1,5 @@
 """Keep the prototype layer of DINO heads fixed at the start of training."""
+
 from typing import Optional, Sequence
 
 from mmengine.hooks import Hook
@@ -29,10 +30,12 @@ class FreezeLastLayerHook(Hook):
 
     priority = 'NORMAL'
 
-    def __init__(self,
-                 freeze_epochs: int = 1,
-                 freeze_iters: Optional[int] = None,
-                 keys: Sequence[str] = ('last_layer', )) -> None:
+    def __init__(
+        self,
+        freeze_epochs: int = 1,
+        freeze_iters: Optional[int] = None,
+        keys: Sequence[str] = ('last_layer',),
+    ) -> None:
         self.freeze_epochs = freeze_epochs
         self.freeze_iters = freeze_iters
         self.keys = tuple(keys)
@@ -41,16 +44,23 @@ class FreezeLastLayerHook(Hook):
         self._handle = None
 
     def before_train(self, runner) -> None:
-        model = runner.model.module if is_model_wrapper(
-            runner.model) else runner.model
+        model = (
+            runner.model.module
+            if is_model_wrapper(runner.model)
+            else runner.model
+        )
         self._params = [
-            p for name, p in model.named_parameters()
-            if p.requires_grad and not name.startswith('teacher.') and any(
-                k in name for k in self.keys)
+            p
+            for name, p in model.named_parameters()
+            if p.requires_grad
+            and not name.startswith('teacher.')
+            and any(k in name for k in self.keys)
         ]
         if not self._params:
-            raise ValueError(f'FreezeLastLayerHook found no trainable '
-                             f'parameter whose name contains {self.keys}.')
+            raise ValueError(
+                f'FreezeLastLayerHook found no trainable '
+                f'parameter whose name contains {self.keys}.'
+            )
         optimizer = runner.optim_wrapper.optimizer
         self._handle = optimizer.register_step_pre_hook(self._drop_grads)
 
@@ -64,10 +74,9 @@ class FreezeLastLayerHook(Hook):
             return runner.iter < self.freeze_iters
         return runner.epoch < self.freeze_epochs
 
-    def before_train_iter(self,
-                          runner,
-                          batch_idx: int,
-                          data_batch: Optional[dict] = None) -> None:
+    def before_train_iter(
+        self, runner, batch_idx: int, data_batch: Optional[dict] = None
+    ) -> None:
         self.frozen = self.is_frozen(runner)
 
     def after_train(self, runner) -> None:

@@ -1,4 +1,5 @@
 """Linear warmup of the teacher temperature."""
+
 from typing import Optional
 
 from mmengine.hooks import Hook
@@ -7,8 +8,7 @@ from mmengine.model import is_model_wrapper
 from mmssl.registry import HOOKS
 
 
-def warmup_value(t: int, warmup_steps: int, start: float,
-                 end: float) -> float:
+def warmup_value(t: int, warmup_steps: int, start: float, end: float) -> float:
     """``np.linspace(start, end, warmup_steps)[t]``, then ``end``.
 
     This is the DINO / DINOv2 schedule: the end value is reached at step
@@ -42,17 +42,22 @@ class TeacherTempWarmupHook(Hook):
 
     priority = 'ABOVE_NORMAL'
 
-    def __init__(self,
-                 warmup_temp: float = 0.04,
-                 temp: float = 0.07,
-                 warmup_epochs: int = 30,
-                 by_epoch: bool = False) -> None:
+    def __init__(
+        self,
+        warmup_temp: float = 0.04,
+        temp: float = 0.07,
+        warmup_epochs: int = 30,
+        by_epoch: bool = False,
+    ) -> None:
         if warmup_temp <= 0 or temp <= 0:
-            raise ValueError('Teacher temperatures must be > 0, got '
-                             f'warmup_temp={warmup_temp}, temp={temp}.')
+            raise ValueError(
+                'Teacher temperatures must be > 0, got '
+                f'warmup_temp={warmup_temp}, temp={temp}.'
+            )
         if warmup_epochs < 0:
-            raise ValueError(f'warmup_epochs must be >= 0, got '
-                             f'{warmup_epochs}.')
+            raise ValueError(
+                f'warmup_epochs must be >= 0, got {warmup_epochs}.'
+            )
         self.warmup_temp = warmup_temp
         self.temp = temp
         self.warmup_epochs = warmup_epochs
@@ -61,18 +66,25 @@ class TeacherTempWarmupHook(Hook):
     def value(self, runner) -> float:
         """Teacher temperature for the current iteration."""
         if self.by_epoch:
-            return warmup_value(runner.epoch, self.warmup_epochs,
-                                self.warmup_temp, self.temp)
+            return warmup_value(
+                runner.epoch, self.warmup_epochs, self.warmup_temp, self.temp
+            )
         iters_per_epoch = len(runner.train_dataloader)
-        return warmup_value(runner.iter, self.warmup_epochs * iters_per_epoch,
-                            self.warmup_temp, self.temp)
+        return warmup_value(
+            runner.iter,
+            self.warmup_epochs * iters_per_epoch,
+            self.warmup_temp,
+            self.temp,
+        )
 
-    def before_train_iter(self,
-                          runner,
-                          batch_idx: int,
-                          data_batch: Optional[dict] = None) -> None:
-        model = runner.model.module if is_model_wrapper(
-            runner.model) else runner.model
+    def before_train_iter(
+        self, runner, batch_idx: int, data_batch: Optional[dict] = None
+    ) -> None:
+        model = (
+            runner.model.module
+            if is_model_wrapper(runner.model)
+            else runner.model
+        )
         value = self.value(runner)
         model.teacher_temp = value
         runner.message_hub.update_scalar('train/teacher_temp', value)

@@ -1,4 +1,5 @@
 """Optimiser wrappers that skip steps with a non-finite loss."""
+
 from typing import Dict, Optional
 
 import torch
@@ -25,8 +26,10 @@ class NaNGuardMixin:
 
     def _init_guard(self, max_consecutive_skips: int) -> None:
         if max_consecutive_skips < 1:
-            raise ValueError('max_consecutive_skips must be >= 1, got '
-                             f'{max_consecutive_skips}.')
+            raise ValueError(
+                'max_consecutive_skips must be >= 1, got '
+                f'{max_consecutive_skips}.'
+            )
         self.max_consecutive_skips = max_consecutive_skips
         self.consecutive_skips = 0
         self.total_skips = 0
@@ -37,10 +40,12 @@ class NaNGuardMixin:
         all_reduce(flag)  # sum over ranks; no-op when not distributed
         return bool(flag.item() == 0)
 
-    def update_params(self,
-                      loss: torch.Tensor,
-                      step_kwargs: Optional[Dict] = None,
-                      zero_kwargs: Optional[Dict] = None) -> None:
+    def update_params(
+        self,
+        loss: torch.Tensor,
+        step_kwargs: Optional[Dict] = None,
+        zero_kwargs: Optional[Dict] = None,
+    ) -> None:
         finite = self._loss_is_finite(loss)
         message_hub = MessageHub.get_current_instance()
         if finite:
@@ -61,7 +66,8 @@ class NaNGuardMixin:
             f'Non-finite loss ({loss.detach().float().item()}) on at least '
             f'one rank: optimiser step and teacher update skipped '
             f'({self.consecutive_skips} in a row, {self.total_skips} in '
-            'total).')
+            'total).'
+        )
         if self.consecutive_skips >= self.max_consecutive_skips:
             raise RuntimeError(
                 f'The loss was non-finite for {self.consecutive_skips} '
@@ -69,7 +75,8 @@ class NaNGuardMixin:
                 f'{self.max_consecutive_skips}); stopping. Try a lower '
                 'learning rate, gradient clipping (optim_wrapper.clip_grad),'
                 ' fp32 instead of fp16 (--amp off or bf16), a batch size > 1'
-                ' for KoLeo, or check the data for broken images.')
+                ' for KoLeo, or check the data for broken images.'
+            )
 
 
 @OPTIM_WRAPPERS.register_module()

@@ -1,4 +1,5 @@
 """DINO: self-distillation with no labels (student / EMA teacher)."""
+
 import copy
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -66,40 +67,48 @@ class DINO(BaseSelfSupervisor):
 
     default_loss_weights = dict(dino=1.0)
 
-    def __init__(self,
-                 backbone: dict,
-                 head: dict,
-                 loss: dict,
-                 num_global_crops: int = 2,
-                 teacher_temp: float = 0.04,
-                 loss_weights: Optional[dict] = None,
-                 data_preprocessor: Optional[dict] = None,
-                 init_cfg: Optional[dict] = None,
-                 **kwargs) -> None:
+    def __init__(
+        self,
+        backbone: dict,
+        head: dict,
+        loss: dict,
+        num_global_crops: int = 2,
+        teacher_temp: float = 0.04,
+        loss_weights: Optional[dict] = None,
+        data_preprocessor: Optional[dict] = None,
+        init_cfg: Optional[dict] = None,
+        **kwargs,
+    ) -> None:
         super().__init__(
             backbone=backbone,
             head=head,
             data_preprocessor=data_preprocessor,
             init_cfg=init_cfg,
-            **kwargs)
+            **kwargs,
+        )
         if num_global_crops < 1:
-            raise ValueError(f'num_global_crops must be >= 1, got '
-                             f'{num_global_crops}.')
+            raise ValueError(
+                f'num_global_crops must be >= 1, got {num_global_crops}.'
+            )
         self.num_global_crops = num_global_crops
         self.teacher_temp = teacher_temp
         self.loss_weights = dict(self.default_loss_weights)
         unknown = set(loss_weights or {}) - set(self.loss_weights)
         if unknown:
-            raise ValueError(f'Unknown loss_weights keys {sorted(unknown)}; '
-                             f'{type(self).__name__} has '
-                             f'{sorted(self.loss_weights)}.')
+            raise ValueError(
+                f'Unknown loss_weights keys {sorted(unknown)}; '
+                f'{type(self).__name__} has '
+                f'{sorted(self.loss_weights)}.'
+            )
         self.loss_weights.update(loss_weights or {})
         self.dino_loss = MODELS.build(loss)
         self._build_extra()
-        self.teacher = nn.ModuleDict({
-            name: _strip_for_teacher(copy.deepcopy(module))
-            for name, module in self._student_modules().items()
-        })
+        self.teacher = nn.ModuleDict(
+            {
+                name: _strip_for_teacher(copy.deepcopy(module))
+                for name, module in self._student_modules().items()
+            }
+        )
 
     # ----------------------------------------------------------- structure
     def _build_extra(self) -> None:
@@ -126,10 +135,9 @@ class DINO(BaseSelfSupervisor):
 
     # ------------------------------------------------------------- helpers
     @staticmethod
-    def _forward_backbone(backbone: nn.Module,
-                          x: Tensor,
-                          mask: Optional[Tensor] = None
-                          ) -> Tuple[Tensor, Optional[Tensor]]:
+    def _forward_backbone(
+        backbone: nn.Module, x: Tensor, mask: Optional[Tensor] = None
+    ) -> Tuple[Tensor, Optional[Tensor]]:
         """Run a backbone; return CLS (B, C) and patch tokens (B, N, C)."""
         out = backbone(x) if mask is None else backbone(x, mask=mask)
         if isinstance(out, (list, tuple)):
@@ -143,17 +151,21 @@ class DINO(BaseSelfSupervisor):
             return out[:, 0], out[:, num_extra:]
         raise ValueError(f'Unsupported backbone output {tuple(out.shape)}.')
 
-    def _split_views(self, inputs: List[Tensor]
-                     ) -> Tuple[Tensor, List[Tensor]]:
+    def _split_views(
+        self, inputs: List[Tensor]
+    ) -> Tuple[Tensor, List[Tensor]]:
         """Global crops concatenated (G*B, 3, H, W) and the local groups."""
         if not isinstance(inputs, (list, tuple)):
-            raise TypeError('DINO-style training needs a list of views '
-                            '(use the MultiCrop transform).')
+            raise TypeError(
+                'DINO-style training needs a list of views '
+                '(use the MultiCrop transform).'
+            )
         num_g = self.num_global_crops
         if len(inputs) < num_g or len(inputs) < 2:
             raise ValueError(
                 f'Got {len(inputs)} views but num_global_crops={num_g}; '
-                'DINO needs the G global crops first and at least 2 views.')
+                'DINO needs the G global crops first and at least 2 views.'
+            )
         global_x = torch.cat(list(inputs[:num_g]))  # (G*B, 3, H, W)
         groups: List[List[Tensor]] = []
         for view in inputs[num_g:]:  # same-size local crops go together
@@ -165,8 +177,9 @@ class DINO(BaseSelfSupervisor):
 
     def _student_local_cls(self, local_groups: Sequence[Tensor]) -> Tensor:
         """CLS features (L*B, C) of all local crops."""
-        feats = [self._forward_backbone(self.backbone, x)[0]
-                 for x in local_groups]
+        feats = [
+            self._forward_backbone(self.backbone, x)[0] for x in local_groups
+        ]
         if not feats:
             return None
         return torch.cat(feats)
@@ -176,12 +189,12 @@ class DINO(BaseSelfSupervisor):
         if isinstance(inputs, (list, tuple)):
             inputs = inputs[0]
         with torch.no_grad():
-            return self._forward_backbone(self.teacher['backbone'],
-                                          inputs)[0]
+            return self._forward_backbone(self.teacher['backbone'], inputs)[0]
 
     # ---------------------------------------------------------------- loss
-    def loss(self, inputs: List[Tensor],
-             data_samples: List[DataSample]) -> Dict[str, Tensor]:
+    def loss(
+        self, inputs: List[Tensor], data_samples: List[DataSample]
+    ) -> Dict[str, Tensor]:
         """DINO loss.
 
         Args:
@@ -194,8 +207,9 @@ class DINO(BaseSelfSupervisor):
         global_x, local_groups = self._split_views(inputs)
         num_g, batch = self.num_global_crops, inputs[0].shape[0]
         with torch.no_grad():
-            t_cls, _ = self._forward_backbone(self.teacher['backbone'],
-                                              global_x)
+            t_cls, _ = self._forward_backbone(
+                self.teacher['backbone'], global_x
+            )
             t_logits = self.teacher['head'](t_cls)  # (G*B, K)
         s_cls_g, _ = self._forward_backbone(self.backbone, global_x)
         s_cls = [s_cls_g]
@@ -205,5 +219,7 @@ class DINO(BaseSelfSupervisor):
         s_logits = self.head(torch.cat(s_cls))  # (V*B, K)
         loss = self.dino_loss(
             s_logits.view(-1, batch, s_logits.shape[-1]),
-            t_logits.view(num_g, batch, -1), self.teacher_temp)
+            t_logits.view(num_g, batch, -1),
+            self.teacher_temp,
+        )
         return dict(loss_dino=self.loss_weights['dino'] * loss)

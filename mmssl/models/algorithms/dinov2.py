@@ -1,10 +1,12 @@
 """DINOv2 training objective."""
+
 from typing import Dict, List
 
 from mmpretrain.structures import DataSample
 from torch import Tensor
 
 from mmssl.registry import MODELS
+
 from .ibot import iBOT
 
 
@@ -29,8 +31,9 @@ class DINOv2(iBOT):
 
     default_loss_weights = dict(dino=1.0, ibot=1.0, koleo=0.1)
 
-    def __init__(self, *args, koleo_loss: dict = dict(type='KoLeoLoss'),
-                 **kwargs) -> None:
+    def __init__(
+        self, *args, koleo_loss: dict = dict(type='KoLeoLoss'), **kwargs
+    ) -> None:
         self._koleo_cfg = koleo_loss
         super().__init__(*args, **kwargs)
 
@@ -38,8 +41,9 @@ class DINOv2(iBOT):
         super()._build_extra()
         self.koleo_loss = MODELS.build(self._koleo_cfg)
 
-    def loss(self, inputs: List[Tensor],
-             data_samples: List[DataSample]) -> Dict[str, Tensor]:
+    def loss(
+        self, inputs: List[Tensor], data_samples: List[DataSample]
+    ) -> Dict[str, Tensor]:
         """Returns ``dict(loss_dino=..., loss_ibot=..., loss_koleo=...)``."""
         out = self._ibot_forward(inputs, data_samples)
         losses = out['losses']

@@ -1,4 +1,5 @@
 """DINO projection head with a weight-normalised prototype layer."""
+
 from typing import Optional
 
 import torch
@@ -37,15 +38,17 @@ class DINOHead(BaseModule):
             True.
     """
 
-    def __init__(self,
-                 in_channels: int,
-                 n_prototypes: int = 65536,
-                 hidden_channels: int = 2048,
-                 bottleneck_channels: int = 256,
-                 nlayers: int = 3,
-                 use_bn: bool = False,
-                 norm_last_layer: bool = True,
-                 init_cfg: Optional[dict] = None) -> None:
+    def __init__(
+        self,
+        in_channels: int,
+        n_prototypes: int = 65536,
+        hidden_channels: int = 2048,
+        bottleneck_channels: int = 256,
+        nlayers: int = 3,
+        use_bn: bool = False,
+        norm_last_layer: bool = True,
+        init_cfg: Optional[dict] = None,
+    ) -> None:
         super().__init__(init_cfg=init_cfg)
         if nlayers < 1:
             raise ValueError(f'nlayers must be >= 1, got {nlayers}.')
@@ -66,7 +69,8 @@ class DINOHead(BaseModule):
                 trunc_normal_(m.weight, std=0.02)
                 nn.init.zeros_(m.bias)
         self.last_layer = weight_norm(
-            nn.Linear(bottleneck_channels, n_prototypes, bias=False))
+            nn.Linear(bottleneck_channels, n_prototypes, bias=False)
+        )
         gain = self.last_layer.parametrizations.weight.original0
         gain.data.fill_(1.0)
         if norm_last_layer:

@@ -4,6 +4,9 @@ from .ibot_patch_loss import iBOTPatchLoss
 from .koleo_loss import KoLeoLoss
 
 __all__ = [
-    'DINOLoss', 'iBOTPatchLoss', 'KoLeoLoss', 'TeacherCentering',
-    'sinkhorn_knopp'
+    'DINOLoss',
+    'iBOTPatchLoss',
+    'KoLeoLoss',
+    'TeacherCentering',
+    'sinkhorn_knopp',
 ]

@@ -12,6 +12,7 @@ Two ways to turn teacher logits into soft targets without collapse:
 Every batch statistic is summed across ranks with ``mmengine.dist``
 (a no-op when not distributed), so all ranks see the same targets.
 """
+
 import torch
 from mmengine.dist import all_reduce
 from mmengine.model import BaseModule
@@ -21,9 +22,9 @@ CENTERING_MODES = ('centering', 'sinkhorn_knopp')
 
 
 @torch.no_grad()
-def sinkhorn_knopp(teacher_logits: Tensor,
-                   teacher_temp: float,
-                   num_iters: int = 3) -> Tensor:
+def sinkhorn_knopp(
+    teacher_logits: Tensor, teacher_temp: float, num_iters: int = 3
+) -> Tensor:
     """Sinkhorn-Knopp normalised teacher targets (SwAV / DINOv2).
 
     Starting from ``Q = exp(logits / T)^T`` (K x B), alternately normalise the
@@ -44,8 +45,11 @@ def sinkhorn_knopp(teacher_logits: Tensor,
     logits = teacher_logits.float()
     num_rows = torch.tensor(float(logits.shape[0]), device=logits.device)
     all_reduce(num_rows)
-    max_logit = (logits.max() if logits.numel() else
-                 torch.tensor(-1e30, device=logits.device)).clone()
+    max_logit = (
+        logits.max()
+        if logits.numel()
+        else torch.tensor(-1e30, device=logits.device)
+    ).clone()
     all_reduce(max_logit, op='max')
     q = torch.exp((logits - max_logit) / teacher_temp).t()  # (K, B)
     k = q.shape[0]
@@ -71,16 +75,20 @@ class TeacherCentering(BaseModule):
         sk_iters (int): Sinkhorn-Knopp iterations. Defaults to 3.
     """
 
-    def __init__(self,
-                 out_dim: int,
-                 centering: str = 'centering',
-                 center_momentum: float = 0.9,
-                 sk_iters: int = 3,
-                 init_cfg=None) -> None:
+    def __init__(
+        self,
+        out_dim: int,
+        centering: str = 'centering',
+        center_momentum: float = 0.9,
+        sk_iters: int = 3,
+        init_cfg=None,
+    ) -> None:
         super().__init__(init_cfg=init_cfg)
         if centering not in CENTERING_MODES:
-            raise ValueError(f'centering={centering!r} is not supported; use '
-                             f'one of {CENTERING_MODES}.')
+            raise ValueError(
+                f'centering={centering!r} is not supported; use '
+                f'one of {CENTERING_MODES}.'
+            )
         self.out_dim = out_dim
         self.centering = centering
         self.center_momentum = center_momentum
@@ -88,8 +96,9 @@ class TeacherCentering(BaseModule):
         self.register_buffer('center', torch.zeros(1, out_dim))
 
     @torch.no_grad()
-    def teacher_targets(self, teacher_logits: Tensor,
-                        teacher_temp: float) -> Tensor:
+    def teacher_targets(
+        self, teacher_logits: Tensor, teacher_temp: float
+    ) -> Tensor:
         """Soft targets (rows sum to 1) from teacher logits (B, K).
 
         In ``'centering'`` mode the centre is updated afterwards with this
@@ -99,7 +108,8 @@ class TeacherCentering(BaseModule):
         if teacher_logits.shape[-1] != self.out_dim:
             raise ValueError(
                 f'Teacher logits have {teacher_logits.shape[-1]} prototypes '
-                f'but the loss was built with out_dim={self.out_dim}.')
+                f'but the loss was built with out_dim={self.out_dim}.'
+            )
         logits = teacher_logits.float()
         if self.centering == 'sinkhorn_knopp':
             return sinkhorn_knopp(logits, teacher_temp, self.sk_iters)
@@ -110,13 +120,16 @@ class TeacherCentering(BaseModule):
     @torch.no_grad()
     def update_center(self, teacher_logits: Tensor) -> None:
         """EMA update of the centre with the all-rank batch mean."""
-        stats = torch.cat([
-            teacher_logits.float().sum(dim=0),
-            teacher_logits.new_tensor([float(teacher_logits.shape[0])])
-        ])  # (K + 1,): sum of rows, number of rows
+        stats = torch.cat(
+            [
+                teacher_logits.float().sum(dim=0),
+                teacher_logits.new_tensor([float(teacher_logits.shape[0])]),
+            ]
+        )  # (K + 1,): sum of rows, number of rows
         all_reduce(stats)
         count = stats[-1]
         if count > 0:
             batch_center = (stats[:-1] / count).unsqueeze(0)  # (1, K)
             self.center.mul_(self.center_momentum).add_(
-                batch_center, alpha=1 - self.center_momentum)
+                batch_center, alpha=1 - self.center_momentum
+            )

@@ -1,9 +1,11 @@
 """DINO cross-entropy between student and teacher views."""
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
 from mmssl.registry import MODELS
+
 from .centering import TeacherCentering
 
 
@@ -30,19 +32,26 @@ class DINOLoss(TeacherCentering):
         sk_iters (int): Sinkhorn-Knopp iterations. Defaults to 3.
     """
 
-    def __init__(self,
-                 out_dim: int = 65536,
-                 student_temp: float = 0.1,
-                 centering: str = 'centering',
-                 center_momentum: float = 0.9,
-                 sk_iters: int = 3,
-                 init_cfg=None) -> None:
-        super().__init__(out_dim, centering, center_momentum, sk_iters,
-                         init_cfg)
+    def __init__(
+        self,
+        out_dim: int = 65536,
+        student_temp: float = 0.1,
+        centering: str = 'centering',
+        center_momentum: float = 0.9,
+        sk_iters: int = 3,
+        init_cfg=None,
+    ) -> None:
+        super().__init__(
+            out_dim, centering, center_momentum, sk_iters, init_cfg
+        )
         self.student_temp = student_temp
 
-    def forward(self, student_logits: Tensor, teacher_logits: Tensor,
-                teacher_temp: float) -> Tensor:
+    def forward(
+        self,
+        student_logits: Tensor,
+        teacher_logits: Tensor,
+        teacher_temp: float,
+    ) -> Tensor:
         """Compute the loss.
 
         Args:
@@ -59,18 +68,22 @@ class DINOLoss(TeacherCentering):
             raise ValueError(
                 f'student_logits {tuple(student_logits.shape)} must be '
                 f'(V >= {num_g}, {batch}, {k}) to match teacher_logits '
-                f'{tuple(teacher_logits.shape)}.')
+                f'{tuple(teacher_logits.shape)}.'
+            )
         targets = self.teacher_targets(
-            teacher_logits.reshape(num_g * batch, k),
-            teacher_temp).view(num_g, batch, k)
-        log_probs = F.log_softmax(student_logits.float() / self.student_temp,
-                                  dim=-1)  # (V, B, K)
+            teacher_logits.reshape(num_g * batch, k), teacher_temp
+        ).view(num_g, batch, k)
+        log_probs = F.log_softmax(
+            student_logits.float() / self.student_temp, dim=-1
+        )  # (V, B, K)
         # ce[t, s] = mean_b -sum_k q_t log p_s, all pairs at once: (G, V)
         ce = -torch.einsum('tbk,sbk->ts', targets, log_probs) / batch
         keep = torch.ones_like(ce, dtype=torch.bool)
         keep[:, :num_g].fill_diagonal_(False)  # same view: no loss
         num_terms = int(keep.sum())
         if num_terms == 0:
-            raise ValueError('DINOLoss needs at least two views (one global '
-                             'and another global or local one).')
+            raise ValueError(
+                'DINOLoss needs at least two views (one global '
+                'and another global or local one).'
+            )
         return ce[keep].sum() / num_terms

@@ -1,9 +1,10 @@
 """iBOT masked-patch self-distillation loss."""
-import torch
+
 import torch.nn.functional as F
 from torch import Tensor
 
 from mmssl.registry import MODELS
+
 from .centering import TeacherCentering
 
 
@@ -35,24 +36,34 @@ class iBOTPatchLoss(TeacherCentering):
         average_over (str): ``'all_images'`` or ``'masked_images'``.
     """
 
-    def __init__(self,
-                 out_dim: int = 65536,
-                 student_temp: float = 0.1,
-                 centering: str = 'centering',
-                 center_momentum: float = 0.9,
-                 sk_iters: int = 3,
-                 average_over: str = 'all_images',
-                 init_cfg=None) -> None:
-        super().__init__(out_dim, centering, center_momentum, sk_iters,
-                         init_cfg)
+    def __init__(
+        self,
+        out_dim: int = 65536,
+        student_temp: float = 0.1,
+        centering: str = 'centering',
+        center_momentum: float = 0.9,
+        sk_iters: int = 3,
+        average_over: str = 'all_images',
+        init_cfg=None,
+    ) -> None:
+        super().__init__(
+            out_dim, centering, center_momentum, sk_iters, init_cfg
+        )
         if average_over not in ('all_images', 'masked_images'):
-            raise ValueError(f'average_over={average_over!r}: use '
-                             "'all_images' or 'masked_images'.")
+            raise ValueError(
+                f'average_over={average_over!r}: use '
+                "'all_images' or 'masked_images'."
+            )
         self.student_temp = student_temp
         self.average_over = average_over
 
-    def forward(self, student_logits: Tensor, teacher_logits: Tensor,
-                masks: Tensor, teacher_temp: float) -> Tensor:
+    def forward(
+        self,
+        student_logits: Tensor,
+        teacher_logits: Tensor,
+        masks: Tensor,
+        teacher_temp: float,
+    ) -> Tensor:
         """Compute the loss.
 
         Args:
@@ -67,15 +78,19 @@ class iBOTPatchLoss(TeacherCentering):
         """
         masks = masks.flatten(1).bool()  # (N_img, P)
         num_masked = int(masks.sum())
-        if student_logits.shape[0] != num_masked or \
-                teacher_logits.shape[0] != num_masked:
+        if (
+            student_logits.shape[0] != num_masked
+            or teacher_logits.shape[0] != num_masked
+        ):
             raise ValueError(
                 f'Expected {num_masked} masked-patch rows (masks.sum()), got '
                 f'student {tuple(student_logits.shape)} and teacher '
-                f'{tuple(teacher_logits.shape)}.')
+                f'{tuple(teacher_logits.shape)}.'
+            )
         targets = self.teacher_targets(teacher_logits, teacher_temp)
-        log_probs = F.log_softmax(student_logits.float() / self.student_temp,
-                                  dim=-1)
+        log_probs = F.log_softmax(
+            student_logits.float() / self.student_temp, dim=-1
+        )
         ce = -(targets * log_probs).sum(dim=-1)  # (M,)
         per_image = masks.sum(dim=1)  # (N_img,)
         weights = (1.0 / per_image.clamp(min=1).float()).unsqueeze(1)

@@ -1,4 +1,5 @@
 """KoLeo regulariser (Kozachenko-Leonenko differential entropy estimator)."""
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -38,8 +39,10 @@ class KoLeoLoss(nn.Module):
             Tensor: Scalar loss; 0 when B < 2.
         """
         if features.dim() != 2:
-            raise ValueError('KoLeoLoss expects (B, C) features, got '
-                             f'{tuple(features.shape)}.')
+            raise ValueError(
+                'KoLeoLoss expects (B, C) features, got '
+                f'{tuple(features.shape)}.'
+            )
         if features.shape[0] < 2:
             return features.sum() * 0.0
         x = F.normalize(features.float(), p=2, dim=-1, eps=self.eps)

@@ -1,4 +1,5 @@
 """Teacher momentum / temperature schedules and last-layer freezing."""
+
 import math
 from types import SimpleNamespace
 
@@ -7,22 +8,29 @@ import torch
 from mmengine.logging import MessageHub
 from mmengine.optim import OptimWrapper
 
-from mmssl.engine.hooks import (FreezeLastLayerHook, TeacherEMAHook,
-                                TeacherTempWarmupHook)
+from mmssl.engine.hooks import (
+    FreezeLastLayerHook,
+    TeacherEMAHook,
+    TeacherTempWarmupHook,
+)
 from mmssl.registry import MODELS
 
 
-def _runner(model, it=0, epoch=0, max_iters=100, iters_per_epoch=10,
-            optim_wrapper=None):
+def _runner(
+    model, it=0, epoch=0, max_iters=100, iters_per_epoch=10, optim_wrapper=None
+):
     return SimpleNamespace(
-        model=model, iter=it, epoch=epoch, max_iters=max_iters,
+        model=model,
+        iter=it,
+        epoch=epoch,
+        max_iters=max_iters,
         train_dataloader=[None] * iters_per_epoch,
         message_hub=MessageHub.get_instance('dino_hook_test'),
-        optim_wrapper=optim_wrapper or SimpleNamespace())
+        optim_wrapper=optim_wrapper or SimpleNamespace(),
+    )
 
 
 class _Teacher(torch.nn.Module):
-
     def __init__(self):
         super().__init__()
         self.momenta = []
@@ -43,13 +51,15 @@ def test_teacher_momentum_cosine(it):
     expected = 1 - (1 - 0.992) * (math.cos(math.pi * it / 100) + 1) / 2
     assert model.momenta == [pytest.approx(expected, abs=1e-12)]
     assert runner.message_hub.get_scalar(
-        'train/teacher_momentum').current() == pytest.approx(expected)
+        'train/teacher_momentum'
+    ).current() == pytest.approx(expected)
 
 
 def test_teacher_not_updated_after_skipped_step():
     model = _Teacher()
-    runner = _runner(model,
-                     optim_wrapper=SimpleNamespace(last_step_skipped=True))
+    runner = _runner(
+        model, optim_wrapper=SimpleNamespace(last_step_skipped=True)
+    )
     TeacherEMAHook().after_train_iter(runner, 0)
     assert model.momenta == []
     with pytest.raises(TypeError, match='update_teacher'):
@@ -60,8 +70,13 @@ def test_teacher_temp_warmup_per_iter_and_epoch():
     model = _Teacher()
     hook = TeacherTempWarmupHook(0.04, 0.07, warmup_epochs=3, by_epoch=False)
     # 3 epochs x 10 iters = 30 warmup iterations: linspace(0.04, 0.07, 30)
-    for it, exp in [(0, 0.04), (1, 0.04 + 0.03 / 29), (29, 0.07),
-                    (30, 0.07), (1000, 0.07)]:
+    for it, exp in [
+        (0, 0.04),
+        (1, 0.04 + 0.03 / 29),
+        (29, 0.07),
+        (30, 0.07),
+        (1000, 0.07),
+    ]:
         hook.before_train_iter(_runner(model, it=it), 0)
         assert model.teacher_temp == pytest.approx(exp)
     hook = TeacherTempWarmupHook(0.04, 0.07, warmup_epochs=4, by_epoch=True)
@@ -77,11 +92,18 @@ def test_freeze_last_layer():
     torch.manual_seed(0)
     model = torch.nn.Module()
     model.head = MODELS.build(
-        dict(type='DINOHead', in_channels=4, n_prototypes=6,
-             hidden_channels=8, bottleneck_channels=3,
-             norm_last_layer=False))
+        dict(
+            type='DINOHead',
+            in_channels=4,
+            n_prototypes=6,
+            hidden_channels=8,
+            bottleneck_channels=3,
+            norm_last_layer=False,
+        )
+    )
     wrapper = OptimWrapper(
-        torch.optim.AdamW(model.parameters(), lr=0.1, weight_decay=0.5))
+        torch.optim.AdamW(model.parameters(), lr=0.1, weight_decay=0.5)
+    )
     hook = FreezeLastLayerHook(freeze_epochs=1)
     runner = _runner(model, optim_wrapper=wrapper)
     hook.before_train(runner)
@@ -110,4 +132,5 @@ def test_freeze_last_layer_needs_params():
     wrapper = OptimWrapper(torch.optim.SGD(model.parameters(), lr=0.1))
     with pytest.raises(ValueError, match='last_layer'):
         FreezeLastLayerHook().before_train(
-            _runner(model, optim_wrapper=wrapper))
+            _runner(model, optim_wrapper=wrapper)
+        )

@@ -1,4 +1,5 @@
 """DINO / iBOT / DINOv2 algorithms with tiny ViTs (and a tiny ResNet)."""
+
 import copy
 
 import pytest
@@ -11,25 +12,40 @@ K = 16
 
 
 def _vit(**kw):
-    cfg = dict(type='DINOVisionTransformer',
-               arch=dict(embed_dims=32, num_layers=2, num_heads=2,
-                         feedforward_channels=64),
-               img_size=32, patch_size=8, out_type='raw',
-               drop_path_rate=0.1)
+    cfg = dict(
+        type='DINOVisionTransformer',
+        arch=dict(
+            embed_dims=32, num_layers=2, num_heads=2, feedforward_channels=64
+        ),
+        img_size=32,
+        patch_size=8,
+        out_type='raw',
+        drop_path_rate=0.1,
+    )
     cfg.update(kw)
     return cfg
 
 
 def _head():
-    return dict(type='DINOHead', in_channels=32, n_prototypes=K,
-                hidden_channels=32, bottleneck_channels=8)
+    return dict(
+        type='DINOHead',
+        in_channels=32,
+        n_prototypes=K,
+        hidden_channels=32,
+        bottleneck_channels=8,
+    )
 
 
 def _cfg(algo, **kw):
-    cfg = dict(type=algo, backbone=_vit(), head=_head(),
-               loss=dict(type='DINOLoss', out_dim=K),
-               data_preprocessor=dict(type='SelfSupDataPreprocessor',
-                                      mean=[0, 0, 0], std=[1, 1, 1]))
+    cfg = dict(
+        type=algo,
+        backbone=_vit(),
+        head=_head(),
+        loss=dict(type='DINOLoss', out_dim=K),
+        data_preprocessor=dict(
+            type='SelfSupDataPreprocessor', mean=[0, 0, 0], std=[1, 1, 1]
+        ),
+    )
     if algo in ('iBOT', 'DINOv2'):
         cfg['ibot_loss'] = dict(type='iBOTPatchLoss', out_dim=K)
     cfg.update(kw)
@@ -38,8 +54,9 @@ def _cfg(algo, **kw):
 
 def _views(batch=2, n_local=3):
     torch.manual_seed(0)
-    return ([torch.randn(batch, 3, 32, 32) for _ in range(2)] +
-            [torch.randn(batch, 3, 16, 16) for _ in range(n_local)])
+    return [torch.randn(batch, 3, 32, 32) for _ in range(2)] + [
+        torch.randn(batch, 3, 16, 16) for _ in range(n_local)
+    ]
 
 
 def _samples(batch=2, masked=True):
@@ -72,8 +89,9 @@ def test_dino_loss_and_tensor_modes():
     assert model.backbone.cls_token.grad is not None
     assert all(p.grad is None for p in model.teacher.parameters())
     # teacher has no stochastic depth
-    assert all(getattr(m, 'drop_prob', 0.0) == 0.0
-               for m in model.teacher.modules())
+    assert all(
+        getattr(m, 'drop_prob', 0.0) == 0.0 for m in model.teacher.modules()
+    )
     feats = model(torch.randn(3, 3, 32, 32), mode='tensor')
     assert feats.shape == (3, 32)
     # tensor mode uses the teacher backbone
@@ -91,16 +109,19 @@ def test_dino_loss_value_matches_manual_pipeline():
     ref_loss = copy.deepcopy(model.dino_loss)
     ref_loss.center.zero_()
     with torch.no_grad():
-        t = [model.teacher['head'](model.teacher['backbone'](v)[0][:, 0])
-             for v in views[:2]]
+        t = [
+            model.teacher['head'](model.teacher['backbone'](v)[0][:, 0])
+            for v in views[:2]
+        ]
         s = [model.head(model.backbone(v)[0][:, 0]) for v in views]
     q = [torch.softmax(x / 0.04, -1) for x in t]
     total, n = 0.0, 0
     for i in range(2):
         for j in range(4):
             if i != j:
-                total += -(q[i] * torch.log_softmax(s[j] / 0.1, -1)).sum(
-                    -1).mean()
+                total += (
+                    -(q[i] * torch.log_softmax(s[j] / 0.1, -1)).sum(-1).mean()
+                )
                 n += 1
     assert loss.item() == pytest.approx((total / n).item(), rel=1e-4)
 
@@ -113,23 +134,38 @@ def test_update_teacher_ema():
     before = model.teacher['backbone'].cls_token.clone()
     student = model.backbone.cls_token.detach().clone()
     model.update_teacher(0.9)
-    torch.testing.assert_close(model.teacher['backbone'].cls_token,
-                               0.9 * before + 0.1 * student)
+    torch.testing.assert_close(
+        model.teacher['backbone'].cls_token, 0.9 * before + 0.1 * student
+    )
 
 
 def test_init_weights_copies_pretrained_student_into_teacher(tmp_path):
     src = MODELS.build(_vit())
     ckpt = tmp_path / 'backbone.pth'
-    torch.save({'state_dict': {f'backbone.{k}': v
-                               for k, v in src.state_dict().items()}}, ckpt)
+    torch.save(
+        {
+            'state_dict': {
+                f'backbone.{k}': v for k, v in src.state_dict().items()
+            }
+        },
+        ckpt,
+    )
     model = MODELS.build(
-        _cfg('DINOv2', backbone=_vit(init_cfg=dict(
-            type='Pretrained', checkpoint=str(ckpt), prefix='backbone.'))))
+        _cfg(
+            'DINOv2',
+            backbone=_vit(
+                init_cfg=dict(
+                    type='Pretrained', checkpoint=str(ckpt), prefix='backbone.'
+                )
+            ),
+        )
+    )
     model.init_weights()
     for name, val in src.state_dict().items():
         torch.testing.assert_close(model.backbone.state_dict()[name], val)
         torch.testing.assert_close(
-            model.teacher['backbone'].state_dict()[name], val)
+            model.teacher['backbone'].state_dict()[name], val
+        )
 
 
 @pytest.mark.parametrize('separate', [False, True])
@@ -165,12 +201,15 @@ def test_ibot_requires_masks():
 
 def test_dinov2_three_losses_and_batch_one():
     model = MODELS.build(
-        _cfg('DINOv2',
-             loss=dict(type='DINOLoss', out_dim=K,
-                       centering='sinkhorn_knopp'),
-             ibot_loss=dict(type='iBOTPatchLoss', out_dim=K,
-                            centering='sinkhorn_knopp'),
-             loss_weights=dict(koleo=0.5)))
+        _cfg(
+            'DINOv2',
+            loss=dict(type='DINOLoss', out_dim=K, centering='sinkhorn_knopp'),
+            ibot_loss=dict(
+                type='iBOTPatchLoss', out_dim=K, centering='sinkhorn_knopp'
+            ),
+            loss_weights=dict(koleo=0.5),
+        )
+    )
     losses = model.loss(_views(), _samples())
     assert set(losses) == {'loss_dino', 'loss_ibot', 'loss_koleo'}
     assert model.loss_weights == dict(dino=1.0, ibot=1.0, koleo=0.5)
@@ -184,12 +223,21 @@ def test_dinov2_three_losses_and_batch_one():
 
 def test_dino_resnet_backbone():
     model = MODELS.build(
-        _cfg('DINO',
-             backbone=dict(type='ResNet', depth=18, base_channels=8,
-                           stem_channels=8),
-             head=dict(type='DINOHead', in_channels=64, n_prototypes=K,
-                       hidden_channels=32, bottleneck_channels=8,
-                       use_bn=True)))
+        _cfg(
+            'DINO',
+            backbone=dict(
+                type='ResNet', depth=18, base_channels=8, stem_channels=8
+            ),
+            head=dict(
+                type='DINOHead',
+                in_channels=64,
+                n_prototypes=K,
+                hidden_channels=32,
+                bottleneck_channels=8,
+                use_bn=True,
+            ),
+        )
+    )
     losses = model.loss(_views(), None)
     losses['loss_dino'].backward()
     assert model(torch.randn(2, 3, 32, 32), mode='tensor').shape == (2, 64)

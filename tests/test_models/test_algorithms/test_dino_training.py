@@ -1,4 +1,5 @@
 """End-to-end DINOv2 demo training: learning, and 2-process gloo DDP."""
+
 import os
 import os.path as osp
 import socket
@@ -9,10 +10,12 @@ import torch.multiprocessing as mp
 from mmengine.config import Config
 from mmengine.runner import Runner
 
-ROOT = osp.dirname(osp.dirname(osp.dirname(osp.dirname(
-    osp.abspath(__file__)))))
-DEMO = osp.join(ROOT, 'configs', 'dinov2',
-                'dinov2_vit-tiny-p8_1xb64-6e_demo.py')
+ROOT = osp.dirname(
+    osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+)
+DEMO = osp.join(
+    ROOT, 'configs', 'dinov2', 'dinov2_vit-tiny-p8_1xb64-6e_demo.py'
+)
 
 
 def _cfg(data_root, work_dir, **opts):
@@ -25,8 +28,7 @@ def _cfg(data_root, work_dir, **opts):
         cfg[key].dataset.bank.data_root = data_root
         cfg[key].dataset.query.data_root = data_root
         cfg[key].num_workers = 0
-    cfg.default_hooks.checkpoint = dict(type='CheckpointHook',
-                                        interval=100)
+    cfg.default_hooks.checkpoint = dict(type='CheckpointHook', interval=100)
     cfg.default_hooks.logger = dict(type='LoggerHook', interval=5)
     cfg.merge_from_dict(opts)
     return cfg
@@ -40,8 +42,11 @@ def test_dinov2_demo_learns(demo_data_root, tmp_path):
     init_runner.model.init_weights()
     init_top1 = init_runner.test()['knn/top1']
 
-    cfg = _cfg(demo_data_root, tmp_path / 'train', **{
-        'train_cfg.max_epochs': 3, 'train_cfg.val_interval': 3})
+    cfg = _cfg(
+        demo_data_root,
+        tmp_path / 'train',
+        **{'train_cfg.max_epochs': 3, 'train_cfg.val_interval': 3},
+    )
     runner = Runner.from_cfg(cfg)
     runner.train()
     top1 = runner.test()['knn/top1']
@@ -55,35 +60,48 @@ def _free_port() -> int:
 
 
 def _worker(rank, world_size, port, data_root, work_dir):
-    os.environ.update(MASTER_ADDR='127.0.0.1', MASTER_PORT=str(port),
-                      RANK=str(rank), LOCAL_RANK=str(rank),
-                      WORLD_SIZE=str(world_size))
+    os.environ.update(
+        MASTER_ADDR='127.0.0.1',
+        MASTER_PORT=str(port),
+        RANK=str(rank),
+        LOCAL_RANK=str(rank),
+        WORLD_SIZE=str(world_size),
+    )
     torch.set_num_threads(1)
     # mmengine's own init_dist calls torch.cuda.set_device: on CPU the
     # gloo group is created here and the Runner reuses it.
-    torch.distributed.init_process_group('gloo', rank=rank,
-                                         world_size=world_size)
+    torch.distributed.init_process_group(
+        'gloo', rank=rank, world_size=world_size
+    )
     from mmssl.utils import register_all_modules
+
     register_all_modules()
-    cfg = _cfg(data_root, work_dir, **{
-        'launcher': 'pytorch',
-        'env_cfg.dist_cfg.backend': 'gloo',
-        'model.backbone.with_cp': True,
-        'model.backbone.drop_path_rate': 0.1,
-        'train_dataloader.batch_size': 4,
-        'train_dataloader.dataset.indices': 16,
-        'train_cfg.max_epochs': 1,
-        'custom_hooks.2.freeze_epochs': 0,
-    })
+    cfg = _cfg(
+        data_root,
+        work_dir,
+        **{
+            'launcher': 'pytorch',
+            'env_cfg.dist_cfg.backend': 'gloo',
+            'model.backbone.with_cp': True,
+            'model.backbone.drop_path_rate': 0.1,
+            'train_dataloader.batch_size': 4,
+            'train_dataloader.dataset.indices': 16,
+            'train_cfg.max_epochs': 1,
+            'custom_hooks.2.freeze_epochs': 0,
+        },
+    )
     cfg.val_cfg = cfg.val_dataloader = cfg.val_evaluator = None
     # CPU modules: DDP without device_ids
-    cfg.model_wrapper_cfg = dict(type='MMDistributedDataParallel',
-                                 device_ids=None)
+    cfg.model_wrapper_cfg = dict(
+        type='MMDistributedDataParallel', device_ids=None
+    )
     runner = Runner.from_cfg(cfg)
     runner.train()
     model = runner.model.module
-    torch.save({k: v.detach().cpu() for k, v in model.state_dict().items()},
-               osp.join(str(work_dir), f'rank{rank}.pth'))
+    torch.save(
+        {k: v.detach().cpu() for k, v in model.state_dict().items()},
+        osp.join(str(work_dir), f'rank{rank}.pth'),
+    )
 
 
 @pytest.mark.slow
@@ -91,8 +109,12 @@ def test_dinov2_demo_two_process_gloo_with_cp(demo_data_root, tmp_path):
     """2-process CPU DDP (gloo) with activation checkpointing and a
     multi-crop student (the backbone runs twice per step): trains, and
     both ranks end with identical student, teacher and loss centres."""
-    mp.spawn(_worker, args=(2, _free_port(), demo_data_root, tmp_path),
-             nprocs=2, join=True)
+    mp.spawn(
+        _worker,
+        args=(2, _free_port(), demo_data_root, tmp_path),
+        nprocs=2,
+        join=True,
+    )
     s0 = torch.load(tmp_path / 'rank0.pth')
     s1 = torch.load(tmp_path / 'rank1.pth')
     assert s0.keys() == s1.keys()
@@ -100,6 +122,8 @@ def test_dinov2_demo_two_process_gloo_with_cp(demo_data_root, tmp_path):
         torch.testing.assert_close(s0[k], s1[k], msg=k)
     init = Runner.from_cfg(_cfg(demo_data_root, tmp_path / 'x')).model
     # the teacher moved away from its initial copy of the student
-    assert any(not torch.equal(v, s0['teacher.' + k])
-               for k, v in init.teacher.state_dict().items()
-               if 'teacher.' + k in s0)
+    assert any(
+        not torch.equal(v, s0['teacher.' + k])
+        for k, v in init.teacher.state_dict().items()
+        if 'teacher.' + k in s0
+    )

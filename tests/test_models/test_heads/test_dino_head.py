@@ -5,8 +5,15 @@ from mmssl.registry import MODELS
 
 def test_dino_head_shapes_and_weight_norm():
     head = MODELS.build(
-        dict(type='DINOHead', in_channels=8, n_prototypes=10,
-             hidden_channels=16, bottleneck_channels=4, nlayers=3))
+        dict(
+            type='DINOHead',
+            in_channels=8,
+            n_prototypes=10,
+            hidden_channels=16,
+            bottleneck_channels=4,
+            nlayers=3,
+        )
+    )
     x = torch.randn(3, 8)
     out = head(x)
     assert out.shape == (3, 10)
@@ -25,8 +32,15 @@ def test_dino_head_shapes_and_weight_norm():
 
 def test_dino_head_trainable_gain_and_one_layer():
     head = MODELS.build(
-        dict(type='DINOHead', in_channels=8, n_prototypes=5,
-             bottleneck_channels=4, nlayers=1, norm_last_layer=False,
-             use_bn=True))
+        dict(
+            type='DINOHead',
+            in_channels=8,
+            n_prototypes=5,
+            bottleneck_channels=4,
+            nlayers=1,
+            norm_last_layer=False,
+            use_bn=True,
+        )
+    )
     assert head.last_layer.parametrizations.weight.original0.requires_grad
     assert head(torch.randn(2, 8)).shape == (2, 5)

@@ -1,11 +1,16 @@
 """DINO / iBOT / KoLeo losses against naive loop implementations."""
+
 import math
 
 import pytest
 import torch
 
-from mmssl.models.losses import (DINOLoss, KoLeoLoss, iBOTPatchLoss,
-                                 sinkhorn_knopp)
+from mmssl.models.losses import (
+    DINOLoss,
+    KoLeoLoss,
+    iBOTPatchLoss,
+    sinkhorn_knopp,
+)
 
 
 def _log_softmax(v, temp):
@@ -31,8 +36,10 @@ def _naive_dino(student, teacher, t_temp, s_temp, center):
                 continue
             ce = 0.0
             for b in range(batch):
-                q = _softmax([teacher[t, b, i].item() - center[i]
-                              for i in range(k)], t_temp)
+                q = _softmax(
+                    [teacher[t, b, i].item() - center[i] for i in range(k)],
+                    t_temp,
+                )
                 logp = _log_softmax(student[s, b].tolist(), s_temp)
                 ce += -sum(q[i] * logp[i] for i in range(k))
             total += ce / batch
@@ -43,8 +50,9 @@ def _naive_dino(student, teacher, t_temp, s_temp, center):
 def _naive_sinkhorn(logits, temp, iters):
     """SwAV/DINOv2 Sinkhorn-Knopp written out with python loops."""
     batch, k = len(logits), len(logits[0])
-    q = [[math.exp(logits[b][i] / temp) for b in range(batch)]
-         for i in range(k)]  # K x B
+    q = [
+        [math.exp(logits[b][i] / temp) for b in range(batch)] for i in range(k)
+    ]  # K x B
     total = sum(sum(r) for r in q)
     q = [[x / total for x in r] for r in q]
     for _ in range(iters):
@@ -76,7 +84,8 @@ def test_dino_loss_matches_naive_and_updates_center(num_v):
     center1 = loss_fn.center[0].tolist()
     loss2 = loss_fn(student, teacher, teacher_temp=0.07)
     assert loss2.item() == pytest.approx(
-        _naive_dino(student, teacher, 0.07, 0.1, center1), rel=1e-5)
+        _naive_dino(student, teacher, 0.07, 0.1, center1), rel=1e-5
+    )
     assert 'center' in loss_fn.state_dict()
 
 
@@ -111,15 +120,17 @@ def test_sinkhorn_marginals():
     torch.testing.assert_close(q, naive, rtol=1e-5, atol=1e-6)
     q50 = sinkhorn_knopp(logits, teacher_temp=1.0, num_iters=50)
     # prototypes equally used: column sums B / K
-    torch.testing.assert_close(q50.sum(0), torch.full((k, ), b / k),
-                               rtol=1e-3, atol=1e-3)
+    torch.testing.assert_close(
+        q50.sum(0), torch.full((k,), b / k), rtol=1e-3, atol=1e-3
+    )
     # logits in [3, 4] at T=0.04 overflow a plain exp (e^100); the global
     # max is subtracted first, which leaves the result unchanged
     big = 3.5 + 0.5 * torch.tanh(logits)
     q_big = sinkhorn_knopp(big, teacher_temp=0.04)
     assert torch.isfinite(q_big).all()
     torch.testing.assert_close(
-        q_big, sinkhorn_knopp(big - 3.5, teacher_temp=0.04))
+        q_big, sinkhorn_knopp(big - 3.5, teacher_temp=0.04)
+    )
 
 
 def test_dino_loss_errors():
@@ -164,13 +175,18 @@ def test_ibot_patch_loss_matches_naive(average_over):
 def test_ibot_patch_loss_no_masks_and_shape_error():
     loss_fn = iBOTPatchLoss(out_dim=4, centering='sinkhorn_knopp')
     s = torch.randn(0, 4, requires_grad=True)
-    loss = loss_fn(s, torch.randn(0, 4), torch.zeros(2, 3, dtype=torch.bool),
-                   0.04)
+    loss = loss_fn(
+        s, torch.randn(0, 4), torch.zeros(2, 3, dtype=torch.bool), 0.04
+    )
     assert loss.item() == 0.0
     loss.backward()
     with pytest.raises(ValueError, match='masked-patch rows'):
-        loss_fn(torch.randn(2, 4), torch.randn(2, 4),
-                torch.ones(1, 3, dtype=torch.bool), 0.04)
+        loss_fn(
+            torch.randn(2, 4),
+            torch.randn(2, 4),
+            torch.ones(1, 3, dtype=torch.bool),
+            0.04,
+        )
 
 
 def test_koleo_matches_naive_and_batch_one():
@@ -185,8 +201,9 @@ def test_koleo_matches_naive_and_batch_one():
     assert loss.item() == pytest.approx(expected / 5, rel=1e-4)
     # batch 2: both points are each other's neighbour
     x2 = torch.tensor([[1.0, 0.0], [0.0, 2.0]])
-    assert KoLeoLoss()(x2).item() == pytest.approx(-math.log(math.sqrt(2)),
-                                                   rel=1e-5)
+    assert KoLeoLoss()(x2).item() == pytest.approx(
+        -math.log(math.sqrt(2)), rel=1e-5
+    )
     # batch 1: defined as 0, finite, differentiable
     x1 = torch.randn(1, 3, requires_grad=True)
     l1 = KoLeoLoss()(x1)
