@@ -1,3 +1,3 @@
 from .hooks import *  # noqa: F401,F403
-from .runner import *  # noqa: F401,F403
 from .optimizers import *  # noqa: F401,F403
+from .runner import *  # noqa: F401,F403
