@@ -85,7 +85,7 @@ class iBOT(DINO):
         return masks.transpose(0, 1).reshape(num_g * batch, -1).bool()
 
     def _patch_logits(
-        self, head_name: str, cls: Tensor, patches: Tensor, teacher: bool
+        self, cls: Tensor, patches: Tensor, teacher: bool
     ) -> tuple:
         """Run CLS and masked patch features through the head(s).
 
@@ -126,7 +126,7 @@ class iBOT(DINO):
                     '// patch size.'
                 )
             t_cls_logits, t_patch_logits = self._patch_logits(
-                'head', t_cls, t_patch[masks], teacher=True
+                t_cls, t_patch[masks], teacher=True
             )
         s_cls_g, s_patch = self._forward_backbone(
             self.backbone, global_x, mask=masks
@@ -134,7 +134,7 @@ class iBOT(DINO):
         s_cls_l = self._student_local_cls(local_groups)
         s_cls = s_cls_g if s_cls_l is None else torch.cat([s_cls_g, s_cls_l])
         s_cls_logits, s_patch_logits = self._patch_logits(
-            'head', s_cls, s_patch[masks], teacher=False
+            s_cls, s_patch[masks], teacher=False
         )
         loss_dino = self.dino_loss(
             s_cls_logits.view(-1, batch, s_cls_logits.shape[-1]),

@@ -53,6 +53,32 @@ def test_dinov2_demo_learns(demo_data_root, tmp_path):
     assert top1 > init_top1 + 3.0, (init_top1, top1)
 
 
+def test_nan_loss_skips_steps_then_stops(demo_data_root, tmp_path):
+    """Injected NaN loss: no student step, no teacher update, clear stop."""
+    cfg = _cfg(
+        demo_data_root,
+        tmp_path,
+        **{
+            'model.loss_weights.dino': float('nan'),
+            'optim_wrapper.max_consecutive_skips': 2,
+            'train_dataloader.batch_size': 2,
+            'train_dataloader.dataset.indices': 8,
+        },
+    )
+    cfg.val_cfg = cfg.val_dataloader = cfg.val_evaluator = None
+    runner = Runner.from_cfg(cfg)
+    model = runner.model
+    with pytest.raises(RuntimeError, match='max_consecutive_skips=2'):
+        runner.train()
+    # train() initialised the weights; nothing moved since then
+    assert runner.optim_wrapper.total_skips == 2
+    for name, p in model.backbone.state_dict().items():
+        torch.testing.assert_close(
+            model.teacher['backbone'].state_dict()[name], p
+        )
+    assert runner.message_hub.get_scalar('train/nan_skips').current() == 2
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(('127.0.0.1', 0))
