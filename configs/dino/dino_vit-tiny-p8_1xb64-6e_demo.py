@@ -1,6 +1,9 @@
 # DINO on the bundled 32x32 demo digits (CPU, tools/misc/make_demo_dataset.py
 # data/demo): the DINOv2 demo's tiny ViT and schedule, with DINO's loss
-# only (EMA centring, no masks, no KoLeo).
+# only (EMA centring, no masks, no KoLeo). As DINO's own defaults for
+# stability: teacher temperature fixed at 0.04 and a normalised last layer
+# (with 0.04 -> 0.07 and a free last layer this tiny run collapsed to
+# uniform outputs, loss = ln 256).
 #   python tools/train.py configs/dino/dino_vit-tiny-p8_1xb64-6e_demo.py
 _base_ = '../dinov2/dinov2_vit-tiny-p8_1xb64-6e_demo.py'
 
@@ -32,5 +35,11 @@ model = dict(
         out_type='raw'),
     head=dict(type='DINOHead', in_channels=64, n_prototypes=n_prototypes,
               hidden_channels=256, bottleneck_channels=64,
-              norm_last_layer=False),
+              norm_last_layer=True),
     loss=dict(type='DINOLoss', out_dim=n_prototypes, centering='centering'))
+custom_hooks = [
+    dict(type='TeacherEMAHook', momentum=0.98, end_momentum=1.0),
+    dict(type='TeacherTempWarmupHook', warmup_temp=0.04, temp=0.04,
+         warmup_epochs=0),
+    dict(type='FreezeLastLayerHook', freeze_epochs=1),
+]
