@@ -5,11 +5,15 @@ from .atomic_checkpoint_hook import (
 )
 from .bad_file_hook import BadFileCounter, BadFileSummaryHook, collect_skipped
 from .dist_loss_average_hook import DistLossAverageHook
+from .freeze_last_layer_hook import FreezeLastLayerHook
 from .knn_eval_hook import KNNEvalHook
 from .pretrained_init_hook import PretrainedInitHook
+from .teacher_ema_hook import TeacherEMAHook
+from .teacher_temp_warmup_hook import TeacherTempWarmupHook
 
 __all__ = [
     'AtomicCheckpointHook', 'get_rng_state', 'set_rng_state',
     'BadFileSummaryHook', 'BadFileCounter', 'collect_skipped',
-    'DistLossAverageHook', 'KNNEvalHook', 'PretrainedInitHook'
+    'DistLossAverageHook', 'FreezeLastLayerHook', 'KNNEvalHook',
+    'PretrainedInitHook', 'TeacherEMAHook', 'TeacherTempWarmupHook'
 ]

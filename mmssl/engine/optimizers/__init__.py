@@ -2,5 +2,12 @@ from .cpu_amp_optim_wrapper import CPUAmpOptimWrapper
 from .layer_decay_optim_wrapper_constructor import (
     LayerDecayOptimWrapperConstructor,
 )
+from .nan_guard_optim_wrapper import (
+    NaNGuardAmpOptimWrapper,
+    NaNGuardOptimWrapper,
+)
 
-__all__ = ['CPUAmpOptimWrapper', 'LayerDecayOptimWrapperConstructor']
+__all__ = [
+    'CPUAmpOptimWrapper', 'LayerDecayOptimWrapperConstructor',
+    'NaNGuardAmpOptimWrapper', 'NaNGuardOptimWrapper'
+]

@@ -1,0 +1,116 @@
+# DINOv2 (https://arxiv.org/abs/2304.07193) on the bundled 32x32 demo digits
+# (tools/misc/make_demo_dataset.py data/demo): a 4-block ViT of width 64
+# with 8-pixel patches, 2 global 32x32 + 4 local 16x16 crops, iBOT masks,
+# Sinkhorn-Knopp targets and KoLeo; CPU, about a minute per few epochs, kNN
+# top-1 on data/demo/val at the end.
+#   python tools/train.py configs/dinov2/dinov2_vit-tiny-p8_1xb64-6e_demo.py
+_base_ = [
+    '../_base_/datasets/demo_knn.py',
+    '../_base_/default_runtime.py',
+]
+
+num_global_crops = 2
+num_local_crops = 4
+patch_size = 8
+n_prototypes = 256
+
+data_preprocessor = dict(
+    type='SelfSupDataPreprocessor',
+    mean=[33.0, 33.0, 33.0],
+    std=[60.0, 60.0, 60.0],
+    to_rgb=True)
+
+train_pipeline = [
+    dict(type='LoadImageFromFile'),
+    dict(
+        type='MultiCrop',
+        num_global_crops=num_global_crops,
+        num_local_crops=num_local_crops,
+        global_size=32,
+        local_size=16,
+        global_scale=(0.4, 1.0),
+        local_scale=(0.1, 0.4),
+        blur_kernel_size=3),
+    dict(type='BlockwiseMaskGenerator', patch_size=patch_size,
+         mask_ratio=(0.1, 0.5), mask_prob=0.5, min_num_patches=2),
+    dict(type='PackInputs'),
+]
+train_dataloader = dict(
+    batch_size=64,
+    num_workers=2,
+    persistent_workers=True,
+    drop_last=True,
+    sampler=dict(type='DefaultSampler', shuffle=True),
+    collate_fn=dict(type='default_collate'),
+    dataset=dict(
+        type='CustomDataset',
+        data_root='data/demo/train',
+        with_label=False,
+        pipeline=train_pipeline))
+
+head = dict(
+    type='DINOHead',
+    in_channels=64,
+    n_prototypes=n_prototypes,
+    hidden_channels=256,
+    bottleneck_channels=64,
+    norm_last_layer=False)
+model = dict(
+    type='DINOv2',
+    data_preprocessor=data_preprocessor,
+    num_global_crops=num_global_crops,
+    backbone=dict(
+        type='DINOVisionTransformer',
+        arch=dict(embed_dims=64, num_layers=4, num_heads=4,
+                  feedforward_channels=256),
+        img_size=32,
+        patch_size=patch_size,
+        layer_scale_init_value=1e-5,
+        drop_path_rate=0.0,
+        out_type='raw'),
+    head=head,
+    patch_head=None,  # shared with the CLS head; a dict gives a separate one
+    loss=dict(type='DINOLoss', out_dim=n_prototypes,
+              centering='sinkhorn_knopp'),
+    ibot_loss=dict(type='iBOTPatchLoss', out_dim=n_prototypes,
+                   centering='sinkhorn_knopp'),
+    koleo_loss=dict(type='KoLeoLoss'),
+    loss_weights=dict(dino=1.0, ibot=1.0, koleo=0.1))
+
+max_epochs = 6
+warmup_epochs = 1
+optim_wrapper = dict(
+    type='NaNGuardOptimWrapper',
+    max_consecutive_skips=10,
+    optimizer=dict(type='AdamW', lr=1e-3, betas=(0.9, 0.999),
+                   weight_decay=0.04),
+    clip_grad=dict(max_norm=3.0),
+    constructor='LayerDecayOptimWrapperConstructor',
+    paramwise_cfg=dict(
+        layer_decay_rate=0.9,
+        flat_decay_mult=0.0,
+        custom_keys={'patch_embed': dict(lr_mult=0.2)}))
+param_scheduler = [
+    dict(type='LinearLR', start_factor=1e-3, by_epoch=True, begin=0,
+         end=warmup_epochs, convert_to_iter_based=True),
+    dict(type='CosineAnnealingLR', T_max=max_epochs - warmup_epochs,
+         eta_min=1e-6, by_epoch=True, begin=warmup_epochs, end=max_epochs,
+         convert_to_iter_based=True),
+    dict(type='CosineAnnealingParamScheduler', param_name='weight_decay',
+         eta_min_ratio=10.0, T_max=max_epochs, by_epoch=True, begin=0,
+         end=max_epochs, convert_to_iter_based=True),
+]
+custom_hooks = [
+    dict(type='TeacherEMAHook', momentum=0.98, end_momentum=1.0),
+    dict(type='TeacherTempWarmupHook', warmup_temp=0.04, temp=0.07,
+         warmup_epochs=2, by_epoch=False),
+    dict(type='FreezeLastLayerHook', freeze_epochs=1),
+]
+train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=max_epochs,
+                 val_interval=max_epochs)
+# DINOv2 rule: lr scales with sqrt(total batch / base_batch_size) when
+# tools/train.py --auto-scale-lr is given.
+auto_scale_lr = dict(base_batch_size=64, rule='sqrt')
+default_hooks = dict(logger=dict(interval=10),
+                     checkpoint=dict(interval=3, max_keep_ckpts=2))
+randomness = dict(seed=0)

@@ -1,0 +1,29 @@
+# iBOT (Zhou et al. 2021, https://arxiv.org/abs/2111.07832) ViT-S/16 on
+# ImageNet-1k, 100 epochs, total batch 1024: DINO's ViT-S recipe plus
+# masked-patch self-distillation with a shared head of 8192 prototypes
+# (iBOT ViT-S/16 setting), block masks of ratio 0.1-0.5 on half of the
+# global crops, EMA centring for both losses, loss weights 1 / 1.
+_base_ = '../dino/dino_vit-s16_8xb128-100e_in1k.py'
+
+n_prototypes = 8192
+train_pipeline = [
+    dict(type='LoadImageRobust', max_side=None),
+    dict(type='MultiCrop', num_global_crops=2, num_local_crops=10,
+         global_size=224, local_size=96, global_scale=(0.4, 1.0),
+         local_scale=(0.05, 0.4)),
+    dict(type='BlockwiseMaskGenerator', patch_size=16, mask_ratio=(0.1, 0.5),
+         mask_prob=0.5),
+    dict(type='PackInputs',
+         meta_keys=('sample_idx', 'img_path', 'num_global_crops', 'source')),
+]
+train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
+model = dict(
+    type='iBOT',
+    backbone=dict(out_type='raw'),
+    head=dict(n_prototypes=n_prototypes),
+    patch_head=None,
+    loss=dict(out_dim=n_prototypes),
+    ibot_loss=dict(type='iBOTPatchLoss', out_dim=n_prototypes,
+                   student_temp=0.1, centering='centering',
+                   center_momentum=0.9),
+    loss_weights=dict(dino=1.0, ibot=1.0))

@@ -1,0 +1,89 @@
+"""DINO cross-entropy between student and teacher views."""
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from mmssl.registry import MODELS
+
+from .centering import TeacherCentering
+
+
+@MODELS.register_module()
+class DINOLoss(TeacherCentering):
+    """Self-distillation loss of DINO (https://arxiv.org/abs/2104.14294).
+
+    For every pair (teacher global view t, student view s) with ``s != t``::
+
+        H(t, s) = mean_b sum_k -q_t[b, k] * log_softmax(z_s[b] / T_s)[k]
+
+    where ``q_t`` are the teacher targets (centred softmax with the teacher
+    temperature, or Sinkhorn-Knopp as in DINOv2). The loss is the mean of
+    ``H`` over all such pairs: ``G * (G - 1) + G * L`` of them for ``G``
+    global and ``L`` local student views. The first ``G`` student views must
+    be the same images as the teacher's ``G`` views, in the same order.
+
+    Args:
+        out_dim (int): Number of prototypes K.
+        student_temp (float): Student temperature T_s. Defaults to 0.1.
+        centering (str): ``'centering'`` (DINO, EMA centre) or
+            ``'sinkhorn_knopp'`` (DINOv2). Defaults to ``'centering'``.
+        center_momentum (float): Centre EMA momentum. Defaults to 0.9.
+        sk_iters (int): Sinkhorn-Knopp iterations. Defaults to 3.
+    """
+
+    def __init__(
+        self,
+        out_dim: int = 65536,
+        student_temp: float = 0.1,
+        centering: str = 'centering',
+        center_momentum: float = 0.9,
+        sk_iters: int = 3,
+        init_cfg=None,
+    ) -> None:
+        super().__init__(
+            out_dim, centering, center_momentum, sk_iters, init_cfg
+        )
+        self.student_temp = student_temp
+
+    def forward(
+        self,
+        student_logits: Tensor,
+        teacher_logits: Tensor,
+        teacher_temp: float,
+    ) -> Tensor:
+        """Compute the loss.
+
+        Args:
+            student_logits (Tensor): (V, B, K), V = G + L student views.
+            teacher_logits (Tensor): (G, B, K), teacher global views.
+            teacher_temp (float): Teacher temperature.
+
+        Returns:
+            Tensor: Scalar loss.
+        """
+        num_g, batch, k = teacher_logits.shape
+        num_v = student_logits.shape[0]
+        if student_logits.shape[1:] != (batch, k) or num_v < num_g:
+            raise ValueError(
+                f'student_logits {tuple(student_logits.shape)} must be '
+                f'(V >= {num_g}, {batch}, {k}) to match teacher_logits '
+                f'{tuple(teacher_logits.shape)}.'
+            )
+        targets = self.teacher_targets(
+            teacher_logits.reshape(num_g * batch, k), teacher_temp
+        ).view(num_g, batch, k)
+        log_probs = F.log_softmax(
+            student_logits.float() / self.student_temp, dim=-1
+        )  # (V, B, K)
+        # ce[t, s] = mean_b -sum_k q_t log p_s, all pairs at once: (G, V)
+        ce = -torch.einsum('tbk,sbk->ts', targets, log_probs) / batch
+        keep = torch.ones_like(ce, dtype=torch.bool)
+        keep[:, :num_g].fill_diagonal_(False)  # same view: no loss
+        num_terms = int(keep.sum())
+        if num_terms == 0:
+            raise ValueError(
+                'DINOLoss needs at least two views (one global '
+                'and another global or local one).'
+            )
+        return ce[keep].sum() / num_terms

@@ -1,0 +1,136 @@
+"""Teacher momentum / temperature schedules and last-layer freezing."""
+
+import math
+from types import SimpleNamespace
+
+import pytest
+import torch
+from mmengine.logging import MessageHub
+from mmengine.optim import OptimWrapper
+
+from mmssl.engine.hooks import (
+    FreezeLastLayerHook,
+    TeacherEMAHook,
+    TeacherTempWarmupHook,
+)
+from mmssl.registry import MODELS
+
+
+def _runner(
+    model, it=0, epoch=0, max_iters=100, iters_per_epoch=10, optim_wrapper=None
+):
+    return SimpleNamespace(
+        model=model,
+        iter=it,
+        epoch=epoch,
+        max_iters=max_iters,
+        train_dataloader=[None] * iters_per_epoch,
+        message_hub=MessageHub.get_instance('dino_hook_test'),
+        optim_wrapper=optim_wrapper or SimpleNamespace(),
+    )
+
+
+class _Teacher(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.momenta = []
+        self.teacher_temp = None
+
+    def update_teacher(self, m):
+        self.momenta.append(m)
+
+
+@pytest.mark.parametrize('it', [0, 1, 50, 99, 100])
+def test_teacher_momentum_cosine(it):
+    model = _Teacher()
+    hook = TeacherEMAHook(momentum=0.992, end_momentum=1.0)
+    runner = _runner(model, it=it, max_iters=100)
+    hook.before_train(runner)
+    hook.after_train_iter(runner, 0)
+    # DINO: m = 1 - (1 - m0) * (cos(pi * it / N) + 1) / 2
+    expected = 1 - (1 - 0.992) * (math.cos(math.pi * it / 100) + 1) / 2
+    assert model.momenta == [pytest.approx(expected, abs=1e-12)]
+    assert runner.message_hub.get_scalar(
+        'train/teacher_momentum'
+    ).current() == pytest.approx(expected)
+
+
+def test_teacher_not_updated_after_skipped_step():
+    model = _Teacher()
+    runner = _runner(
+        model, optim_wrapper=SimpleNamespace(last_step_skipped=True)
+    )
+    TeacherEMAHook().after_train_iter(runner, 0)
+    assert model.momenta == []
+    with pytest.raises(TypeError, match='update_teacher'):
+        TeacherEMAHook().before_train(_runner(torch.nn.Linear(1, 1)))
+
+
+def test_teacher_temp_warmup_per_iter_and_epoch():
+    model = _Teacher()
+    hook = TeacherTempWarmupHook(0.04, 0.07, warmup_epochs=3, by_epoch=False)
+    # 3 epochs x 10 iters = 30 warmup iterations: linspace(0.04, 0.07, 30)
+    for it, exp in [
+        (0, 0.04),
+        (1, 0.04 + 0.03 / 29),
+        (29, 0.07),
+        (30, 0.07),
+        (1000, 0.07),
+    ]:
+        hook.before_train_iter(_runner(model, it=it), 0)
+        assert model.teacher_temp == pytest.approx(exp)
+    hook = TeacherTempWarmupHook(0.04, 0.07, warmup_epochs=4, by_epoch=True)
+    for epoch, exp in [(0, 0.04), (1, 0.05), (3, 0.07), (9, 0.07)]:
+        hook.before_train_iter(_runner(model, epoch=epoch, it=999), 0)
+        assert model.teacher_temp == pytest.approx(exp)
+    hook = TeacherTempWarmupHook(0.04, 0.07, warmup_epochs=0)
+    hook.before_train_iter(_runner(model), 0)
+    assert model.teacher_temp == 0.07
+
+
+def test_freeze_last_layer():
+    torch.manual_seed(0)
+    model = torch.nn.Module()
+    model.head = MODELS.build(
+        dict(
+            type='DINOHead',
+            in_channels=4,
+            n_prototypes=6,
+            hidden_channels=8,
+            bottleneck_channels=3,
+            norm_last_layer=False,
+        )
+    )
+    wrapper = OptimWrapper(
+        torch.optim.AdamW(model.parameters(), lr=0.1, weight_decay=0.5)
+    )
+    hook = FreezeLastLayerHook(freeze_epochs=1)
+    runner = _runner(model, optim_wrapper=wrapper)
+    hook.before_train(runner)
+    last = [p for n, p in model.named_parameters() if 'last_layer' in n]
+    assert len(last) == 2  # weight-norm gain and direction
+
+    def step(epoch):
+        runner.epoch = epoch
+        hook.before_train_iter(runner, 0)
+        loss = model.head(torch.randn(5, 4)).logsumexp(-1).mean()
+        wrapper.update_params(loss)
+
+    before = [p.detach().clone() for p in last]
+    mlp_before = model.head.mlp[0].weight.detach().clone()
+    step(epoch=0)
+    assert all(torch.equal(a, b) for a, b in zip(before, last))
+    assert not torch.equal(mlp_before, model.head.mlp[0].weight)
+    step(epoch=1)
+    assert all(not torch.equal(a, b) for a, b in zip(before, last))
+    hook.after_train(runner)
+    assert hook._handle is None
+
+
+def test_freeze_last_layer_needs_params():
+    model = torch.nn.Linear(2, 2)
+    wrapper = OptimWrapper(torch.optim.SGD(model.parameters(), lr=0.1))
+    with pytest.raises(ValueError, match='last_layer'):
+        FreezeLastLayerHook().before_train(
+            _runner(model, optim_wrapper=wrapper)
+        )

@@ -1,0 +1,51 @@
+"""kNN top-1/top-5 of a config's model, trained or at random init.
+
+Uses the config's ``test_dataloader`` / ``test_evaluator`` (e.g.
+``configs/_base_/datasets/demo_knn.py``: bank = data/demo/train, queries =
+data/demo/val). Without ``--checkpoint`` the model is evaluated right after
+``init_weights()`` with the config's seed: the "same network at random
+init" baseline quoted in the READMEs.
+
+    python tools/misc/knn_eval.py \
+        configs/dinov2/dinov2_vit-tiny-p8_1xb64-6e_demo.py
+    python tools/misc/knn_eval.py CONFIG --checkpoint work_dirs/x/epoch_6.pth
+"""
+
+import argparse
+import os.path as osp
+import sys
+import tempfile
+
+sys.path.insert(0, osp.abspath(osp.join(osp.dirname(__file__), '..', '..')))
+
+from mmengine.config import Config, DictAction  # noqa: E402
+from mmengine.runner import Runner  # noqa: E402
+
+from mmssl.utils import register_all_modules  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('config')
+    parser.add_argument(
+        '--checkpoint',
+        default=None,
+        help='checkpoint to load; random init if omitted',
+    )
+    parser.add_argument('--cfg-options', nargs='+', action=DictAction)
+    args = parser.parse_args()
+    register_all_modules()
+    cfg = Config.fromfile(args.config)
+    if args.cfg_options:
+        cfg.merge_from_dict(args.cfg_options)
+    cfg.work_dir = tempfile.mkdtemp(prefix='knn_eval_')
+    cfg.load_from = args.checkpoint
+    runner = Runner.from_cfg(cfg)
+    if args.checkpoint is None:
+        runner.model.init_weights()
+    metrics = runner.test()
+    print({k: round(float(v), 2) for k, v in metrics.items()})
+
+
+if __name__ == '__main__':
+    main()
