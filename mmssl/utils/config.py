@@ -677,30 +677,38 @@ def enable_amp_in_cfg(cfg: Any, cuda_available: bool) -> str:
     """
     wrapper = cfg.optim_wrapper
     current = wrapper.get('type', 'OptimWrapper')
-    if current in ('AmpOptimWrapper', 'CPUAmpOptimWrapper'):
-        if current == 'AmpOptimWrapper' and not cuda_available:
-            wrapper['type'] = 'CPUAmpOptimWrapper'
+    # full-precision wrapper -> (GPU AMP wrapper, CPU bfloat16 wrapper)
+    amp_types = {
+        'OptimWrapper': ('AmpOptimWrapper', 'CPUAmpOptimWrapper'),
+        'NaNGuardOptimWrapper':
+        ('NaNGuardAmpOptimWrapper', 'NaNGuardCPUAmpOptimWrapper'),
+    }
+    gpu_to_cpu = {gpu: cpu for gpu, cpu in amp_types.values()}
+    if current in gpu_to_cpu or current in gpu_to_cpu.values():
+        if current in gpu_to_cpu and not cuda_available:
+            wrapper['type'] = gpu_to_cpu[current]
             wrapper.pop('loss_scale', None)
             return (
-                '--amp: the config has AmpOptimWrapper but CUDA is not '
-                'available; using CPUAmpOptimWrapper (bfloat16).'
+                f'--amp: the config has {current} but CUDA is not '
+                f'available; using {wrapper["type"]} (bfloat16).'
             )
         return f'--amp: the config already uses {current}.'
-    if current != 'OptimWrapper':
+    if current not in amp_types:
         raise ValueError(
             f'--amp cannot convert optim_wrapper type {current!r}; set an '
             'AMP wrapper in the config instead.'
         )
+    gpu_type, cpu_type = amp_types[current]
     if cuda_available:
-        wrapper['type'] = 'AmpOptimWrapper'
+        wrapper['type'] = gpu_type
         wrapper.setdefault('loss_scale', 'dynamic')
         return (
-            '--amp: AmpOptimWrapper (dtype '
+            f'--amp: {gpu_type} (dtype '
             f'{wrapper.get("dtype", "float16")}, loss_scale '
             f'{wrapper["loss_scale"]}).'
         )
-    wrapper['type'] = 'CPUAmpOptimWrapper'
+    wrapper['type'] = cpu_type
     return (
-        '--amp: CUDA is not available, using CPUAmpOptimWrapper '
+        f'--amp: CUDA is not available, using {cpu_type} '
         '(bfloat16 autocast on the CPU, no loss scaling).'
     )

@@ -4,6 +4,7 @@ import argparse
 import math
 
 import pytest
+import torch
 from mmengine.config import Config, DictAction
 
 from mmssl.utils.config import (
@@ -264,3 +265,49 @@ def test_enable_amp_in_cfg(demo_cfg):
     enable_amp_in_cfg(cfg, cuda_available=True)
     assert cfg.optim_wrapper.type == 'AmpOptimWrapper'
     assert cfg.optim_wrapper.loss_scale == 'dynamic'
+
+
+@pytest.mark.parametrize(
+    'cuda, expected',
+    [(False, 'NaNGuardCPUAmpOptimWrapper'), (True, 'NaNGuardAmpOptimWrapper')],
+)
+def test_enable_amp_keeps_the_nan_guard(cuda, expected):
+    cfg = Config(dict(optim_wrapper=dict(type='NaNGuardOptimWrapper',
+                                         max_consecutive_skips=3)))
+    enable_amp_in_cfg(cfg, cuda_available=cuda)
+    assert cfg.optim_wrapper.type == expected
+    assert cfg.optim_wrapper.max_consecutive_skips == 3
+
+
+def test_enable_amp_gpu_wrapper_falls_back_to_cpu_guard():
+    cfg = Config(dict(optim_wrapper=dict(type='NaNGuardAmpOptimWrapper',
+                                         loss_scale='dynamic')))
+    note = enable_amp_in_cfg(cfg, cuda_available=False)
+    assert cfg.optim_wrapper.type == 'NaNGuardCPUAmpOptimWrapper'
+    assert 'loss_scale' not in cfg.optim_wrapper
+    assert 'NaNGuardCPUAmpOptimWrapper' in note
+
+
+def test_enable_amp_rejects_unknown_wrapper():
+    cfg = Config(dict(optim_wrapper=dict(type='MyWrapper')))
+    with pytest.raises(ValueError, match="'MyWrapper'"):
+        enable_amp_in_cfg(cfg, cuda_available=False)
+
+
+def test_nan_guard_cpu_amp_wrapper_skips_nan_step():
+    from mmssl.registry import OPTIM_WRAPPERS
+
+    model = torch.nn.Linear(2, 1)
+    wrapper = OPTIM_WRAPPERS.build(
+        dict(type='NaNGuardCPUAmpOptimWrapper',
+             optimizer=torch.optim.SGD(model.parameters(), lr=1.0)))
+    before = model.weight.detach().clone()
+    with wrapper.optim_context(model):
+        loss = model(torch.ones(1, 2)).sum() * float('nan')
+    wrapper.update_params(loss)
+    assert torch.equal(model.weight, before)
+    with wrapper.optim_context(model):
+        out = model(torch.ones(1, 2))
+        assert out.dtype == torch.bfloat16
+    wrapper.update_params(out.float().sum())
+    assert not torch.equal(model.weight, before)

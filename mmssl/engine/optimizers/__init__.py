@@ -4,10 +4,12 @@ from .layer_decay_optim_wrapper_constructor import (
 )
 from .nan_guard_optim_wrapper import (
     NaNGuardAmpOptimWrapper,
+    NaNGuardCPUAmpOptimWrapper,
     NaNGuardOptimWrapper,
 )
 
 __all__ = [
     'CPUAmpOptimWrapper', 'LayerDecayOptimWrapperConstructor',
-    'NaNGuardAmpOptimWrapper', 'NaNGuardOptimWrapper'
+    'NaNGuardAmpOptimWrapper', 'NaNGuardCPUAmpOptimWrapper',
+    'NaNGuardOptimWrapper'
 ]

@@ -9,6 +9,8 @@ from mmengine.optim import AmpOptimWrapper, OptimWrapper
 
 from mmssl.registry import OPTIM_WRAPPERS
 
+from .cpu_amp_optim_wrapper import CPUAmpOptimWrapper
+
 
 class NaNGuardMixin:
     """Skip the update when the loss is NaN/inf on any rank.
@@ -100,6 +102,18 @@ class NaNGuardAmpOptimWrapper(NaNGuardMixin, AmpOptimWrapper):
     """``AmpOptimWrapper`` that skips non-finite-loss steps (see
     :class:`NaNGuardOptimWrapper`); ``tools/train.py --amp`` should select it
     when the config uses ``NaNGuardOptimWrapper``."""
+
+    def __init__(self, max_consecutive_skips: int = 10, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._init_guard(max_consecutive_skips)
+
+
+@OPTIM_WRAPPERS.register_module()
+class NaNGuardCPUAmpOptimWrapper(NaNGuardMixin, CPUAmpOptimWrapper):
+    """:class:`CPUAmpOptimWrapper` (bfloat16 autocast on the CPU) that skips
+    non-finite-loss steps (see :class:`NaNGuardOptimWrapper`);
+    ``tools/train.py --amp`` selects it for a ``NaNGuardOptimWrapper``
+    config on a machine without CUDA."""
 
     def __init__(self, max_consecutive_skips: int = 10, **kwargs) -> None:
         super().__init__(**kwargs)
