@@ -1,0 +1,122 @@
+"""Weighted kNN, its metric, the KNNDataset and the feature test loop."""
+import math
+import os.path as osp
+
+import pytest
+import torch
+from mmengine.config import Config
+from mmengine.runner import Runner
+
+from mmssl.evaluation import (
+    KNNAccuracy,
+    pool_features,
+    topk_accuracy,
+    weighted_knn_scores,
+)
+
+ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+DEMO = osp.join(ROOT, 'configs', 'simclr',
+                'simclr_resnet18-w16_1xb64-10e_demo.py')
+
+
+def test_weighted_knn_scores_by_hand():
+    # bank on the unit circle; query at angle 0
+    bank = torch.tensor([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0], [0.6, 0.8]])
+    labels = torch.tensor([0, 1, 1, 2])
+    query = torch.tensor([[2.0, 0.0]])  # normalised to (1, 0)
+    scores = weighted_knn_scores(query, bank, labels, num_classes=3, k=2,
+                                 temperature=0.5)
+    # two nearest: cos 1.0 (class 0) and cos 0.6 (class 2)
+    expected = torch.tensor([[math.exp(1.0 / 0.5), 0.0,
+                              math.exp(0.6 / 0.5)]])
+    assert torch.allclose(scores, expected)
+
+
+def test_weighted_knn_k_larger_than_bank_and_chunks():
+    torch.manual_seed(0)
+    bank = torch.randn(5, 4)
+    labels = torch.tensor([0, 1, 0, 1, 2])
+    query = torch.randn(7, 4)
+    full = weighted_knn_scores(query, bank, labels, 3, k=50, temperature=0.1)
+    chunked = weighted_knn_scores(query, bank, labels, 3, k=50,
+                                  temperature=0.1, chunk_size=2)
+    assert torch.allclose(full, chunked)
+    # with k >= N every bank sample votes: scores sum to all the weights
+    sims = torch.nn.functional.normalize(query, dim=1) @ \
+        torch.nn.functional.normalize(bank, dim=1).T
+    assert torch.allclose(full.sum(1), (sims / 0.1).exp().sum(1), rtol=1e-5)
+
+
+def test_weighted_knn_rejects_bad_input():
+    with pytest.raises(ValueError, match='bank is empty'):
+        weighted_knn_scores(torch.randn(2, 3), torch.zeros(0, 3),
+                            torch.zeros(0), 2)
+    with pytest.raises(ValueError, match='temperature'):
+        weighted_knn_scores(torch.randn(2, 3), torch.randn(2, 3),
+                            torch.zeros(2), 2, temperature=0)
+
+
+def test_topk_accuracy():
+    scores = torch.tensor([[0.1, 0.7, 0.2], [0.5, 0.1, 0.4],
+                           [0.2, 0.3, 0.5]])
+    labels = torch.tensor([1, 2, 0])
+    acc = topk_accuracy(scores, labels, topk=(1, 2, 5))
+    assert acc['top1'] == pytest.approx(100 / 3)
+    assert acc['top2'] == pytest.approx(200 / 3)
+    assert acc['top5'] == pytest.approx(100.0)  # k clipped to 3 classes
+
+
+def test_pool_features_shapes():
+    assert pool_features(torch.ones(2, 5, 3, 3)).shape == (2, 5)
+    tokens = torch.arange(2 * 4 * 3.0).view(2, 4, 3)
+    assert torch.equal(pool_features((tokens, )), tokens[:, 0])
+    assert pool_features([torch.ones(2, 7)]).shape == (2, 7)
+    with pytest.raises(ValueError, match='shape'):
+        pool_features(torch.ones(2, 2, 2, 2, 2))
+
+
+def test_knn_accuracy_metric_separates_bank_and_query():
+    metric = KNNAccuracy(k=1, topk=(1, ))
+    samples = [
+        dict(feat=torch.tensor([1.0, 0.0]), gt_label=torch.tensor([0]),
+             knn_role='bank'),
+        dict(feat=torch.tensor([0.0, 1.0]), gt_label=torch.tensor([1]),
+             knn_role='bank'),
+        dict(feat=torch.tensor([0.9, 0.1]), gt_label=torch.tensor([0]),
+             knn_role='query'),
+        dict(feat=torch.tensor([0.9, 0.1]), gt_label=torch.tensor([1]),
+             knn_role='query'),
+    ]
+    metric.process(None, samples)
+    assert metric.compute_metrics(metric.results) == {'top1': 50.0}
+    with pytest.raises(ValueError, match='bank and query'):
+        metric.compute_metrics([r for r in metric.results if not r[2]])
+    with pytest.raises(ValueError, match='k must be'):
+        KNNAccuracy(k=0)
+
+
+def test_feature_test_loop_on_demo_data(demo_data_root, tmp_path):
+    """tools/test.py's path: KNNDataset + FeatureTestLoop + KNNAccuracy."""
+    cfg = Config.fromfile(DEMO)
+    cfg.work_dir = str(tmp_path)
+    for split in ('bank', 'query'):
+        cfg.test_dataloader.dataset[split].data_root = demo_data_root
+        cfg.test_dataloader.dataset[split].indices = 60
+    cfg.test_dataloader.num_workers = 0
+    cfg.train_dataloader = None
+    cfg.train_cfg = None
+    cfg.optim_wrapper = None
+    cfg.param_scheduler = None
+    cfg.val_dataloader = None
+    cfg.val_cfg = None
+    cfg.val_evaluator = None
+    cfg.default_hooks.checkpoint = None
+    runner = Runner.from_cfg(cfg)
+    dataset = runner.test_loop.dataloader.dataset
+    assert len(dataset) == 120
+    roles = {dataset[0]['data_samples'].knn_role,
+             dataset[119]['data_samples'].knn_role}
+    assert roles == {'bank', 'query'}
+    metrics = runner.test()
+    assert set(metrics) == {'knn/top1', 'knn/top5'}
+    assert 0.0 <= metrics['knn/top1'] <= metrics['knn/top5'] <= 100.0
