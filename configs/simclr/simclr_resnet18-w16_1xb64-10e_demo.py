@@ -23,7 +23,7 @@ view_pipeline = [
         prob=0.8),
 ]
 train_pipeline = [
-    dict(type='LoadImageFromFile'),
+    dict(type='LoadImageRobust'),
     dict(type='MultiView', num_views=2, transforms=[view_pipeline]),
     dict(type='PackInputs'),
 ]
@@ -34,10 +34,11 @@ train_dataloader = dict(
     drop_last=True,
     sampler=dict(type='DefaultSampler', shuffle=True),
     collate_fn=dict(type='default_collate'),
+    # any folder(s) of images: a path or a list of paths, searched
+    # recursively; unreadable files are skipped and counted
     dataset=dict(
-        type='CustomDataset',
+        type='ImageFolderDataset',
         data_root='data/demo/train',
-        with_label=False,
         pipeline=train_pipeline))
 
 model = dict(
@@ -76,4 +77,5 @@ train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=max_epochs,
 auto_scale_lr = dict(base_batch_size=64)
 default_hooks = dict(logger=dict(interval=10),
                      checkpoint=dict(interval=5, max_keep_ckpts=2))
+custom_hooks = [dict(type='BadFileSummaryHook', interval=50)]
 randomness = dict(seed=0)
