@@ -9,6 +9,7 @@ setuptools every such config then fails with ``No module named
 equivalents built on :mod:`importlib` when, and only when,
 ``pkg_resources`` cannot be imported; mmssl calls it on import.
 """
+
 import importlib.util
 import os.path as osp
 
@@ -32,7 +33,8 @@ def _get_installed_path(package: str) -> str:
     if spec is None or spec.origin is None:
         raise ModuleNotFoundError(
             f'{package} is not installed; install it to use configs that '
-            f'inherit from "{package}::..."')
+            f'inherit from "{package}::..."'
+        )
     return osp.dirname(spec.origin)
 
 
@@ -45,6 +47,7 @@ def patch_mmengine_package_lookup() -> bool:
     """
     try:
         import pkg_resources  # noqa: F401
+
         return False
     except ImportError:
         pass

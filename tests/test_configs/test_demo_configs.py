@@ -8,6 +8,7 @@ one epoch), no workers and no validation, then checks that
 * a checkpoint is written, and
 * it loads back into a freshly built model with identical weights.
 """
+
 import copy
 import glob
 import math
@@ -24,8 +25,10 @@ from mmssl.registry import MODELS
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 DEMO_CONFIGS = sorted(
     osp.relpath(p, ROOT)
-    for p in glob.glob(osp.join(ROOT, 'configs', '**', '*_demo.py'),
-                       recursive=True))
+    for p in glob.glob(
+        osp.join(ROOT, 'configs', '**', '*_demo.py'), recursive=True
+    )
+)
 NUM_IMAGES = 24
 BATCH = 8
 
@@ -33,7 +36,7 @@ BATCH = 8
 def repoint(obj, demo_root: str):
     """Replace every ``'data/demo...'`` string in ``obj`` by the fixture."""
     if isinstance(obj, str) and obj.startswith('data/demo'):
-        return demo_root + obj[len('data/demo'):]
+        return demo_root + obj[len('data/demo') :]
     if isinstance(obj, dict):
         return type(obj)({k: repoint(v, demo_root) for k, v in obj.items()})
     if isinstance(obj, (list, tuple)):
@@ -55,6 +58,8 @@ def tiny_demo_cfg(path: str, demo_root: str, work_dir: str) -> Config:
     loader.update(batch_size=BATCH, num_workers=0, persistent_workers=False)
     _innermost_dataset(loader['dataset'])['indices'] = NUM_IMAGES
     cfg.train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=1)
+    if 'num_samples' in cfg.model:  # memory banks / pseudo-label buffers
+        cfg.model.num_samples = NUM_IMAGES
     for name in ('val', 'test'):
         cfg[f'{name}_dataloader'] = None
         cfg[f'{name}_cfg'] = None
@@ -85,8 +90,9 @@ class LossRecorder(Hook):
     def __init__(self):
         self.records = []
 
-    def after_train_iter(self, runner, batch_idx, data_batch=None,
-                         outputs=None):
+    def after_train_iter(
+        self, runner, batch_idx, data_batch=None, outputs=None
+    ):
         self.records.append({k: float(v.detach()) for k, v in outputs.items()})
 
 

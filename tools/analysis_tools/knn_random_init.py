@@ -7,6 +7,7 @@ loaded, and the config's test loop (e.g. ``FeatureTestLoop`` + kNN) runs.
     python tools/analysis_tools/knn_random_init.py CONFIG \
         [--work-dir DIR] [--cfg-options k=v ...]
 """
+
 import argparse
 import os.path as osp
 
@@ -18,7 +19,8 @@ from mmssl.utils import register_all_modules
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        description='kNN evaluation of a randomly initialised model')
+        description='kNN evaluation of a randomly initialised model'
+    )
     parser.add_argument('config', help='config file with a test loop')
     parser.add_argument('--work-dir', help='folder for logs')
     parser.add_argument('--cfg-options', nargs='+', action=DictAction)
@@ -32,13 +34,17 @@ def main() -> None:
     if args.cfg_options:
         cfg.merge_from_dict(args.cfg_options)
     if cfg.get('test_dataloader') is None:
-        raise ValueError(f'{args.config} has no test_dataloader; add a kNN '
-                         'evaluation (configs/_base_/datasets/demo_knn.py)')
+        raise ValueError(
+            f'{args.config} has no test_dataloader; add a kNN '
+            'evaluation (configs/_base_/datasets/demo_knn.py)'
+        )
     cfg.load_from = None
     cfg.launcher = 'none'
     cfg.work_dir = args.work_dir or osp.join(
-        './work_dirs', 'random_init',
-        osp.splitext(osp.basename(args.config))[0])
+        './work_dirs',
+        'random_init',
+        osp.splitext(osp.basename(args.config))[0],
+    )
     runner = Runner.from_cfg(cfg)
     metrics = runner.test()
     print('random-init metrics:', metrics)

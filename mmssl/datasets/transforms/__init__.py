@@ -1,0 +1,1 @@
+from .relative_loc import RelativeLocPatches  # noqa: F401

@@ -1,0 +1,3 @@
+from .pretext_cls_head import PretextClsHead
+
+__all__ = ['PretextClsHead']

@@ -12,6 +12,7 @@ are the same modules but check the checkpoint first and say what to provide.
 outputs of ``CLIPGenerator``; demo configs use it so that MILAN, EVA and
 iTPN train on CPU without any download. It is *not* a meaningful target.
 """
+
 import os.path as osp
 from typing import Optional
 
@@ -25,17 +26,24 @@ from torch import nn
 from mmssl.registry import MODELS
 
 _DOWNLOADS = {
-    'CLIP': ('https://download.openmmlab.com/mmselfsup/1.x/'
-             'target_generator_ckpt/clip_vit_base_16.pth.tar'),
-    'VQ-KD': ('https://download.openmmlab.com/mmselfsup/1.x/'
-              'target_generator_ckpt/vqkd_encoder.pth'),
-    'DALL-E': ('https://download.openmmlab.com/mmselfsup/1.x/'
-               'target_generator_ckpt/dalle_encoder.pth'),
+    'CLIP': (
+        'https://download.openmmlab.com/mmselfsup/1.x/'
+        'target_generator_ckpt/clip_vit_base_16.pth.tar'
+    ),
+    'VQ-KD': (
+        'https://download.openmmlab.com/mmselfsup/1.x/'
+        'target_generator_ckpt/vqkd_encoder.pth'
+    ),
+    'DALL-E': (
+        'https://download.openmmlab.com/mmselfsup/1.x/'
+        'target_generator_ckpt/dalle_encoder.pth'
+    ),
 }
 
 
-def check_target_checkpoint(path: Optional[str], target: str,
-                            option: str) -> str:
+def check_target_checkpoint(
+    path: Optional[str], target: str, option: str
+) -> str:
     """Return ``path`` if it is a URL or an existing file, else raise.
 
     Args:
@@ -57,7 +65,8 @@ def check_target_checkpoint(path: Optional[str], target: str,
         f'network, but its checkpoint {where}. Download it (e.g. '
         f'{_DOWNLOADS[target]}) and pass '
         f'--cfg-options {option}=/path/to/file, or use the *_demo.py config '
-        'whose stand-in target needs no file.')
+        'whose stand-in target needs no file.'
+    )
 
 
 @MODELS.register_module()
@@ -74,8 +83,9 @@ class PretrainedCLIPTarget(CLIPGenerator):
     """
 
     def __init__(self, tokenizer_path: Optional[str] = None) -> None:
-        check_target_checkpoint(tokenizer_path, 'CLIP',
-                                'model.target_generator.tokenizer_path')
+        check_target_checkpoint(
+            tokenizer_path, 'CLIP', 'model.target_generator.tokenizer_path'
+        )
         super().__init__(tokenizer_path)
 
 
@@ -93,11 +103,14 @@ class PretrainedVQKDTarget(VQKD):
     ``init_cfg`` must be ``dict(type='Pretrained', checkpoint=PATH_OR_URL)``.
     """
 
-    def __init__(self, *args, init_cfg: Optional[dict] = None,
-                 **kwargs) -> None:
+    def __init__(
+        self, *args, init_cfg: Optional[dict] = None, **kwargs
+    ) -> None:
         check_target_checkpoint(
-            _init_cfg_checkpoint(init_cfg), 'VQ-KD',
-            'model.target_generator.init_cfg.checkpoint')
+            _init_cfg_checkpoint(init_cfg),
+            'VQ-KD',
+            'model.target_generator.init_cfg.checkpoint',
+        )
         super().__init__(*args, init_cfg=init_cfg, **kwargs)
 
 
@@ -110,11 +123,14 @@ class PretrainedDALLETarget(DALLEEncoder):
     ``init_cfg`` must be ``dict(type='Pretrained', checkpoint=PATH_OR_URL)``.
     """
 
-    def __init__(self, *args, init_cfg: Optional[dict] = None,
-                 **kwargs) -> None:
+    def __init__(
+        self, *args, init_cfg: Optional[dict] = None, **kwargs
+    ) -> None:
         check_target_checkpoint(
-            _init_cfg_checkpoint(init_cfg), 'DALL-E',
-            'model.target_generator.init_cfg.checkpoint')
+            _init_cfg_checkpoint(init_cfg),
+            'DALL-E',
+            'model.target_generator.init_cfg.checkpoint',
+        )
         super().__init__(*args, init_cfg=init_cfg, **kwargs)
 
 
@@ -136,14 +152,20 @@ class StandInCLIPTarget(nn.Module):
             Defaults to 64.
     """
 
-    def __init__(self, img_size: int = 32, patch_size: int = 4,
-                 embed_dims: int = 32, out_dims: int = 64) -> None:
+    def __init__(
+        self,
+        img_size: int = 32,
+        patch_size: int = 4,
+        embed_dims: int = 32,
+        out_dims: int = 64,
+    ) -> None:
         super().__init__()
-        num_patches = (img_size // patch_size)**2
+        num_patches = (img_size // patch_size) ** 2
         self.patch_embed = nn.Conv2d(3, embed_dims, patch_size, patch_size)
         self.cls_token = nn.Parameter(torch.randn(1, 1, embed_dims) * 0.02)
         self.pos_embed = nn.Parameter(
-            torch.randn(1, num_patches + 1, embed_dims) * 0.02)
+            torch.randn(1, num_patches + 1, embed_dims) * 0.02
+        )
         self.qkv = nn.Linear(embed_dims, 3 * embed_dims)
         self.proj = nn.Linear(embed_dims, out_dims)
         self.requires_grad_(False)
@@ -155,5 +177,5 @@ class StandInCLIPTarget(nn.Module):
         cls = self.cls_token.expand(tokens.shape[0], -1, -1)
         tokens = torch.cat([cls, tokens], dim=1) + self.pos_embed
         q, k, v = self.qkv(tokens).chunk(3, dim=-1)
-        attn = (q @ k.transpose(1, 2) * q.shape[-1]**-0.5).softmax(-1)
+        attn = (q @ k.transpose(1, 2) * q.shape[-1] ** -0.5).softmax(-1)
         return self.proj(attn @ v), attn
