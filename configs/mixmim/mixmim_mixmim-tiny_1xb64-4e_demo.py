@@ -75,3 +75,14 @@ auto_scale_lr = dict(base_batch_size=64)
 default_hooks = dict(logger=dict(interval=10),
                      checkpoint=dict(interval=max_epochs, max_keep_ckpts=1))
 randomness = dict(seed=0)
+
+# kNN evaluation at the training resolution (64 px)
+knn_pipeline = [
+    dict(type='LoadImageFromFile'),
+    dict(type='Resize', scale=(64, 64), backend='cv2'),
+    dict(type='PackInputs'),
+]
+val_dataloader = dict(
+    dataset=dict(
+        bank=dict(pipeline=knn_pipeline), query=dict(pipeline=knn_pipeline)))
+test_dataloader = val_dataloader

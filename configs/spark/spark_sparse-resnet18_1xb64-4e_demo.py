@@ -35,7 +35,7 @@ train_dataloader = dict(
 
 # 64 px input, stride 32: masks over a 2x2 grid (coarse, but it runs)
 model = dict(
-    type='SparK',
+    type='SparKFullImage',  # SparK + dense feature extraction for kNN
     input_size=64,
     downsample_raito=32,
     mask_ratio=0.5,
@@ -71,3 +71,14 @@ auto_scale_lr = dict(base_batch_size=64)
 default_hooks = dict(logger=dict(interval=10),
                      checkpoint=dict(interval=max_epochs, max_keep_ckpts=1))
 randomness = dict(seed=0)
+
+# kNN evaluation at the training resolution (64 px)
+knn_pipeline = [
+    dict(type='LoadImageFromFile'),
+    dict(type='Resize', scale=(64, 64), backend='cv2'),
+    dict(type='PackInputs'),
+]
+val_dataloader = dict(
+    dataset=dict(
+        bank=dict(pipeline=knn_pipeline), query=dict(pipeline=knn_pipeline)))
+test_dataloader = val_dataloader

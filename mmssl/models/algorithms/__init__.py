@@ -3,6 +3,7 @@ from .npid import NPID
 from .odc import ODC, ODCMemory
 from .relative_loc import RelativeLoc
 from .rotation_pred import RotationPred
+from .spark_features import SparKFullImage
 
 __all__ = [
     'DeepCluster',
@@ -11,4 +12,5 @@ __all__ = [
     'ODCMemory',
     'RelativeLoc',
     'RotationPred',
+    'SparKFullImage',
 ]
