@@ -71,6 +71,12 @@ class ODCHook(Hook):
             neck_features,
         )
         labels = None
+        if feats is not None and len(feats) != len(memory.features):
+            raise ValueError(
+                f'The training set has {len(feats)} images but the ODC '
+                f'memory {len(memory.features)} entries; set '
+                f'model.num_samples={len(feats)}.'
+            )
         if feats is not None:
             labels = torch.from_numpy(
                 kmeans(feats, memory.num_classes, seed=self.seed)[0]

@@ -281,3 +281,41 @@ def test_odc_reweight_and_loss():
     )
     assert torch.allclose(out['loss'], expected, atol=1e-6)
     assert 0 <= float(out['change_ratio']) <= 1
+
+
+def test_spark_full_image_extracts_features_without_a_mask():
+    model = MODELS.build(
+        dict(
+            type='SparKFullImage',
+            input_size=64,
+            downsample_raito=32,
+            mask_ratio=0.5,
+            enc_dec_norm_cfg=dict(type='SparseBatchNorm2d'),
+            enc_dec_norm_dim=512,
+            backbone=dict(
+                type='SparseResNet', depth=18, out_indices=(0, 1, 2, 3)
+            ),
+            neck=dict(
+                type='SparKLightDecoder',
+                feature_dim=64,
+                upsample_ratio=32,
+                mid_channels=0,
+                last_act=False,
+            ),
+            head=dict(
+                type='SparKPretrainHead',
+                loss=dict(type='PixelReconstructionLoss', criterion='L2'),
+            ),
+        )
+    ).eval()
+    img = torch.randn(2, 3, 64, 64)
+    from mmpretrain.models.selfsup import SparK
+    from mmpretrain.models.utils.sparse_modules import SparseHelper
+
+    SparseHelper._cur_active = None  # outside training: no mask
+    with pytest.raises(AttributeError), torch.no_grad():
+        SparK.extract_feat(model, img)  # mmpretrain's own version fails
+    with torch.no_grad():
+        feats = model(img, mode='tensor')
+    assert feats[-1].shape == (2, 512, 2, 2)
+    assert bool(SparseHelper._cur_active.all())  # every patch active
