@@ -32,7 +32,8 @@ def test_config_parses_and_builds(path):
     if path.endswith('_custom.py'):
         dataset = cfg.train_dataloader.dataset
         assert 'data_root' in dataset, 'custom configs read data_root'
-        assert dataset.type == 'CustomDataset' and not dataset.with_label
+        if dataset.type == 'CustomDataset':
+            assert not dataset.with_label, 'pretraining data is unlabeled'
         return  # same model as the ImageNet config it inherits
     model_cfg = cfg.model.to_dict()
     target = model_cfg.get('target_generator') or {}
