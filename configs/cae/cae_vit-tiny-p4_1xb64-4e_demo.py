@@ -9,7 +9,8 @@ _base_ = [
 
 # the second image feeds the target network (DALL-E / VQ-KD / CLIP)
 data_preprocessor = dict(
-    type='TwoNormDataPreprocessor',
+    # TwoNormDataPreprocessor that also handles the kNN's single images
+    type='TwoNormOrSingleDataPreprocessor',
     mean=[33.0, 33.0, 33.0],
     std=[60.0, 60.0, 60.0],
     second_mean=[127.5, 127.5, 127.5],

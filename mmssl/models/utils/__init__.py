@@ -1,3 +1,4 @@
+from .data_preprocessors import TwoNormOrSingleDataPreprocessor
 from .target_generators import (
     PretrainedCLIPTarget,
     PretrainedDALLETarget,
@@ -7,6 +8,7 @@ from .target_generators import (
 )
 
 __all__ = [
+    'TwoNormOrSingleDataPreprocessor',
     'PretrainedCLIPTarget',
     'PretrainedDALLETarget',
     'PretrainedVQKDTarget',
