@@ -1,3 +1,4 @@
+from .cluster_uniform_sampler import ClusterUniformSampler
 from .image_folder import (
     IMG_EXTENSIONS,
     ImageFolderDataset,
@@ -22,4 +23,5 @@ __all__ = [
     'epoch_indices',
     'seed_worker',
     'install_worker_seeding',
+    'ClusterUniformSampler',
 ]

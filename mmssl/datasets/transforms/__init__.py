@@ -1,6 +1,7 @@
 from .blockwise_mask import BlockwiseMaskGenerator, blockwise_mask
 from .loading import BadImageError, LoadImageRobust, scale_to_uint8
 from .multi_crop import MultiCrop
+from .relative_loc import RelativeLocPatches
 
 __all__ = [
     'MultiCrop',
@@ -9,4 +10,5 @@ __all__ = [
     'LoadImageRobust',
     'BadImageError',
     'scale_to_uint8',
+    'RelativeLocPatches',
 ]

@@ -4,9 +4,11 @@ from .atomic_checkpoint_hook import (
     set_rng_state,
 )
 from .bad_file_hook import BadFileCounter, BadFileSummaryHook, collect_skipped
+from .deepcluster_hook import DeepClusterHook
 from .dist_loss_average_hook import DistLossAverageHook
 from .freeze_last_layer_hook import FreezeLastLayerHook
 from .knn_eval_hook import KNNEvalHook
+from .odc_hook import ODCHook
 from .pretrained_init_hook import PretrainedInitHook
 from .teacher_ema_hook import TeacherEMAHook
 from .teacher_temp_warmup_hook import TeacherTempWarmupHook
@@ -14,6 +16,7 @@ from .teacher_temp_warmup_hook import TeacherTempWarmupHook
 __all__ = [
     'AtomicCheckpointHook', 'get_rng_state', 'set_rng_state',
     'BadFileSummaryHook', 'BadFileCounter', 'collect_skipped',
-    'DistLossAverageHook', 'FreezeLastLayerHook', 'KNNEvalHook',
-    'PretrainedInitHook', 'TeacherEMAHook', 'TeacherTempWarmupHook'
+    'DeepClusterHook', 'DistLossAverageHook', 'FreezeLastLayerHook',
+    'KNNEvalHook', 'ODCHook', 'PretrainedInitHook', 'TeacherEMAHook',
+    'TeacherTempWarmupHook'
 ]

@@ -1,5 +1,22 @@
+from .deepcluster import DeepCluster
 from .dino import DINO
 from .dinov2 import DINOv2
 from .ibot import iBOT
+from .npid import NPID
+from .odc import ODC, ODCMemory
+from .relative_loc import RelativeLoc
+from .rotation_pred import RotationPred
+from .spark_features import SparKFullImage
 
-__all__ = ['DINO', 'iBOT', 'DINOv2']
+__all__ = [
+    'DINO',
+    'iBOT',
+    'DINOv2',
+    'DeepCluster',
+    'NPID',
+    'ODC',
+    'ODCMemory',
+    'RelativeLoc',
+    'RotationPred',
+    'SparKFullImage',
+]

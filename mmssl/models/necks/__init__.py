@@ -1,0 +1,3 @@
+from .relative_loc_neck import RelativeLocNeck
+
+__all__ = ['RelativeLocNeck']

@@ -1,3 +1,11 @@
+from .data_preprocessors import TwoNormOrSingleDataPreprocessor
+from .target_generators import (
+    PretrainedCLIPTarget,
+    PretrainedDALLETarget,
+    PretrainedVQKDTarget,
+    StandInCLIPTarget,
+    check_target_checkpoint,
+)
 from .vit_ckpt_convert import (
     add_prefix,
     dinov2_to_mmssl,
@@ -20,4 +28,10 @@ __all__ = [
     'mmssl_to_timm',
     'select_prefix',
     'unwrap_checkpoint',
+    'TwoNormOrSingleDataPreprocessor',
+    'PretrainedCLIPTarget',
+    'PretrainedDALLETarget',
+    'PretrainedVQKDTarget',
+    'StandInCLIPTarget',
+    'check_target_checkpoint',
 ]

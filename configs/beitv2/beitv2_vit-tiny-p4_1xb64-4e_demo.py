@@ -1,0 +1,124 @@
+# BEiT v2 (Peng et al. 2022, https://arxiv.org/abs/2208.06366) on the bundled 32x32 demo digits (tools/misc/make_demo_dataset.py):
+# a 4-layer ViT (96 dims, 4 px patches), 4 epochs on CPU, then a kNN evaluation on
+# data/demo/val.  See README.md in this folder.
+#   python tools/train.py configs/beitv2/beitv2_vit-tiny-p4_1xb64-4e_demo.py
+_base_ = [
+    '../_base_/datasets/demo_knn.py',
+    '../_base_/default_runtime.py',
+]
+
+# the second image feeds the target network (DALL-E / VQ-KD / CLIP)
+data_preprocessor = dict(
+    # TwoNormDataPreprocessor that also handles the kNN's single images
+    type='TwoNormOrSingleDataPreprocessor',
+    mean=[33.0, 33.0, 33.0],
+    std=[60.0, 60.0, 60.0],
+    second_mean=[127.5, 127.5, 127.5],
+    second_std=[127.5, 127.5, 127.5],
+    to_rgb=True)
+train_pipeline = [
+    dict(type='LoadImageFromFile'),
+    dict(
+        type='RandomResizedCropAndInterpolationWithTwoPic',
+        size=32,
+        second_size=32,
+        interpolation='bicubic',
+        second_interpolation='bicubic',
+        scale=(0.5, 1.0)),
+    dict(
+        type='BEiTMaskGenerator',
+        input_size=(8, 8),
+        num_masking_patches=24,
+        max_num_patches=None,
+        min_num_patches=4),
+    dict(type='PackInputs'),
+]
+
+train_dataloader = dict(
+    batch_size=64,
+    num_workers=2,
+    persistent_workers=True,
+    drop_last=True,
+    sampler=dict(type='DefaultSampler', shuffle=True),
+    collate_fn=dict(type='default_collate'),
+    dataset=dict(
+        type='CustomDataset',
+        data_root='data/demo/train',
+        with_label=False,
+        pipeline=train_pipeline))
+
+# a ViT-tiny-ish encoder: 64 tokens of 4x4 px on 32 px images
+vit_arch = dict(
+    embed_dims=96, num_layers=4, num_heads=3, feedforward_channels=384)
+
+# A random tiny VQ-KD tokenizer (64 codes) stands in for the pretrained one,
+# so the demo needs no download (it teaches nothing semantic).
+model = dict(
+    type='BEiT',
+    data_preprocessor=data_preprocessor,
+    backbone=dict(
+        type='BEiTPretrainViT',
+        arch=vit_arch,
+        img_size=32,
+        patch_size=4,
+        out_indices=[-2, -1],
+        final_norm=False,
+        out_type='raw',
+        layer_scale_init_value=0.1),
+    neck=dict(
+        type='BEiTV2Neck',
+        num_layers=1,
+        early_layers=2,
+        # mmpretrain checks for 'num_layers' but reads 'depth'
+        backbone_arch=dict(embed_dims=96, depth=4, num_layers=4, num_heads=3,
+                           feedforward_channels=384),
+        layer_scale_init_value=0.1),
+    head=dict(
+        type='BEiTV2Head',
+        embed_dims=96,
+        num_embed=64,
+        loss=dict(type='CrossEntropyLoss')),
+    target_generator=dict(
+        type='VQKD',
+        num_embed=64,
+        embed_dims=16,
+        encoder_config=dict(
+            arch=dict(embed_dims=32, num_layers=1, num_heads=2,
+                      feedforward_channels=64),
+            img_size=32,
+            patch_size=4,
+            in_channels=3,
+            out_indices=-1,
+            drop_rate=0.,
+            drop_path_rate=0.,
+            norm_cfg=dict(type='LN', eps=1e-6),
+            final_norm=True,
+            out_type='featmap',
+            with_cls_token=True,
+            frozen_stages=-1,
+            use_abs_pos_emb=True,
+            use_rel_pos_bias=False,
+            use_shared_rel_pos_bias=False,
+            layer_scale_init_value=0.,
+            interpolate_mode='bicubic',
+            patch_cfg=dict(),
+            layer_cfgs=dict(),
+            init_cfg=None)))
+
+optim_wrapper = dict(
+    type='OptimWrapper',
+    optimizer=dict(type='AdamW', lr=0.0015, betas=(0.9, 0.95),
+                   weight_decay=0.05))
+max_epochs = 4
+param_scheduler = [
+    dict(type='LinearLR', start_factor=0.1, by_epoch=True, begin=0, end=1,
+         convert_to_iter_based=True),
+    dict(type='CosineAnnealingLR', T_max=max_epochs - 1, by_epoch=True,
+         begin=1, end=max_epochs, convert_to_iter_based=True),
+]
+train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=max_epochs,
+                 val_interval=max_epochs)
+auto_scale_lr = dict(base_batch_size=64)
+default_hooks = dict(logger=dict(interval=10),
+                     checkpoint=dict(interval=max_epochs, max_keep_ckpts=1))
+randomness = dict(seed=0)

@@ -1,0 +1,93 @@
+# CAE (Chen et al. 2023, https://arxiv.org/abs/2202.03026) on the bundled 32x32 demo digits (tools/misc/make_demo_dataset.py):
+# a 4-layer ViT (96 dims, 4 px patches), 4 epochs on CPU, then a kNN evaluation on
+# data/demo/val.  See README.md in this folder.
+#   python tools/train.py configs/cae/cae_vit-tiny-p4_1xb64-4e_demo.py
+_base_ = [
+    '../_base_/datasets/demo_knn.py',
+    '../_base_/default_runtime.py',
+]
+
+# the second image feeds the target network (DALL-E / VQ-KD / CLIP)
+data_preprocessor = dict(
+    # TwoNormDataPreprocessor that also handles the kNN's single images
+    type='TwoNormOrSingleDataPreprocessor',
+    mean=[33.0, 33.0, 33.0],
+    std=[60.0, 60.0, 60.0],
+    second_mean=[127.5, 127.5, 127.5],
+    second_std=[127.5, 127.5, 127.5],
+    to_rgb=True)
+train_pipeline = [
+    dict(type='LoadImageFromFile'),
+    dict(
+        type='RandomResizedCropAndInterpolationWithTwoPic',
+        size=32,
+        second_size=64,
+        interpolation='bicubic',
+        second_interpolation='bicubic',
+        scale=(0.5, 1.0)),
+    dict(
+        type='BEiTMaskGenerator',
+        input_size=(8, 8),
+        num_masking_patches=24,
+        max_num_patches=None,
+        min_num_patches=4),
+    dict(type='PackInputs'),
+]
+
+train_dataloader = dict(
+    batch_size=64,
+    num_workers=2,
+    persistent_workers=True,
+    drop_last=True,
+    sampler=dict(type='DefaultSampler', shuffle=True),
+    collate_fn=dict(type='default_collate'),
+    dataset=dict(
+        type='CustomDataset',
+        data_root='data/demo/train',
+        with_label=False,
+        pipeline=train_pipeline))
+
+# a ViT-tiny-ish encoder: 64 tokens of 4x4 px on 32 px images
+vit_arch = dict(
+    embed_dims=96, num_layers=4, num_heads=3, feedforward_channels=384)
+
+# A random tiny DALL-E encoder (4x downsampling, 64 codes) stands in for the
+# pretrained tokenizer so the demo needs no download.
+model = dict(
+    type='CAE',
+    data_preprocessor=data_preprocessor,
+    backbone=dict(
+        type='CAEPretrainViT', arch=vit_arch, img_size=32, patch_size=4,
+        layer_scale_init_value=0.1),
+    neck=dict(
+        type='CAENeck',
+        mask_tokens_num=24,
+        embed_dims=96,
+        num_heads=3,
+        regressor_depth=2,
+        decoder_depth=2,
+        mlp_ratio=4,
+        num_classes=64,
+        layer_scale_init_value=0.1),
+    head=dict(type='CAEHead', loss=dict(type='CAELoss', lambd=2)),
+    target_generator=dict(
+        type='DALL-E', group_count=3, n_hid=16, vocab_size=64),
+    base_momentum=0.0)
+
+optim_wrapper = dict(
+    type='OptimWrapper',
+    optimizer=dict(type='AdamW', lr=0.0015, betas=(0.9, 0.95),
+                   weight_decay=0.05))
+max_epochs = 4
+param_scheduler = [
+    dict(type='LinearLR', start_factor=0.1, by_epoch=True, begin=0, end=1,
+         convert_to_iter_based=True),
+    dict(type='CosineAnnealingLR', T_max=max_epochs - 1, by_epoch=True,
+         begin=1, end=max_epochs, convert_to_iter_based=True),
+]
+train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=max_epochs,
+                 val_interval=max_epochs)
+auto_scale_lr = dict(base_batch_size=64)
+default_hooks = dict(logger=dict(interval=10),
+                     checkpoint=dict(interval=max_epochs, max_keep_ckpts=1))
+randomness = dict(seed=0)

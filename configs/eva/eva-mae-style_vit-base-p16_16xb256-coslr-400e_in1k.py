@@ -1,0 +1,13 @@
+# The published ImageNet-1k recipe, inherited from mmpretrain's own config
+# (mmpretrain/.mim/configs/eva/eva-mae-style_vit-base-p16_16xb256-coslr-400e_in1k.py) and run in mmssl's scope.
+# Data: data/imagenet/train/<class>/*.JPEG (labels unused).
+#   bash tools/dist_train.sh configs/eva/eva-mae-style_vit-base-p16_16xb256-coslr-400e_in1k.py 8
+_base_ = 'mmpretrain::eva/eva-mae-style_vit-base-p16_16xb256-coslr-400e_in1k.py'
+
+default_scope = 'mmssl'
+
+# The target is a pretrained CLIP ViT-B/16; PretrainedCLIPTarget checks that its checkpoint
+# exists (the URL below is downloaded on first use) and otherwise says
+# what to provide.  Offline: download it and pass
+#   --cfg-options model.target_generator.tokenizer_path=/path/to/file
+model = dict(_scope_='mmssl', target_generator=dict(type='PretrainedCLIPTarget'))

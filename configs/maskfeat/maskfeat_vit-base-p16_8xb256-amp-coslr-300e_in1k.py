@@ -1,0 +1,7 @@
+# The published ImageNet-1k recipe, inherited from mmpretrain's own config
+# (mmpretrain/.mim/configs/maskfeat/maskfeat_vit-base-p16_8xb256-amp-coslr-300e_in1k.py) and run in mmssl's scope.
+# Data: data/imagenet/train/<class>/*.JPEG (labels unused).
+#   bash tools/dist_train.sh configs/maskfeat/maskfeat_vit-base-p16_8xb256-amp-coslr-300e_in1k.py 8
+_base_ = 'mmpretrain::maskfeat/maskfeat_vit-base-p16_8xb256-amp-coslr-300e_in1k.py'
+
+default_scope = 'mmssl'

@@ -1,0 +1,88 @@
+# MixMIM (Liu et al. 2023, https://arxiv.org/abs/2205.13137) on the bundled 32x32 demo digits (tools/misc/make_demo_dataset.py):
+# a 4-stage MixMIM transformer (32 dims) on digits upsampled to 64 px, 4 epochs on CPU, then a kNN evaluation on
+# data/demo/val.  See README.md in this folder.
+#   python tools/train.py configs/mixmim/mixmim_mixmim-tiny_1xb64-4e_demo.py
+_base_ = [
+    '../_base_/datasets/demo_knn.py',
+    '../_base_/default_runtime.py',
+]
+
+data_preprocessor = dict(
+    type='SelfSupDataPreprocessor',
+    mean=[33.0, 33.0, 33.0],
+    std=[60.0, 60.0, 60.0],
+    to_rgb=True)
+train_pipeline = [
+    dict(type='LoadImageFromFile'),
+    dict(type='RandomResizedCrop', scale=64, crop_ratio_range=(0.5, 1.0),
+         backend='cv2'),
+    dict(type='PackInputs'),
+]
+
+train_dataloader = dict(
+    batch_size=64,
+    num_workers=2,
+    persistent_workers=True,
+    drop_last=True,
+    sampler=dict(type='DefaultSampler', shuffle=True),
+    collate_fn=dict(type='default_collate'),
+    dataset=dict(
+        type='CustomDataset',
+        data_root='data/demo/train',
+        with_label=False,
+        pipeline=train_pipeline))
+
+
+# 64 px input, 4 px patches: 16x16 tokens, 2x2 after the last stage
+model = dict(
+    type='MixMIM',
+    data_preprocessor=data_preprocessor,
+    backbone=dict(
+        type='MixMIMPretrainTransformer',
+        arch=dict(embed_dims=32, depths=[1, 1, 1, 1], num_heads=[1, 2, 4, 8]),
+        img_size=64,
+        patch_size=4,
+        window_size=[8, 8, 4, 2],
+        mask_ratio=0.5),
+    neck=dict(
+        type='MixMIMPretrainDecoder',
+        num_patches=4,
+        encoder_stride=32,
+        embed_dim=256,
+        decoder_embed_dim=64,
+        decoder_depth=2,
+        decoder_num_heads=4),
+    head=dict(
+        type='MixMIMPretrainHead',
+        norm_pix=True,
+        patch_size=32,
+        loss=dict(type='PixelReconstructionLoss', criterion='L2')))
+
+optim_wrapper = dict(
+    type='OptimWrapper',
+    optimizer=dict(type='AdamW', lr=0.0015, betas=(0.9, 0.95),
+                   weight_decay=0.05))
+max_epochs = 4
+param_scheduler = [
+    dict(type='LinearLR', start_factor=0.1, by_epoch=True, begin=0, end=1,
+         convert_to_iter_based=True),
+    dict(type='CosineAnnealingLR', T_max=max_epochs - 1, by_epoch=True,
+         begin=1, end=max_epochs, convert_to_iter_based=True),
+]
+train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=max_epochs,
+                 val_interval=max_epochs)
+auto_scale_lr = dict(base_batch_size=64)
+default_hooks = dict(logger=dict(interval=10),
+                     checkpoint=dict(interval=max_epochs, max_keep_ckpts=1))
+randomness = dict(seed=0)
+
+# kNN evaluation at the training resolution (64 px)
+knn_pipeline = [
+    dict(type='LoadImageFromFile'),
+    dict(type='Resize', scale=(64, 64), backend='cv2'),
+    dict(type='PackInputs'),
+]
+val_dataloader = dict(
+    dataset=dict(
+        bank=dict(pipeline=knn_pipeline), query=dict(pipeline=knn_pipeline)))
+test_dataloader = val_dataloader

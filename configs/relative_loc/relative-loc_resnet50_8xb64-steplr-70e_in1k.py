@@ -1,0 +1,35 @@
+# Relative Location: the ImageNet-1k recipe of MMSelfSup 0.x (ResNet-50, 3x3 grid of 64 px patches from 255 px crops, SGD, 70 epochs),
+# re-implemented in mmssl.  Data: data/imagenet/train/<class>/*.JPEG (labels
+# unused).
+#   bash tools/dist_train.sh configs/relative_loc/relative-loc_resnet50_8xb64-steplr-70e_in1k.py 8
+_base_ = [
+    'mmpretrain::_base_/datasets/imagenet_bs512_mae.py',
+    '../_base_/default_runtime.py',
+]
+default_scope = 'mmssl'
+train_dataloader = dict(batch_size=64, num_workers=8)
+
+train_pipeline = [
+    dict(type='LoadImageFromFile'),
+    dict(type='ResizeEdge', scale=292, edge='short'),
+    dict(type='RandomCrop', crop_size=255),
+    dict(type='RandomGrayscale', prob=0.66, keep_channels=True),
+    dict(type='RelativeLocPatches', patch_size=64),
+    dict(type='PackInputs'),
+]
+train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
+model = dict(
+    type='RelativeLoc',
+    backbone=dict(type='ResNet', depth=50, norm_cfg=dict(type='BN')),
+    neck=dict(type='RelativeLocNeck', in_channels=2048, out_channels=4096),
+    head=dict(type='PretextClsHead', in_channels=4096, num_classes=8))
+
+optim_wrapper = dict(
+    type='OptimWrapper',
+    optimizer=dict(type='SGD', lr=0.2, momentum=0.9, weight_decay=0.0001))
+param_scheduler = [
+    dict(type='MultiStepLR', by_epoch=True, milestones=[30, 50], gamma=0.1)
+]
+train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=70)
+default_hooks = dict(checkpoint=dict(interval=10, max_keep_ckpts=3))
+auto_scale_lr = dict(base_batch_size=512)

@@ -1,0 +1,26 @@
+# Rotation Prediction: the ImageNet-1k recipe of MMSelfSup 0.x (ResNet-50, 8 GPUs x 16 images x 4 rotations, SGD, 70 epochs),
+# re-implemented in mmssl.  Data: data/imagenet/train/<class>/*.JPEG (labels
+# unused).
+#   bash tools/dist_train.sh configs/rotation_pred/rotation-pred_resnet50_8xb16-steplr-70e_in1k.py 8
+_base_ = [
+    'mmpretrain::_base_/datasets/imagenet_bs512_mae.py',
+    '../_base_/default_runtime.py',
+]
+default_scope = 'mmssl'
+train_dataloader = dict(batch_size=16, num_workers=8)
+
+model = dict(
+    type='RotationPred',
+    backbone=dict(type='ResNet', depth=50, norm_cfg=dict(type='BN')),
+    head=dict(type='PretextClsHead', in_channels=2048, num_classes=4,
+              with_avg_pool=True))
+
+optim_wrapper = dict(
+    type='OptimWrapper',
+    optimizer=dict(type='SGD', lr=0.2, momentum=0.9, weight_decay=0.0001))
+param_scheduler = [
+    dict(type='MultiStepLR', by_epoch=True, milestones=[30, 50], gamma=0.1)
+]
+train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=70)
+default_hooks = dict(checkpoint=dict(interval=10, max_keep_ckpts=3))
+auto_scale_lr = dict(base_batch_size=128)

@@ -1,0 +1,74 @@
+"""Checked and stand-in target networks; mmpretrain:: config bases."""
+
+import os.path as osp
+
+import pytest
+import torch
+from mmengine.config import Config
+
+from mmssl.registry import MODELS
+
+ROOT = osp.dirname(
+    osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+)
+
+
+@pytest.mark.parametrize(
+    'cfg, option',
+    [
+        (
+            dict(type='PretrainedCLIPTarget', tokenizer_path=None),
+            'model.target_generator.tokenizer_path',
+        ),
+        (
+            dict(type='PretrainedCLIPTarget', tokenizer_path='/no/clip.pth'),
+            'model.target_generator.tokenizer_path',
+        ),
+        (
+            dict(type='PretrainedDALLETarget'),
+            'model.target_generator.init_cfg.checkpoint',
+        ),
+        (
+            dict(
+                type='PretrainedVQKDTarget',
+                encoder_config=dict(),
+                init_cfg=dict(type='Pretrained', checkpoint='/no/vqkd.pth'),
+            ),
+            'model.target_generator.init_cfg.checkpoint',
+        ),
+    ],
+)
+def test_missing_target_checkpoint_says_what_to_do(cfg, option):
+    with pytest.raises(FileNotFoundError) as err:
+        MODELS.build(cfg)
+    message = str(err.value)
+    assert option in message and 'download' in message.lower()
+    if cfg.get('tokenizer_path'):
+        assert '/no/clip.pth' in message
+
+
+def test_stand_in_clip_target_shapes():
+    target = MODELS.build(
+        dict(
+            type='StandInCLIPTarget',
+            img_size=32,
+            patch_size=4,
+            embed_dims=8,
+            out_dims=12,
+        )
+    )
+    feats, attn = target(torch.randn(2, 3, 32, 32))
+    assert feats.shape == (2, 65, 12)
+    assert attn.shape == (2, 65, 65)
+    assert torch.allclose(attn.sum(-1), torch.ones(2, 65))
+    assert not any(p.requires_grad for p in target.parameters())
+
+
+def test_mmpretrain_config_base_resolves():
+    cfg = Config.fromfile(
+        osp.join(
+            ROOT, 'configs/mocov2/mocov2_resnet50_8xb32-coslr-200e_in1k.py'
+        )
+    )
+    assert cfg.default_scope == 'mmssl'
+    assert cfg.model.type == 'MoCo' and cfg.model.queue_len == 65536
