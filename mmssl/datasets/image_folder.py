@@ -156,6 +156,9 @@ class ImageFolderDataset(BaseDataset):
             100.
         lazy_init (bool): Defer the scan to first use. Defaults to False.
         metainfo (dict, optional): Extra meta information.
+        indices (int | Sequence[int], optional): Keep only the first
+            ``indices`` images (int) or these positions of the sorted
+            index, e.g. for a quick trial run. Defaults to None (all).
     """
 
     def __init__(
@@ -173,7 +176,9 @@ class ImageFolderDataset(BaseDataset):
         lazy_init: bool = False,
         metainfo: Optional[dict] = None,
         test_mode: bool = False,
+        indices: Union[int, Sequence[int], None] = None,
     ) -> None:
+        self.subset = indices
         if data_root is None and ann_file is None:
             raise ValueError(
                 'ImageFolderDataset needs data_root (a folder '
@@ -363,6 +368,8 @@ class ImageFolderDataset(BaseDataset):
         self._paths: PathTable = index['paths']
         self._labels: np.ndarray = index['labels']
         self._sources: np.ndarray = index['sources']
+        if self.subset is not None:
+            self._keep_subset(self.subset)
         if self.with_label and index['classes']:
             self._metainfo['classes'] = tuple(index['classes'])
         self._metainfo['data_roots'] = tuple(self.roots)
@@ -380,6 +387,21 @@ class ImageFolderDataset(BaseDataset):
             'current',
         )
         self._fully_initialized = True
+
+    def _keep_subset(self, indices: Union[int, Sequence[int]]) -> None:
+        n = len(self._paths)
+        if isinstance(indices, int):
+            keep = np.arange(min(max(indices, 0), n))
+        else:
+            keep = np.asarray(list(indices), dtype=np.int64)
+            bad = keep[(keep < -n) | (keep >= n)]
+            if bad.size:
+                raise IndexError(
+                    f'indices {bad[:5].tolist()} are out of range for '
+                    f'{n} images.')
+        self._paths = PathTable([self._paths[int(i)] for i in keep])
+        self._labels = self._labels[keep]
+        self._sources = self._sources[keep]
 
     # ------------------------------------------------------------------ #
     def __len__(self) -> int:

@@ -159,3 +159,22 @@ def test_multicrop_pipeline_over_folder(messy_root):
             (3, 16, 16)
         ] * 2
         assert tuple(out['data_samples'].mask.shape) == (2, 4, 4)
+
+
+def test_indices_keep_a_subset(demo_data_root):
+    from mmssl.datasets import ImageFolderDataset
+
+    full = ImageFolderDataset(data_root=f'{demo_data_root}/train',
+                              with_label=True)
+    first = ImageFolderDataset(data_root=f'{demo_data_root}/train',
+                               with_label=True, indices=5)
+    picked = ImageFolderDataset(data_root=f'{demo_data_root}/train',
+                                with_label=True, indices=[3, 0, -1])
+    assert len(first) == 5
+    assert [first.get_data_info(i)['img_path'] for i in range(5)] == \
+        [full.get_data_info(i)['img_path'] for i in range(5)]
+    assert [picked.get_data_info(i)['gt_label'] for i in range(3)] == \
+        [full.get_data_info(i)['gt_label'] for i in (3, 0, len(full) - 1)]
+    with pytest.raises(IndexError, match='out of range'):
+        ImageFolderDataset(data_root=f'{demo_data_root}/train',
+                           indices=[len(full)])
