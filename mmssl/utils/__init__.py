@@ -11,7 +11,6 @@ from .checkpoint_io import (
     torch_load_safe,
     trusted_checkpoints,
 )
-from .pretrained import LoadReport, PretrainedStrip, load_pretrained
 from .model_loading import (
     init_model,
     load_checkpoint_file,
@@ -20,6 +19,7 @@ from .model_loading import (
 )
 from .model_parts import backbone_prefix, find_backbone
 from .param_count import count_params, parameter_table
+from .pretrained import LoadReport, PretrainedStrip, load_pretrained
 from .publish import publish_checkpoint, sha256_of
 from .setup_env import register_all_modules
 
