@@ -2,15 +2,13 @@
 # (any sub-folder layout; every image file below data_root is used):
 #   bash tools/dist_train.sh configs/maskfeat/maskfeat_vit-base-p16_8xb256-amp-coslr-300e_custom.py 8 \
 #       --cfg-options train_dataloader.dataset.data_root=/path/to/images
-# NOTE: mmpretrain's CustomDataset(with_label=False) for now; it takes one
-# folder.  mmssl's ImageFolderDataset (mixed sizes, several folders, bad
-# files skipped) will replace it.
+# mmssl's ImageFolderDataset: one folder or a list, searched recursively;
+# unreadable files are skipped and counted (LoadImageRobust).
 _base_ = './maskfeat_vit-base-p16_8xb256-amp-coslr-300e_in1k.py'
 
 train_dataloader = dict(
     dataset=dict(
         _delete_=True,
-        type='CustomDataset',
+        type='ImageFolderDataset',
         data_root='data/custom',
-        with_label=False,
         pipeline={{_base_.train_pipeline}}))

@@ -27,9 +27,8 @@ train_dataloader = dict(
     sampler=dict(type='DefaultSampler', shuffle=True),
     collate_fn=dict(type='default_collate'),
     dataset=dict(
-        type='CustomDataset',
+        type='ImageFolderDataset',
         data_root='data/demo/train',
-        with_label=False,
         pipeline=train_pipeline))
 
 # a ViT-tiny-ish encoder: 64 tokens of 4x4 px on 32 px images

@@ -3,14 +3,13 @@
 #       --cfg-options train_dataloader.dataset.data_root=/path/to/images
 # Set model.num_samples to the number of images in your folder:
 #   --cfg-options model.num_samples=N (an error names N if it is wrong)
-# NOTE: mmpretrain's CustomDataset(with_label=False) for now; it takes one
-# folder.  mmssl's ImageFolderDataset will replace it.
+# mmssl's ImageFolderDataset: one folder or a list, searched recursively;
+# unreadable files are skipped and counted (LoadImageRobust).
 _base_ = './npid_resnet50_8xb32-steplr-200e_in1k.py'
 
 train_dataloader = dict(
     dataset=dict(
         _delete_=True,
-        type='CustomDataset',
+        type='ImageFolderDataset',
         data_root='data/custom',
-        with_label=False,
         pipeline={{_base_.train_pipeline}}))

@@ -1,14 +1,13 @@
 # The relative-loc_resnet50_8xb64-steplr-70e_in1k recipe on your own folder of unlabeled images:
 #   bash tools/dist_train.sh configs/relative_loc/relative-loc_resnet50_8xb64-steplr-70e_custom.py 8 \
 #       --cfg-options train_dataloader.dataset.data_root=/path/to/images
-# NOTE: mmpretrain's CustomDataset(with_label=False) for now; it takes one
-# folder.  mmssl's ImageFolderDataset will replace it.
+# mmssl's ImageFolderDataset: one folder or a list, searched recursively;
+# unreadable files are skipped and counted (LoadImageRobust).
 _base_ = './relative-loc_resnet50_8xb64-steplr-70e_in1k.py'
 
 train_dataloader = dict(
     dataset=dict(
         _delete_=True,
-        type='CustomDataset',
+        type='ImageFolderDataset',
         data_root='data/custom',
-        with_label=False,
         pipeline={{_base_.train_pipeline}}))

@@ -109,6 +109,32 @@ def scan_images(
     return out
 
 
+
+_PLAIN_LOADERS = ('LoadImageFromFile', 'mmcv.LoadImageFromFile')
+
+
+def robust_loading(pipeline: Sequence) -> list:
+    """Swap a plain ``LoadImageFromFile`` for :class:`LoadImageRobust`.
+
+    mmcv's loader stops training on the first unreadable file. For an
+    image folder from the wild, a ``LoadImageFromFile`` config (e.g. one
+    inherited from an mmpretrain recipe) whose arguments the robust
+    loader shares (``to_float32``, ``backend_args``) becomes
+    ``LoadImageRobust``, which decodes the same images to the same BGR
+    uint8 arrays but raises :class:`BadImageError` for bad files, so they
+    are skipped and counted.
+    """
+    out = []
+    for t in pipeline:
+        if (isinstance(t, dict) and t.get('type') in _PLAIN_LOADERS
+                and set(t) <= {'type', 'to_float32', 'backend_args'}):
+            t = dict(t, type='LoadImageRobust')
+            print_log('ImageFolderDataset: LoadImageFromFile -> '
+                      'LoadImageRobust (bad files are skipped).', 'current')
+        out.append(t)
+    return out
+
+
 @DATASETS.register_module()
 class ImageFolderDataset(BaseDataset):
     """Images from one or several folders (recursive) or a list file.
@@ -218,7 +244,7 @@ class ImageFolderDataset(BaseDataset):
             ann_file=ann_file or '',
             metainfo=metainfo,
             data_root='',
-            pipeline=list(pipeline),
+            pipeline=robust_loading(pipeline),
             serialize_data=False,
             lazy_init=True,
             max_refetch=max_refetch,

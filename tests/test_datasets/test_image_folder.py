@@ -178,3 +178,27 @@ def test_indices_keep_a_subset(demo_data_root):
     with pytest.raises(IndexError, match='out of range'):
         ImageFolderDataset(data_root=f'{demo_data_root}/train',
                            indices=[len(full)])
+
+
+def test_plain_loader_becomes_robust(tmp_path):
+    import cv2
+    import numpy as np
+
+    from mmssl.datasets import ImageFolderDataset
+
+    cv2.imwrite(str(tmp_path / 'good.png'), np.full((8, 8, 3), 7, np.uint8))
+    (tmp_path / 'bad.jpg').write_bytes(b'not an image')
+    ds = ImageFolderDataset(
+        data_root=str(tmp_path),
+        pipeline=[dict(type='LoadImageFromFile'), dict(type='PackInputs')],
+        max_bad_ratio=1.0)
+    assert type(ds.pipeline.transforms[0]).__name__ == 'LoadImageRobust'
+    # the bad file is replaced by the good one instead of crashing
+    sample = ds[0]
+    assert sample['inputs'].shape == (3, 8, 8)
+    assert int(sample['inputs'].float().mean()) == 7
+    # a LoadImageFromFile with options the robust loader lacks is kept
+    kept = ImageFolderDataset(
+        data_root=str(tmp_path),
+        pipeline=[dict(type='LoadImageFromFile', color_type='grayscale')])
+    assert type(kept.pipeline.transforms[0]).__name__ == 'LoadImageFromFile'
