@@ -14,7 +14,7 @@ ROOT = osp.dirname(
     osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 )
 DEMO = osp.join(
-    ROOT, 'configs', 'dinov2', 'dinov2_vit-tiny-p8_1xb64-6e_demo.py'
+    ROOT, 'configs', 'dinov2', 'dinov2_vit-tiny-p8_1xb64-3e_demo.py'
 )
 
 
@@ -45,7 +45,7 @@ def test_dinov2_demo_learns(demo_data_root, tmp_path):
     cfg = _cfg(
         demo_data_root,
         tmp_path / 'train',
-        **{'train_cfg.max_epochs': 3, 'train_cfg.val_interval': 3},
+        **{'train_cfg.max_epochs': 2, 'train_cfg.val_interval': 2},
     )
     runner = Runner.from_cfg(cfg)
     runner.train()
@@ -110,6 +110,9 @@ def _worker(rank, world_size, port, data_root, work_dir):
             'env_cfg.dist_cfg.backend': 'gloo',
             'model.backbone.with_cp': True,
             'model.backbone.drop_path_rate': 0.1,
+            # the demo has no local crops; add two so the student backbone
+            # runs twice per step
+            'train_dataloader.dataset.pipeline.1.num_local_crops': 2,
             'train_dataloader.batch_size': 4,
             'train_dataloader.dataset.indices': 16,
             'train_cfg.max_epochs': 1,

@@ -1,8 +1,8 @@
 # iBOT on the bundled 32x32 demo digits (CPU): the DINOv2 demo's tiny ViT,
-# data and schedule; DINO + masked-patch losses with EMA centring, a shared
-# head, no KoLeo.
-#   python tools/train.py configs/ibot/ibot_vit-tiny-p8_1xb64-6e_demo.py
-_base_ = '../dinov2/dinov2_vit-tiny-p8_1xb64-6e_demo.py'
+# data and schedule (batch 64, 3 epochs, 2 global crops); DINO +
+# masked-patch losses with EMA centring, a shared head, no KoLeo.
+#   python tools/train.py configs/ibot/ibot_vit-tiny-p8_1xb64-3e_demo.py
+_base_ = '../dinov2/dinov2_vit-tiny-p8_1xb64-3e_demo.py'
 
 n_prototypes = 256
 model = dict(
