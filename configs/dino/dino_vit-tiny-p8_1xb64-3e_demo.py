@@ -7,7 +7,7 @@ _base_ = '../dinov2/dinov2_vit-tiny-p8_1xb64-3e_demo.py'
 
 n_prototypes = 256
 train_pipeline = [
-    dict(type='LoadImageFromFile'),
+    dict(type='LoadImageRobust'),
     dict(type='MultiCrop', num_global_crops=2, num_local_crops=0,
          global_size=32, local_size=16, global_scale=(0.4, 1.0),
          local_scale=(0.1, 0.4), blur_kernel_size=3),

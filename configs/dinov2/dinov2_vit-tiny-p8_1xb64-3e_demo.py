@@ -23,7 +23,7 @@ data_preprocessor = dict(
     to_rgb=True)
 
 train_pipeline = [
-    dict(type='LoadImageFromFile'),
+    dict(type='LoadImageRobust'),
     dict(
         type='MultiCrop',
         num_global_crops=num_global_crops,
@@ -45,9 +45,8 @@ train_dataloader = dict(
     sampler=dict(type='DefaultSampler', shuffle=True),
     collate_fn=dict(type='default_collate'),
     dataset=dict(
-        type='CustomDataset',
+        type='ImageFolderDataset',
         data_root='data/demo/train',
-        with_label=False,
         pipeline=train_pipeline))
 
 head = dict(
