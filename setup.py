@@ -1,4 +1,5 @@
 """Install mmssl: ``pip install -e .``."""
+
 import os.path as osp
 
 from setuptools import find_packages, setup
@@ -33,8 +34,8 @@ setup(
     packages=find_packages(exclude=('configs', 'tools', 'tests', 'docs')),
     include_package_data=True,
     python_requires='>=3.10',
-    install_requires=parse_requirements('runtime') +
-    parse_requirements('mminstall'),
+    install_requires=parse_requirements('runtime')
+    + parse_requirements('mminstall'),
     extras_require={
         'tests': parse_requirements('tests'),
         'optional': parse_requirements('optional'),

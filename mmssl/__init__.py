@@ -3,6 +3,7 @@
 Importing mmssl checks that the installed mmengine, mmcv and mmpretrain are
 versions mmssl supports, and says what to install when they are not.
 """
+
 import warnings
 from importlib import metadata
 
@@ -12,7 +13,7 @@ from .version import __version__, version_info
 _REQUIRED = {
     'mmengine': (('mmengine', 'mmengine-lite'), '0.10.0', '1.0.0'),
     'mmcv': (('mmcv', 'mmcv-lite'), '2.0.0', '2.4.0'),
-    'mmpretrain': (('mmpretrain', ), '1.2.0', '1.3.0'),
+    'mmpretrain': (('mmpretrain',), '1.2.0', '1.3.0'),
 }
 
 
@@ -54,11 +55,15 @@ def check_dependencies() -> None:
         if found is None:
             problems.append(f'{module} is not installed: pip install "{want}"')
         elif not _digits(low) <= _digits(found) < _digits(high):
-            problems.append(f'{module} {found} is not supported by mmssl '
-                            f'{__version__}: pip install "{want}"')
+            problems.append(
+                f'{module} {found} is not supported by mmssl '
+                f'{__version__}: pip install "{want}"'
+            )
     if problems:
-        raise ImportError('mmssl found incompatible dependencies:\n  ' +
-                          '\n  '.join(problems))
+        raise ImportError(
+            'mmssl found incompatible dependencies:\n  '
+            + '\n  '.join(problems)
+        )
 
 
 check_dependencies()
@@ -72,6 +77,7 @@ patch_mmengine_package_lookup()
 # mmcv-lite has no compiled ops; mmcv warns about that on every import even
 # though mmssl never uses them.
 warnings.filterwarnings(
-    'ignore', message='Fail to import ``MultiScaleDeformableAttention``')
+    'ignore', message='Fail to import ``MultiScaleDeformableAttention``'
+)
 
 __all__ = ['__version__', 'version_info', 'check_dependencies']

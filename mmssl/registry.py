@@ -40,172 +40,172 @@ from mmpretrain.registry import (
 )
 
 __all__ = [
-    "RUNNERS",
-    "RUNNER_CONSTRUCTORS",
-    "LOOPS",
-    "HOOKS",
-    "LOG_PROCESSORS",
-    "OPTIMIZERS",
-    "OPTIM_WRAPPERS",
-    "OPTIM_WRAPPER_CONSTRUCTORS",
-    "PARAM_SCHEDULERS",
-    "DATASETS",
-    "DATA_SAMPLERS",
-    "TRANSFORMS",
-    "MODELS",
-    "MODEL_WRAPPERS",
-    "WEIGHT_INITIALIZERS",
-    "BATCH_AUGMENTS",
-    "TASK_UTILS",
-    "METRICS",
-    "EVALUATORS",
-    "VISUALIZERS",
-    "VISBACKENDS",
-    "FUNCTIONS",
-    "INFERENCERS",
-    "STRATEGIES",
+    'RUNNERS',
+    'RUNNER_CONSTRUCTORS',
+    'LOOPS',
+    'HOOKS',
+    'LOG_PROCESSORS',
+    'OPTIMIZERS',
+    'OPTIM_WRAPPERS',
+    'OPTIM_WRAPPER_CONSTRUCTORS',
+    'PARAM_SCHEDULERS',
+    'DATASETS',
+    'DATA_SAMPLERS',
+    'TRANSFORMS',
+    'MODELS',
+    'MODEL_WRAPPERS',
+    'WEIGHT_INITIALIZERS',
+    'BATCH_AUGMENTS',
+    'TASK_UTILS',
+    'METRICS',
+    'EVALUATORS',
+    'VISUALIZERS',
+    'VISBACKENDS',
+    'FUNCTIONS',
+    'INFERENCERS',
+    'STRATEGIES',
 ]
 
 RUNNERS = Registry(
-    "runner",
+    'runner',
     parent=MMPRETRAIN_RUNNERS,
-    locations=["mmssl.engine"],
+    locations=['mmssl.engine'],
 )
 
 RUNNER_CONSTRUCTORS = Registry(
-    "runner constructor",
+    'runner constructor',
     parent=MMPRETRAIN_RUNNER_CONSTRUCTORS,
-    locations=["mmssl.engine"],
+    locations=['mmssl.engine'],
 )
 
 LOOPS = Registry(
-    "loop",
+    'loop',
     parent=MMPRETRAIN_LOOPS,
-    locations=["mmssl.engine"],
+    locations=['mmssl.engine'],
 )
 
 HOOKS = Registry(
-    "hook",
+    'hook',
     parent=MMPRETRAIN_HOOKS,
-    locations=["mmssl.engine"],
+    locations=['mmssl.engine'],
 )
 
 LOG_PROCESSORS = Registry(
-    "log processor",
+    'log processor',
     parent=MMPRETRAIN_LOG_PROCESSORS,
-    locations=["mmssl.engine"],
+    locations=['mmssl.engine'],
 )
 
 OPTIMIZERS = Registry(
-    "optimizer",
+    'optimizer',
     parent=MMPRETRAIN_OPTIMIZERS,
-    locations=["mmssl.engine"],
+    locations=['mmssl.engine'],
 )
 
 OPTIM_WRAPPERS = Registry(
-    "optim_wrapper",
+    'optim_wrapper',
     parent=MMPRETRAIN_OPTIM_WRAPPERS,
-    locations=["mmssl.engine"],
+    locations=['mmssl.engine'],
 )
 
 OPTIM_WRAPPER_CONSTRUCTORS = Registry(
-    "optimizer wrapper constructor",
+    'optimizer wrapper constructor',
     parent=MMPRETRAIN_OPTIM_WRAPPER_CONSTRUCTORS,
-    locations=["mmssl.engine"],
+    locations=['mmssl.engine'],
 )
 
 PARAM_SCHEDULERS = Registry(
-    "parameter scheduler",
+    'parameter scheduler',
     parent=MMPRETRAIN_PARAM_SCHEDULERS,
-    locations=["mmssl.engine"],
+    locations=['mmssl.engine'],
 )
 
 DATASETS = Registry(
-    "dataset",
+    'dataset',
     parent=MMPRETRAIN_DATASETS,
-    locations=["mmssl.datasets"],
+    locations=['mmssl.datasets'],
 )
 
 DATA_SAMPLERS = Registry(
-    "data sampler",
+    'data sampler',
     parent=MMPRETRAIN_DATA_SAMPLERS,
-    locations=["mmssl.datasets"],
+    locations=['mmssl.datasets'],
 )
 
 TRANSFORMS = Registry(
-    "transform",
+    'transform',
     parent=MMPRETRAIN_TRANSFORMS,
-    locations=["mmssl.datasets"],
+    locations=['mmssl.datasets'],
 )
 
 MODELS = Registry(
-    "model",
+    'model',
     parent=MMPRETRAIN_MODELS,
-    locations=["mmssl.models"],
+    locations=['mmssl.models'],
 )
 
 MODEL_WRAPPERS = Registry(
-    "model_wrapper",
+    'model_wrapper',
     parent=MMPRETRAIN_MODEL_WRAPPERS,
-    locations=["mmssl.models"],
+    locations=['mmssl.models'],
 )
 
 WEIGHT_INITIALIZERS = Registry(
-    "weight initializer",
+    'weight initializer',
     parent=MMPRETRAIN_WEIGHT_INITIALIZERS,
-    locations=["mmssl.models"],
+    locations=['mmssl.models'],
 )
 
 BATCH_AUGMENTS = Registry(
-    "batch augment",
+    'batch augment',
     parent=MMPRETRAIN_BATCH_AUGMENTS,
-    locations=["mmssl.models"],
+    locations=['mmssl.models'],
 )
 
 TASK_UTILS = Registry(
-    "task util",
+    'task util',
     parent=MMPRETRAIN_TASK_UTILS,
-    locations=["mmssl.models"],
+    locations=['mmssl.models'],
 )
 
 METRICS = Registry(
-    "metric",
+    'metric',
     parent=MMPRETRAIN_METRICS,
-    locations=["mmssl.evaluation"],
+    locations=['mmssl.evaluation'],
 )
 
 EVALUATORS = Registry(
-    "evaluator",
+    'evaluator',
     parent=MMPRETRAIN_EVALUATORS,
-    locations=["mmssl.evaluation"],
+    locations=['mmssl.evaluation'],
 )
 
 VISUALIZERS = Registry(
-    "visualizer",
+    'visualizer',
     parent=MMPRETRAIN_VISUALIZERS,
-    locations=["mmssl.visualization"],
+    locations=['mmssl.visualization'],
 )
 
 VISBACKENDS = Registry(
-    "vis_backend",
+    'vis_backend',
     parent=MMPRETRAIN_VISBACKENDS,
-    locations=["mmssl.visualization"],
+    locations=['mmssl.visualization'],
 )
 
 FUNCTIONS = Registry(
-    "function",
+    'function',
     parent=MMENGINE_FUNCTIONS,
-    locations=["mmssl.utils"],
+    locations=['mmssl.utils'],
 )
 
 INFERENCERS = Registry(
-    "inferencer",
+    'inferencer',
     parent=MMENGINE_INFERENCERS,
-    locations=["mmssl.apis"],
+    locations=['mmssl.apis'],
 )
 
 STRATEGIES = Registry(
-    "strategy",
+    'strategy',
     parent=MMENGINE_STRATEGIES,
-    locations=["mmssl.engine"],
+    locations=['mmssl.engine'],
 )

@@ -1,4 +1,5 @@
 """Shared fixtures: the demo dataset, made once per test session."""
+
 import os
 import os.path as osp
 import sys
@@ -18,6 +19,7 @@ def demo_data_root(tmp_path_factory) -> str:
     """Folder with the demo digits: ``train/<cls>/*.png``, ``val/...``."""
     sys.path.insert(0, osp.join(ROOT, 'tools', 'misc'))
     from make_demo_dataset import make_demo_dataset
+
     root = str(tmp_path_factory.mktemp('demo'))
     make_demo_dataset(root)
     return root
@@ -26,4 +28,5 @@ def demo_data_root(tmp_path_factory) -> str:
 @pytest.fixture(scope='session', autouse=True)
 def _register_modules():
     from mmssl.utils import register_all_modules
+
     register_all_modules()

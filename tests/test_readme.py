@@ -1,4 +1,5 @@
 """The README's Quick start commands must stay true."""
+
 import os.path as osp
 import re
 

@@ -1,4 +1,5 @@
 """Registries: children of mmpretrain's, resolving all three scopes."""
+
 import mmengine.registry as mmengine_registry
 import mmpretrain.registry as mmpretrain_registry
 import pytest
@@ -10,7 +11,8 @@ def _registry_names(module) -> set:
     return {
         name
         for name, value in vars(module).items()
-        if isinstance(value, mmengine_registry.Registry) and name.isupper()
+        if isinstance(value, mmengine_registry.Registry)
+        and name.isupper()
         and not name.startswith(('MMENGINE_', 'MMPRETRAIN_'))
     }
 
@@ -32,21 +34,24 @@ def test_every_mmengine_registry_has_an_mmssl_child():
             assert parent_scope == 'mmengine', name
 
 
-@pytest.mark.parametrize('registry, name, package', [
-    ('MODELS', 'KNNDataset', None),
-    ('MODELS', 'DINOVisionTransformer', 'mmssl'),
-    ('MODELS', 'MoCoV3', 'mmpretrain'),
-    ('MODELS', 'ResNet_CIFAR', 'mmpretrain'),
-    ('DATASETS', 'KNNDataset', 'mmssl'),
-    ('DATASETS', 'CustomDataset', 'mmpretrain'),
-    ('HOOKS', 'CheckpointHook', 'mmengine'),
-    ('HOOKS', 'AtomicCheckpointHook', 'mmssl'),
-    ('LOOPS', 'FeatureTestLoop', 'mmssl'),
-    ('METRICS', 'KNNAccuracy', 'mmssl'),
-    ('OPTIM_WRAPPERS', 'AmpOptimWrapper', 'mmengine'),
-    ('TRANSFORMS', 'PackInputs', 'mmpretrain'),
-    ('TRANSFORMS', 'MultiCrop', 'mmssl'),
-])
+@pytest.mark.parametrize(
+    'registry, name, package',
+    [
+        ('MODELS', 'KNNDataset', None),
+        ('MODELS', 'DINOVisionTransformer', 'mmssl'),
+        ('MODELS', 'MoCoV3', 'mmpretrain'),
+        ('MODELS', 'ResNet_CIFAR', 'mmpretrain'),
+        ('DATASETS', 'KNNDataset', 'mmssl'),
+        ('DATASETS', 'CustomDataset', 'mmpretrain'),
+        ('HOOKS', 'CheckpointHook', 'mmengine'),
+        ('HOOKS', 'AtomicCheckpointHook', 'mmssl'),
+        ('LOOPS', 'FeatureTestLoop', 'mmssl'),
+        ('METRICS', 'KNNAccuracy', 'mmssl'),
+        ('OPTIM_WRAPPERS', 'AmpOptimWrapper', 'mmengine'),
+        ('TRANSFORMS', 'PackInputs', 'mmpretrain'),
+        ('TRANSFORMS', 'MultiCrop', 'mmssl'),
+    ],
+)
 def test_default_scope_resolves_without_prefix(registry, name, package):
     cls = getattr(mmssl_registry, registry).get(name)
     if package is None:
@@ -59,8 +64,11 @@ def test_default_scope_resolves_without_prefix(registry, name, package):
 def test_version_check_names_the_fix(monkeypatch):
     import mmssl
 
-    monkeypatch.setattr(mmssl, '_installed_version',
-                        lambda dists: '0.1.0' if 'mmcv' in dists else None)
+    monkeypatch.setattr(
+        mmssl,
+        '_installed_version',
+        lambda dists: '0.1.0' if 'mmcv' in dists else None,
+    )
     with pytest.raises(ImportError) as info:
         mmssl.check_dependencies()
     text = str(info.value)

@@ -11,15 +11,21 @@ data_preprocessor = dict(
     type='SelfSupDataPreprocessor',
     mean=[33.0, 33.0, 33.0],
     std=[60.0, 60.0, 60.0],
-    to_rgb=True)
+    to_rgb=True,
+)
 
 view_pipeline = [
-    dict(type='RandomResizedCrop', scale=32, crop_ratio_range=(0.5, 1.0),
-         backend='cv2'),
+    dict(
+        type='RandomResizedCrop',
+        scale=32,
+        crop_ratio_range=(0.5, 1.0),
+        backend='cv2',
+    ),
     dict(
         type='RandomApply',
         transforms=[dict(type='ColorJitter', brightness=0.4, contrast=0.4)],
-        prob=0.8),
+        prob=0.8,
+    ),
 ]
 train_pipeline = [
     dict(type='LoadImageFromFile'),
@@ -36,14 +42,17 @@ train_dataloader = dict(
     dataset=dict(
         type='ImageFolderDataset',
         data_root='data/demo/train',
-        pipeline=train_pipeline))
+        pipeline=train_pipeline,
+    ),
+)
 
 backbone = dict(
     type='ResNet_CIFAR',
     depth=18,
     stem_channels=16,
     base_channels=16,
-    zero_init_residual=True)
+    zero_init_residual=True,
+)
 
 model = dict(
     type='BarlowTwins',
@@ -57,26 +66,45 @@ model = dict(
         num_layers=3,
         with_last_bn=False,
         with_last_bn_affine=False,
-        with_avg_pool=True),
+        with_avg_pool=True,
+    ),
     head=dict(
         type='LatentCrossCorrelationHead',
         in_channels=256,
-        loss=dict(type='CrossCorrelationLoss')))
+        loss=dict(type='CrossCorrelationLoss'),
+    ),
+)
 
 optim_wrapper = dict(
     type='OptimWrapper',
-    optimizer=dict(type='SGD', lr=0.05, momentum=0.9, weight_decay=5e-4))
+    optimizer=dict(type='SGD', lr=0.05, momentum=0.9, weight_decay=5e-4),
+)
 
 max_epochs = 4
 param_scheduler = [
-    dict(type='LinearLR', start_factor=0.1, by_epoch=True, begin=0, end=1,
-         convert_to_iter_based=True),
-    dict(type='CosineAnnealingLR', T_max=max_epochs - 1, by_epoch=True,
-         begin=1, end=max_epochs, convert_to_iter_based=True),
+    dict(
+        type='LinearLR',
+        start_factor=0.1,
+        by_epoch=True,
+        begin=0,
+        end=1,
+        convert_to_iter_based=True,
+    ),
+    dict(
+        type='CosineAnnealingLR',
+        T_max=max_epochs - 1,
+        by_epoch=True,
+        begin=1,
+        end=max_epochs,
+        convert_to_iter_based=True,
+    ),
 ]
-train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=max_epochs,
-                 val_interval=max_epochs)
+train_cfg = dict(
+    type='EpochBasedTrainLoop', max_epochs=max_epochs, val_interval=max_epochs
+)
 auto_scale_lr = dict(base_batch_size=64)
-default_hooks = dict(logger=dict(interval=10),
-                     checkpoint=dict(interval=max_epochs, max_keep_ckpts=1))
+default_hooks = dict(
+    logger=dict(interval=10),
+    checkpoint=dict(interval=max_epochs, max_keep_ckpts=1),
+)
 randomness = dict(seed=0)

@@ -2,6 +2,8 @@
 # (mmpretrain/.mim/configs/barlowtwins/barlowtwins_resnet50_8xb256-coslr-300e_in1k.py) and run in mmssl's scope.
 # Data: data/imagenet/train/<class>/*.JPEG (labels unused).
 #   bash tools/dist_train.sh configs/barlowtwins/barlowtwins_resnet50_8xb256-coslr-300e_in1k.py 8
-_base_ = 'mmpretrain::barlowtwins/barlowtwins_resnet50_8xb256-coslr-300e_in1k.py'
+_base_ = (
+    'mmpretrain::barlowtwins/barlowtwins_resnet50_8xb256-coslr-300e_in1k.py'
+)
 
 default_scope = 'mmssl'

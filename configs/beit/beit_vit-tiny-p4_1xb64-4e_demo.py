@@ -15,7 +15,8 @@ data_preprocessor = dict(
     std=[60.0, 60.0, 60.0],
     second_mean=[127.5, 127.5, 127.5],
     second_std=[127.5, 127.5, 127.5],
-    to_rgb=True)
+    to_rgb=True,
+)
 train_pipeline = [
     dict(type='LoadImageFromFile'),
     dict(
@@ -24,13 +25,15 @@ train_pipeline = [
         second_size=64,
         interpolation='bicubic',
         second_interpolation='bicubic',
-        scale=(0.5, 1.0)),
+        scale=(0.5, 1.0),
+    ),
     dict(
         type='BEiTMaskGenerator',
         input_size=(8, 8),
         num_masking_patches=24,
         max_num_patches=None,
-        min_num_patches=4),
+        min_num_patches=4,
+    ),
     dict(type='PackInputs'),
 ]
 
@@ -44,11 +47,14 @@ train_dataloader = dict(
     dataset=dict(
         type='ImageFolderDataset',
         data_root='data/demo/train',
-        pipeline=train_pipeline))
+        pipeline=train_pipeline,
+    ),
+)
 
 # a ViT-tiny-ish encoder: 64 tokens of 4x4 px on 32 px images
 vit_arch = dict(
-    embed_dims=96, num_layers=4, num_heads=3, feedforward_channels=384)
+    embed_dims=96, num_layers=4, num_heads=3, feedforward_channels=384
+)
 
 # A random tiny DALL-E encoder (64 codes, on the 64 px second image) stands in
 # for the pretrained tokenizer so the demo needs no download.
@@ -62,30 +68,51 @@ model = dict(
         patch_size=4,
         final_norm=True,
         out_type='raw',
-        layer_scale_init_value=0.1),
+        layer_scale_init_value=0.1,
+    ),
     neck=None,
     head=dict(
         type='BEiTV1Head',
         embed_dims=96,
         num_embed=64,
-        loss=dict(type='CrossEntropyLoss')),
+        loss=dict(type='CrossEntropyLoss'),
+    ),
     target_generator=dict(
-        type='DALL-E', group_count=4, n_hid=16, vocab_size=64))
+        type='DALL-E', group_count=4, n_hid=16, vocab_size=64
+    ),
+)
 
 optim_wrapper = dict(
     type='OptimWrapper',
-    optimizer=dict(type='AdamW', lr=0.0015, betas=(0.9, 0.95),
-                   weight_decay=0.05))
+    optimizer=dict(
+        type='AdamW', lr=0.0015, betas=(0.9, 0.95), weight_decay=0.05
+    ),
+)
 max_epochs = 4
 param_scheduler = [
-    dict(type='LinearLR', start_factor=0.1, by_epoch=True, begin=0, end=1,
-         convert_to_iter_based=True),
-    dict(type='CosineAnnealingLR', T_max=max_epochs - 1, by_epoch=True,
-         begin=1, end=max_epochs, convert_to_iter_based=True),
+    dict(
+        type='LinearLR',
+        start_factor=0.1,
+        by_epoch=True,
+        begin=0,
+        end=1,
+        convert_to_iter_based=True,
+    ),
+    dict(
+        type='CosineAnnealingLR',
+        T_max=max_epochs - 1,
+        by_epoch=True,
+        begin=1,
+        end=max_epochs,
+        convert_to_iter_based=True,
+    ),
 ]
-train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=max_epochs,
-                 val_interval=max_epochs)
+train_cfg = dict(
+    type='EpochBasedTrainLoop', max_epochs=max_epochs, val_interval=max_epochs
+)
 auto_scale_lr = dict(base_batch_size=64)
-default_hooks = dict(logger=dict(interval=10),
-                     checkpoint=dict(interval=max_epochs, max_keep_ckpts=1))
+default_hooks = dict(
+    logger=dict(interval=10),
+    checkpoint=dict(interval=max_epochs, max_keep_ckpts=1),
+)
 randomness = dict(seed=0)

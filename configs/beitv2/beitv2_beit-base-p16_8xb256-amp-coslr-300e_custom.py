@@ -11,4 +11,6 @@ train_dataloader = dict(
         _delete_=True,
         type='ImageFolderDataset',
         data_root='data/custom',
-        pipeline={{_base_.train_pipeline}}))
+        pipeline={{_base_.train_pipeline}},
+    )
+)

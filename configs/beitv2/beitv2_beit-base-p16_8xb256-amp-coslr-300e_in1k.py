@@ -2,7 +2,9 @@
 # (mmpretrain/.mim/configs/beitv2/beitv2_beit-base-p16_8xb256-amp-coslr-300e_in1k.py) and run in mmssl's scope.
 # Data: data/imagenet/train/<class>/*.JPEG (labels unused).
 #   bash tools/dist_train.sh configs/beitv2/beitv2_beit-base-p16_8xb256-amp-coslr-300e_in1k.py 8
-_base_ = 'mmpretrain::beitv2/beitv2_beit-base-p16_8xb256-amp-coslr-300e_in1k.py'
+_base_ = (
+    'mmpretrain::beitv2/beitv2_beit-base-p16_8xb256-amp-coslr-300e_in1k.py'
+)
 
 default_scope = 'mmssl'
 
@@ -10,4 +12,6 @@ default_scope = 'mmssl'
 # exists (the URL below is downloaded on first use) and otherwise says
 # what to provide.  Offline: download it and pass
 #   --cfg-options model.target_generator.init_cfg.checkpoint=/path/to/file
-model = dict(_scope_='mmssl', target_generator=dict(type='PretrainedVQKDTarget'))
+model = dict(
+    _scope_='mmssl', target_generator=dict(type='PretrainedVQKDTarget')
+)

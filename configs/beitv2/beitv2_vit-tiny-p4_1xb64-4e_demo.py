@@ -15,7 +15,8 @@ data_preprocessor = dict(
     std=[60.0, 60.0, 60.0],
     second_mean=[127.5, 127.5, 127.5],
     second_std=[127.5, 127.5, 127.5],
-    to_rgb=True)
+    to_rgb=True,
+)
 train_pipeline = [
     dict(type='LoadImageFromFile'),
     dict(
@@ -24,13 +25,15 @@ train_pipeline = [
         second_size=32,
         interpolation='bicubic',
         second_interpolation='bicubic',
-        scale=(0.5, 1.0)),
+        scale=(0.5, 1.0),
+    ),
     dict(
         type='BEiTMaskGenerator',
         input_size=(8, 8),
         num_masking_patches=24,
         max_num_patches=None,
-        min_num_patches=4),
+        min_num_patches=4,
+    ),
     dict(type='PackInputs'),
 ]
 
@@ -44,11 +47,14 @@ train_dataloader = dict(
     dataset=dict(
         type='ImageFolderDataset',
         data_root='data/demo/train',
-        pipeline=train_pipeline))
+        pipeline=train_pipeline,
+    ),
+)
 
 # a ViT-tiny-ish encoder: 64 tokens of 4x4 px on 32 px images
 vit_arch = dict(
-    embed_dims=96, num_layers=4, num_heads=3, feedforward_channels=384)
+    embed_dims=96, num_layers=4, num_heads=3, feedforward_channels=384
+)
 
 # A random tiny VQ-KD tokenizer (64 codes) stands in for the pretrained one,
 # so the demo needs no download (it teaches nothing semantic).
@@ -63,33 +69,45 @@ model = dict(
         out_indices=[-2, -1],
         final_norm=False,
         out_type='raw',
-        layer_scale_init_value=0.1),
+        layer_scale_init_value=0.1,
+    ),
     neck=dict(
         type='BEiTV2Neck',
         num_layers=1,
         early_layers=2,
         # mmpretrain checks for 'num_layers' but reads 'depth'
-        backbone_arch=dict(embed_dims=96, depth=4, num_layers=4, num_heads=3,
-                           feedforward_channels=384),
-        layer_scale_init_value=0.1),
+        backbone_arch=dict(
+            embed_dims=96,
+            depth=4,
+            num_layers=4,
+            num_heads=3,
+            feedforward_channels=384,
+        ),
+        layer_scale_init_value=0.1,
+    ),
     head=dict(
         type='BEiTV2Head',
         embed_dims=96,
         num_embed=64,
-        loss=dict(type='CrossEntropyLoss')),
+        loss=dict(type='CrossEntropyLoss'),
+    ),
     target_generator=dict(
         type='VQKD',
         num_embed=64,
         embed_dims=16,
         encoder_config=dict(
-            arch=dict(embed_dims=32, num_layers=1, num_heads=2,
-                      feedforward_channels=64),
+            arch=dict(
+                embed_dims=32,
+                num_layers=1,
+                num_heads=2,
+                feedforward_channels=64,
+            ),
             img_size=32,
             patch_size=4,
             in_channels=3,
             out_indices=-1,
-            drop_rate=0.,
-            drop_path_rate=0.,
+            drop_rate=0.0,
+            drop_path_rate=0.0,
             norm_cfg=dict(type='LN', eps=1e-6),
             final_norm=True,
             out_type='featmap',
@@ -98,26 +116,46 @@ model = dict(
             use_abs_pos_emb=True,
             use_rel_pos_bias=False,
             use_shared_rel_pos_bias=False,
-            layer_scale_init_value=0.,
+            layer_scale_init_value=0.0,
             interpolate_mode='bicubic',
             patch_cfg=dict(),
             layer_cfgs=dict(),
-            init_cfg=None)))
+            init_cfg=None,
+        ),
+    ),
+)
 
 optim_wrapper = dict(
     type='OptimWrapper',
-    optimizer=dict(type='AdamW', lr=0.0015, betas=(0.9, 0.95),
-                   weight_decay=0.05))
+    optimizer=dict(
+        type='AdamW', lr=0.0015, betas=(0.9, 0.95), weight_decay=0.05
+    ),
+)
 max_epochs = 4
 param_scheduler = [
-    dict(type='LinearLR', start_factor=0.1, by_epoch=True, begin=0, end=1,
-         convert_to_iter_based=True),
-    dict(type='CosineAnnealingLR', T_max=max_epochs - 1, by_epoch=True,
-         begin=1, end=max_epochs, convert_to_iter_based=True),
+    dict(
+        type='LinearLR',
+        start_factor=0.1,
+        by_epoch=True,
+        begin=0,
+        end=1,
+        convert_to_iter_based=True,
+    ),
+    dict(
+        type='CosineAnnealingLR',
+        T_max=max_epochs - 1,
+        by_epoch=True,
+        begin=1,
+        end=max_epochs,
+        convert_to_iter_based=True,
+    ),
 ]
-train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=max_epochs,
-                 val_interval=max_epochs)
+train_cfg = dict(
+    type='EpochBasedTrainLoop', max_epochs=max_epochs, val_interval=max_epochs
+)
 auto_scale_lr = dict(base_batch_size=64)
-default_hooks = dict(logger=dict(interval=10),
-                     checkpoint=dict(interval=max_epochs, max_keep_ckpts=1))
+default_hooks = dict(
+    logger=dict(interval=10),
+    checkpoint=dict(interval=max_epochs, max_keep_ckpts=1),
+)
 randomness = dict(seed=0)

@@ -10,4 +10,6 @@ default_scope = 'mmssl'
 # exists (the URL below is downloaded on first use) and otherwise says
 # what to provide.  Offline: download it and pass
 #   --cfg-options model.target_generator.init_cfg.checkpoint=/path/to/file
-model = dict(_scope_='mmssl', target_generator=dict(type='PretrainedDALLETarget'))
+model = dict(
+    _scope_='mmssl', target_generator=dict(type='PretrainedDALLETarget')
+)

@@ -11,16 +11,22 @@ data_preprocessor = dict(
     type='SelfSupDataPreprocessor',
     mean=[33.0, 33.0, 33.0],
     std=[60.0, 60.0, 60.0],
-    to_rgb=True)
+    to_rgb=True,
+)
 
 train_pipeline = [
     dict(type='LoadImageFromFile'),
-    dict(type='RandomResizedCrop', scale=32, crop_ratio_range=(0.5, 1.0),
-         backend='cv2'),
+    dict(
+        type='RandomResizedCrop',
+        scale=32,
+        crop_ratio_range=(0.5, 1.0),
+        backend='cv2',
+    ),
     dict(
         type='RandomApply',
         transforms=[dict(type='ColorJitter', brightness=0.4, contrast=0.4)],
-        prob=0.8),
+        prob=0.8,
+    ),
     dict(type='PackInputs'),
 ]
 # deterministic pipeline for the features that are clustered
@@ -39,14 +45,17 @@ train_dataloader = dict(
     dataset=dict(
         type='ImageFolderDataset',
         data_root='data/demo/train',
-        pipeline=train_pipeline))
+        pipeline=train_pipeline,
+    ),
+)
 
 backbone = dict(
     type='ResNet_CIFAR',
     depth=18,
     stem_channels=16,
     base_channels=16,
-    zero_init_residual=True)
+    zero_init_residual=True,
+)
 
 # num_samples = number of training images (the pseudo-label buffer length)
 num_classes = 20
@@ -57,26 +66,46 @@ model = dict(
     data_preprocessor=data_preprocessor,
     backbone=backbone,
     neck=dict(type='GlobalAveragePooling'),
-    head=dict(
-        type='PretextClsHead', in_channels=128, num_classes=num_classes))
+    head=dict(type='PretextClsHead', in_channels=128, num_classes=num_classes),
+)
 custom_hooks = [
-    dict(type='DeepClusterHook', extract_pipeline=extract_pipeline,
-         interval=1, batch_size=128)
+    dict(
+        type='DeepClusterHook',
+        extract_pipeline=extract_pipeline,
+        interval=1,
+        batch_size=128,
+    )
 ]
 
 optim_wrapper = dict(
     type='OptimWrapper',
-    optimizer=dict(type='SGD', lr=0.05, momentum=0.9, weight_decay=5e-4))
+    optimizer=dict(type='SGD', lr=0.05, momentum=0.9, weight_decay=5e-4),
+)
 max_epochs = 4
 param_scheduler = [
-    dict(type='LinearLR', start_factor=0.1, by_epoch=True, begin=0, end=1,
-         convert_to_iter_based=True),
-    dict(type='CosineAnnealingLR', T_max=max_epochs - 1, by_epoch=True,
-         begin=1, end=max_epochs, convert_to_iter_based=True),
+    dict(
+        type='LinearLR',
+        start_factor=0.1,
+        by_epoch=True,
+        begin=0,
+        end=1,
+        convert_to_iter_based=True,
+    ),
+    dict(
+        type='CosineAnnealingLR',
+        T_max=max_epochs - 1,
+        by_epoch=True,
+        begin=1,
+        end=max_epochs,
+        convert_to_iter_based=True,
+    ),
 ]
-train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=max_epochs,
-                 val_interval=max_epochs)
+train_cfg = dict(
+    type='EpochBasedTrainLoop', max_epochs=max_epochs, val_interval=max_epochs
+)
 auto_scale_lr = dict(base_batch_size=64)
-default_hooks = dict(logger=dict(interval=10),
-                     checkpoint=dict(interval=max_epochs, max_keep_ckpts=1))
+default_hooks = dict(
+    logger=dict(interval=10),
+    checkpoint=dict(interval=max_epochs, max_keep_ckpts=1),
+)
 randomness = dict(seed=0)

@@ -26,17 +26,27 @@ model = dict(
     backbone=dict(type='ResNet', depth=50, norm_cfg=dict(type='BN')),
     neck=dict(type='GlobalAveragePooling'),
     head=dict(
-        type='PretextClsHead', in_channels=2048, num_classes=num_classes))
-train_dataloader = dict(sampler=dict(_delete_=True,
-                                     type='ClusterUniformSampler'))
+        type='PretextClsHead', in_channels=2048, num_classes=num_classes
+    ),
+)
+train_dataloader = dict(
+    sampler=dict(_delete_=True, type='ClusterUniformSampler')
+)
 custom_hooks = [
-    dict(type='DeepClusterHook', extract_pipeline=extract_pipeline,
-         pca_dim=256, interval=1, batch_size=128, num_workers=8)
+    dict(
+        type='DeepClusterHook',
+        extract_pipeline=extract_pipeline,
+        pca_dim=256,
+        interval=1,
+        batch_size=128,
+        num_workers=8,
+    )
 ]
 
 optim_wrapper = dict(
     type='OptimWrapper',
-    optimizer=dict(type='SGD', lr=0.1, momentum=0.9, weight_decay=1e-05))
+    optimizer=dict(type='SGD', lr=0.1, momentum=0.9, weight_decay=1e-05),
+)
 param_scheduler = [
     dict(type='MultiStepLR', by_epoch=True, milestones=[400], gamma=0.1)
 ]

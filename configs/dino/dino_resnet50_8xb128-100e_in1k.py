@@ -8,34 +8,68 @@ _base_ = './dino_vit-s16_8xb128-100e_in1k.py'
 
 train_pipeline = [
     dict(type='LoadImageRobust', max_side=None),
-    dict(type='MultiCrop', num_global_crops=2, num_local_crops=6,
-         global_size=224, local_size=96, global_scale=(0.14, 1.0),
-         local_scale=(0.05, 0.14)),
-    dict(type='PackInputs',
-         meta_keys=('sample_idx', 'img_path', 'num_global_crops', 'source')),
+    dict(
+        type='MultiCrop',
+        num_global_crops=2,
+        num_local_crops=6,
+        global_size=224,
+        local_size=96,
+        global_scale=(0.14, 1.0),
+        local_scale=(0.05, 0.14),
+    ),
+    dict(
+        type='PackInputs',
+        meta_keys=('sample_idx', 'img_path', 'num_global_crops', 'source'),
+    ),
 ]
 train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
 model = dict(
-    backbone=dict(_delete_=True, type='ResNet', depth=50,
-                  norm_cfg=dict(type='SyncBN'), zero_init_residual=True),
-    head=dict(in_channels=2048, use_bn=True, norm_last_layer=True))
+    backbone=dict(
+        _delete_=True,
+        type='ResNet',
+        depth=50,
+        norm_cfg=dict(type='SyncBN'),
+        zero_init_residual=True,
+    ),
+    head=dict(in_channels=2048, use_bn=True, norm_last_layer=True),
+)
 optim_wrapper = dict(
     _delete_=True,
     type='NaNGuardOptimWrapper',
     max_consecutive_skips=10,
-    optimizer=dict(type='SGD', lr=0.3 * 1024 / 256, momentum=0.9,
-                   weight_decay=1e-4),
-    paramwise_cfg=dict(flat_decay_mult=0.0))
+    optimizer=dict(
+        type='SGD', lr=0.3 * 1024 / 256, momentum=0.9, weight_decay=1e-4
+    ),
+    paramwise_cfg=dict(flat_decay_mult=0.0),
+)
 param_scheduler = [
-    dict(type='LinearLR', start_factor=1e-6, by_epoch=True, begin=0,
-         end=10, convert_to_iter_based=True),
-    dict(type='CosineAnnealingLR', T_max=90, eta_min=0.0048, by_epoch=True,
-         begin=10, end=100, convert_to_iter_based=True),
+    dict(
+        type='LinearLR',
+        start_factor=1e-6,
+        by_epoch=True,
+        begin=0,
+        end=10,
+        convert_to_iter_based=True,
+    ),
+    dict(
+        type='CosineAnnealingLR',
+        T_max=90,
+        eta_min=0.0048,
+        by_epoch=True,
+        begin=10,
+        end=100,
+        convert_to_iter_based=True,
+    ),
 ]
 custom_hooks = [
     dict(type='BadFileSummaryHook', interval=50),
     dict(type='TeacherEMAHook', momentum=0.996, end_momentum=1.0),
-    dict(type='TeacherTempWarmupHook', warmup_temp=0.04, temp=0.07,
-         warmup_epochs=50, by_epoch=True),
+    dict(
+        type='TeacherTempWarmupHook',
+        warmup_temp=0.04,
+        temp=0.07,
+        warmup_epochs=50,
+        by_epoch=True,
+    ),
     dict(type='FreezeLastLayerHook', freeze_epochs=1),
 ]

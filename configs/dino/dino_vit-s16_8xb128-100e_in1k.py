@@ -15,15 +15,24 @@ _base_ = [
 n_prototypes = 65536
 train_pipeline = [
     dict(type='LoadImageRobust', max_side=None),
-    dict(type='MultiCrop', num_global_crops=2, num_local_crops=10,
-         global_size=224, local_size=96, global_scale=(0.4, 1.0),
-         local_scale=(0.05, 0.4)),
-    dict(type='PackInputs',
-         meta_keys=('sample_idx', 'img_path', 'num_global_crops', 'source')),
+    dict(
+        type='MultiCrop',
+        num_global_crops=2,
+        num_local_crops=10,
+        global_size=224,
+        local_size=96,
+        global_scale=(0.4, 1.0),
+        local_scale=(0.05, 0.4),
+    ),
+    dict(
+        type='PackInputs',
+        meta_keys=('sample_idx', 'img_path', 'num_global_crops', 'source'),
+    ),
 ]
 train_dataloader = dict(
     batch_size=128,
-    dataset=dict(data_root='data/imagenet/train', pipeline=train_pipeline))
+    dataset=dict(data_root='data/imagenet/train', pipeline=train_pipeline),
+)
 
 model = dict(
     type='DINO',
@@ -31,7 +40,8 @@ model = dict(
         type='SelfSupDataPreprocessor',
         mean=[123.675, 116.28, 103.53],
         std=[58.395, 57.12, 57.375],
-        to_rgb=True),
+        to_rgb=True,
+    ),
     num_global_crops=2,
     backbone=dict(
         type='DINOVisionTransformer',
@@ -40,7 +50,8 @@ model = dict(
         patch_size=16,
         layer_scale_init_value=0.0,  # DINO ViTs have no LayerScale
         drop_path_rate=0.1,
-        out_type='cls_token'),
+        out_type='cls_token',
+    ),
     head=dict(
         type='DINOHead',
         in_channels=384,
@@ -48,34 +59,70 @@ model = dict(
         hidden_channels=2048,
         bottleneck_channels=256,
         nlayers=3,
-        norm_last_layer=False),
-    loss=dict(type='DINOLoss', out_dim=n_prototypes, student_temp=0.1,
-              centering='centering', center_momentum=0.9))
+        norm_last_layer=False,
+    ),
+    loss=dict(
+        type='DINOLoss',
+        out_dim=n_prototypes,
+        student_temp=0.1,
+        centering='centering',
+        center_momentum=0.9,
+    ),
+)
 
 max_epochs = 100
 warmup_epochs = 10
 optim_wrapper = dict(
     type='NaNGuardOptimWrapper',
     max_consecutive_skips=10,
-    optimizer=dict(type='AdamW', lr=0.0005 * 1024 / 256, betas=(0.9, 0.999),
-                   weight_decay=0.04),
+    optimizer=dict(
+        type='AdamW',
+        lr=0.0005 * 1024 / 256,
+        betas=(0.9, 0.999),
+        weight_decay=0.04,
+    ),
     clip_grad=dict(max_norm=3.0),
-    paramwise_cfg=dict(flat_decay_mult=0.0))  # no decay on biases / norms
+    paramwise_cfg=dict(flat_decay_mult=0.0),
+)  # no decay on biases / norms
 param_scheduler = [
-    dict(type='LinearLR', start_factor=1e-6, by_epoch=True, begin=0,
-         end=warmup_epochs, convert_to_iter_based=True),
-    dict(type='CosineAnnealingLR', T_max=max_epochs - warmup_epochs,
-         eta_min=1e-6, by_epoch=True, begin=warmup_epochs, end=max_epochs,
-         convert_to_iter_based=True),
-    dict(type='CosineAnnealingParamScheduler', param_name='weight_decay',
-         eta_min_ratio=10.0, T_max=max_epochs, by_epoch=True, begin=0,
-         end=max_epochs, convert_to_iter_based=True),
+    dict(
+        type='LinearLR',
+        start_factor=1e-6,
+        by_epoch=True,
+        begin=0,
+        end=warmup_epochs,
+        convert_to_iter_based=True,
+    ),
+    dict(
+        type='CosineAnnealingLR',
+        T_max=max_epochs - warmup_epochs,
+        eta_min=1e-6,
+        by_epoch=True,
+        begin=warmup_epochs,
+        end=max_epochs,
+        convert_to_iter_based=True,
+    ),
+    dict(
+        type='CosineAnnealingParamScheduler',
+        param_name='weight_decay',
+        eta_min_ratio=10.0,
+        T_max=max_epochs,
+        by_epoch=True,
+        begin=0,
+        end=max_epochs,
+        convert_to_iter_based=True,
+    ),
 ]
 custom_hooks = [
     dict(type='BadFileSummaryHook', interval=50),
     dict(type='TeacherEMAHook', momentum=0.996, end_momentum=1.0),
-    dict(type='TeacherTempWarmupHook', warmup_temp=0.04, temp=0.07,
-         warmup_epochs=30, by_epoch=True),
+    dict(
+        type='TeacherTempWarmupHook',
+        warmup_temp=0.04,
+        temp=0.07,
+        warmup_epochs=30,
+        by_epoch=True,
+    ),
     dict(type='FreezeLastLayerHook', freeze_epochs=1),
 ]
 train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=max_epochs)

@@ -8,6 +8,6 @@
 # (student and teacher both start from it; the heads start fresh).
 _base_ = './dinov2_vit-b14_8xb128-100e_in1k.py'
 train_dataloader = dict(batch_size=32, dataset=dict(data_root='data/custom'))
-optim_wrapper = dict(optimizer=dict(lr=0.004 * (128 / 1024)**0.5))
+optim_wrapper = dict(optimizer=dict(lr=0.004 * (128 / 1024) ** 0.5))
 model = dict(backbone=dict(init_cfg=None))
 auto_scale_lr = dict(base_batch_size=128, rule='sqrt')

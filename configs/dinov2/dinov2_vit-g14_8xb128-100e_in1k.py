@@ -3,4 +3,5 @@
 _base_ = './dinov2_vit-s14_8xb128-100e_in1k.py'
 model = dict(
     backbone=dict(arch='giant', drop_path_rate=0.4, with_cp=True),
-    head=dict(in_channels=1536))
+    head=dict(in_channels=1536),
+)

@@ -4,4 +4,5 @@
 _base_ = './dinov2_vit-s14_8xb128-100e_in1k.py'
 model = dict(
     backbone=dict(arch='large', drop_path_rate=0.3),
-    head=dict(in_channels=1024))
+    head=dict(in_channels=1024),
+)

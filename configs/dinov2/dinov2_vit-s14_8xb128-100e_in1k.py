@@ -19,8 +19,7 @@ n_prototypes = 65536
 embed_dims = 384
 num_global_crops = 2
 
-train_dataloader = dict(batch_size=128,
-                        dataset=dict(data_root=data_root))
+train_dataloader = dict(batch_size=128, dataset=dict(data_root=data_root))
 
 model = dict(
     type='DINOv2',
@@ -28,7 +27,8 @@ model = dict(
         type='SelfSupDataPreprocessor',
         mean=[123.675, 116.28, 103.53],
         std=[58.395, 57.12, 57.375],
-        to_rgb=True),
+        to_rgb=True,
+    ),
     num_global_crops=num_global_crops,
     backbone=dict(
         type='DINOVisionTransformer',
@@ -53,15 +53,26 @@ model = dict(
         hidden_channels=2048,
         bottleneck_channels=256,
         nlayers=3,
-        norm_last_layer=False),
+        norm_last_layer=False,
+    ),
     patch_head=None,  # None: share `head`; a DINOHead dict: separate head
-    loss=dict(type='DINOLoss', out_dim=n_prototypes, student_temp=0.1,
-              centering='sinkhorn_knopp', sk_iters=3),
-    ibot_loss=dict(type='iBOTPatchLoss', out_dim=n_prototypes,
-                   student_temp=0.1, centering='sinkhorn_knopp',
-                   sk_iters=3),
+    loss=dict(
+        type='DINOLoss',
+        out_dim=n_prototypes,
+        student_temp=0.1,
+        centering='sinkhorn_knopp',
+        sk_iters=3,
+    ),
+    ibot_loss=dict(
+        type='iBOTPatchLoss',
+        out_dim=n_prototypes,
+        student_temp=0.1,
+        centering='sinkhorn_knopp',
+        sk_iters=3,
+    ),
     koleo_loss=dict(type='KoLeoLoss'),
-    loss_weights=dict(dino=1.0, ibot=1.0, koleo=0.1))
+    loss_weights=dict(dino=1.0, ibot=1.0, koleo=0.1),
+)
 
 max_epochs = 100
 warmup_epochs = 10
@@ -70,30 +81,57 @@ optim_wrapper = dict(
     # row. For fp16: --cfg-options optim_wrapper.type=NaNGuardAmpOptimWrapper
     type='NaNGuardOptimWrapper',
     max_consecutive_skips=10,
-    optimizer=dict(type='AdamW', lr=0.004, betas=(0.9, 0.999),
-                   weight_decay=0.04),
+    optimizer=dict(
+        type='AdamW', lr=0.004, betas=(0.9, 0.999), weight_decay=0.04
+    ),
     clip_grad=dict(max_norm=3.0),
     constructor='LayerDecayOptimWrapperConstructor',
     paramwise_cfg=dict(
         layer_decay_rate=0.9,
         flat_decay_mult=0.0,  # no decay on biases, norms, LayerScale
-        custom_keys={'patch_embed': dict(lr_mult=0.2)}))
+        custom_keys={'patch_embed': dict(lr_mult=0.2)},
+    ),
+)
 param_scheduler = [
-    dict(type='LinearLR', start_factor=1e-6, by_epoch=True, begin=0,
-         end=warmup_epochs, convert_to_iter_based=True),
-    dict(type='CosineAnnealingLR', T_max=max_epochs - warmup_epochs,
-         eta_min=1e-6, by_epoch=True, begin=warmup_epochs, end=max_epochs,
-         convert_to_iter_based=True),
+    dict(
+        type='LinearLR',
+        start_factor=1e-6,
+        by_epoch=True,
+        begin=0,
+        end=warmup_epochs,
+        convert_to_iter_based=True,
+    ),
+    dict(
+        type='CosineAnnealingLR',
+        T_max=max_epochs - warmup_epochs,
+        eta_min=1e-6,
+        by_epoch=True,
+        begin=warmup_epochs,
+        end=max_epochs,
+        convert_to_iter_based=True,
+    ),
     # weight decay 0.04 -> 0.4 (groups without decay stay at 0)
-    dict(type='CosineAnnealingParamScheduler', param_name='weight_decay',
-         eta_min_ratio=10.0, T_max=max_epochs, by_epoch=True, begin=0,
-         end=max_epochs, convert_to_iter_based=True),
+    dict(
+        type='CosineAnnealingParamScheduler',
+        param_name='weight_decay',
+        eta_min_ratio=10.0,
+        T_max=max_epochs,
+        by_epoch=True,
+        begin=0,
+        end=max_epochs,
+        convert_to_iter_based=True,
+    ),
 ]
 custom_hooks = [
     dict(type='BadFileSummaryHook', interval=50),
     dict(type='TeacherEMAHook', momentum=0.992, end_momentum=1.0),
-    dict(type='TeacherTempWarmupHook', warmup_temp=0.04, temp=0.07,
-         warmup_epochs=30, by_epoch=False),
+    dict(
+        type='TeacherTempWarmupHook',
+        warmup_temp=0.04,
+        temp=0.07,
+        warmup_epochs=30,
+        by_epoch=False,
+    ),
     dict(type='FreezeLastLayerHook', freeze_epochs=1),
 ]
 train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=max_epochs)

@@ -20,7 +20,8 @@ data_preprocessor = dict(
     type='SelfSupDataPreprocessor',
     mean=[33.0, 33.0, 33.0],
     std=[60.0, 60.0, 60.0],
-    to_rgb=True)
+    to_rgb=True,
+)
 
 train_pipeline = [
     dict(type='LoadImageRobust'),
@@ -32,9 +33,15 @@ train_pipeline = [
         local_size=16,
         global_scale=(0.4, 1.0),
         local_scale=(0.1, 0.4),
-        blur_kernel_size=3),
-    dict(type='BlockwiseMaskGenerator', patch_size=patch_size,
-         mask_ratio=(0.1, 0.5), mask_prob=0.5, min_num_patches=2),
+        blur_kernel_size=3,
+    ),
+    dict(
+        type='BlockwiseMaskGenerator',
+        patch_size=patch_size,
+        mask_ratio=(0.1, 0.5),
+        mask_prob=0.5,
+        min_num_patches=2,
+    ),
     dict(type='PackInputs'),
 ]
 train_dataloader = dict(
@@ -47,7 +54,9 @@ train_dataloader = dict(
     dataset=dict(
         type='ImageFolderDataset',
         data_root='data/demo/train',
-        pipeline=train_pipeline))
+        pipeline=train_pipeline,
+    ),
+)
 
 head = dict(
     type='DINOHead',
@@ -55,63 +64,98 @@ head = dict(
     n_prototypes=n_prototypes,
     hidden_channels=256,
     bottleneck_channels=64,
-    norm_last_layer=False)
+    norm_last_layer=False,
+)
 model = dict(
     type='DINOv2',
     data_preprocessor=data_preprocessor,
     num_global_crops=num_global_crops,
     backbone=dict(
         type='DINOVisionTransformer',
-        arch=dict(embed_dims=64, num_layers=4, num_heads=4,
-                  feedforward_channels=256),
+        arch=dict(
+            embed_dims=64, num_layers=4, num_heads=4, feedforward_channels=256
+        ),
         img_size=32,
         patch_size=patch_size,
         layer_scale_init_value=1e-5,
         drop_path_rate=0.0,
-        out_type='raw'),
+        out_type='raw',
+    ),
     head=head,
     patch_head=None,  # shared with the CLS head; a dict gives a separate one
-    loss=dict(type='DINOLoss', out_dim=n_prototypes,
-              centering='sinkhorn_knopp'),
-    ibot_loss=dict(type='iBOTPatchLoss', out_dim=n_prototypes,
-                   centering='sinkhorn_knopp'),
+    loss=dict(
+        type='DINOLoss', out_dim=n_prototypes, centering='sinkhorn_knopp'
+    ),
+    ibot_loss=dict(
+        type='iBOTPatchLoss', out_dim=n_prototypes, centering='sinkhorn_knopp'
+    ),
     koleo_loss=dict(type='KoLeoLoss'),
-    loss_weights=dict(dino=1.0, ibot=1.0, koleo=0.1))
+    loss_weights=dict(dino=1.0, ibot=1.0, koleo=0.1),
+)
 
 max_epochs = 3
 warmup_epochs = 1
 optim_wrapper = dict(
     type='NaNGuardOptimWrapper',
     max_consecutive_skips=10,
-    optimizer=dict(type='AdamW', lr=1e-3, betas=(0.9, 0.999),
-                   weight_decay=0.04),
+    optimizer=dict(
+        type='AdamW', lr=1e-3, betas=(0.9, 0.999), weight_decay=0.04
+    ),
     clip_grad=dict(max_norm=3.0),
     constructor='LayerDecayOptimWrapperConstructor',
     paramwise_cfg=dict(
         layer_decay_rate=0.9,
         flat_decay_mult=0.0,
-        custom_keys={'patch_embed': dict(lr_mult=0.2)}))
+        custom_keys={'patch_embed': dict(lr_mult=0.2)},
+    ),
+)
 param_scheduler = [
-    dict(type='LinearLR', start_factor=1e-3, by_epoch=True, begin=0,
-         end=warmup_epochs, convert_to_iter_based=True),
-    dict(type='CosineAnnealingLR', T_max=max_epochs - warmup_epochs,
-         eta_min=1e-6, by_epoch=True, begin=warmup_epochs, end=max_epochs,
-         convert_to_iter_based=True),
-    dict(type='CosineAnnealingParamScheduler', param_name='weight_decay',
-         eta_min_ratio=10.0, T_max=max_epochs, by_epoch=True, begin=0,
-         end=max_epochs, convert_to_iter_based=True),
+    dict(
+        type='LinearLR',
+        start_factor=1e-3,
+        by_epoch=True,
+        begin=0,
+        end=warmup_epochs,
+        convert_to_iter_based=True,
+    ),
+    dict(
+        type='CosineAnnealingLR',
+        T_max=max_epochs - warmup_epochs,
+        eta_min=1e-6,
+        by_epoch=True,
+        begin=warmup_epochs,
+        end=max_epochs,
+        convert_to_iter_based=True,
+    ),
+    dict(
+        type='CosineAnnealingParamScheduler',
+        param_name='weight_decay',
+        eta_min_ratio=10.0,
+        T_max=max_epochs,
+        by_epoch=True,
+        begin=0,
+        end=max_epochs,
+        convert_to_iter_based=True,
+    ),
 ]
 custom_hooks = [
     dict(type='TeacherEMAHook', momentum=0.98, end_momentum=1.0),
-    dict(type='TeacherTempWarmupHook', warmup_temp=0.04, temp=0.04,
-         warmup_epochs=0, by_epoch=False),
+    dict(
+        type='TeacherTempWarmupHook',
+        warmup_temp=0.04,
+        temp=0.04,
+        warmup_epochs=0,
+        by_epoch=False,
+    ),
     dict(type='FreezeLastLayerHook', freeze_epochs=1),
 ]
-train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=max_epochs,
-                 val_interval=max_epochs)
+train_cfg = dict(
+    type='EpochBasedTrainLoop', max_epochs=max_epochs, val_interval=max_epochs
+)
 # DINOv2 rule: lr scales with sqrt(total batch / base_batch_size) when
 # tools/train.py --auto-scale-lr is given.
 auto_scale_lr = dict(base_batch_size=64, rule='sqrt')
-default_hooks = dict(logger=dict(interval=10),
-                     checkpoint=dict(interval=3, max_keep_ckpts=2))
+default_hooks = dict(
+    logger=dict(interval=10), checkpoint=dict(interval=3, max_keep_ckpts=2)
+)
 randomness = dict(seed=0)

@@ -8,13 +8,25 @@ _base_ = '../dino/dino_vit-s16_8xb128-100e_in1k.py'
 n_prototypes = 8192
 train_pipeline = [
     dict(type='LoadImageRobust', max_side=None),
-    dict(type='MultiCrop', num_global_crops=2, num_local_crops=10,
-         global_size=224, local_size=96, global_scale=(0.4, 1.0),
-         local_scale=(0.05, 0.4)),
-    dict(type='BlockwiseMaskGenerator', patch_size=16, mask_ratio=(0.1, 0.5),
-         mask_prob=0.5),
-    dict(type='PackInputs',
-         meta_keys=('sample_idx', 'img_path', 'num_global_crops', 'source')),
+    dict(
+        type='MultiCrop',
+        num_global_crops=2,
+        num_local_crops=10,
+        global_size=224,
+        local_size=96,
+        global_scale=(0.4, 1.0),
+        local_scale=(0.05, 0.4),
+    ),
+    dict(
+        type='BlockwiseMaskGenerator',
+        patch_size=16,
+        mask_ratio=(0.1, 0.5),
+        mask_prob=0.5,
+    ),
+    dict(
+        type='PackInputs',
+        meta_keys=('sample_idx', 'img_path', 'num_global_crops', 'source'),
+    ),
 ]
 train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
 model = dict(
@@ -23,7 +35,12 @@ model = dict(
     head=dict(n_prototypes=n_prototypes),
     patch_head=None,
     loss=dict(out_dim=n_prototypes),
-    ibot_loss=dict(type='iBOTPatchLoss', out_dim=n_prototypes,
-                   student_temp=0.1, centering='centering',
-                   center_momentum=0.9),
-    loss_weights=dict(dino=1.0, ibot=1.0))
+    ibot_loss=dict(
+        type='iBOTPatchLoss',
+        out_dim=n_prototypes,
+        student_temp=0.1,
+        centering='centering',
+        center_momentum=0.9,
+    ),
+    loss_weights=dict(dino=1.0, ibot=1.0),
+)

@@ -2,6 +2,8 @@
 # (mmpretrain/.mim/configs/itpn/itpn-pixel_hivit-base-p16_8xb512-amp-coslr-400e_in1k.py) and run in mmssl's scope.
 # Data: data/imagenet/train/<class>/*.JPEG (labels unused).
 #   bash tools/dist_train.sh configs/itpn/itpn-pixel_hivit-base-p16_8xb512-amp-coslr-400e_in1k.py 8
-_base_ = 'mmpretrain::itpn/itpn-pixel_hivit-base-p16_8xb512-amp-coslr-400e_in1k.py'
+_base_ = (
+    'mmpretrain::itpn/itpn-pixel_hivit-base-p16_8xb512-amp-coslr-400e_in1k.py'
+)
 
 default_scope = 'mmssl'

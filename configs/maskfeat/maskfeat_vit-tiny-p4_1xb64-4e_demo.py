@@ -11,16 +11,22 @@ data_preprocessor = dict(
     type='SelfSupDataPreprocessor',
     mean=[33.0, 33.0, 33.0],
     std=[60.0, 60.0, 60.0],
-    to_rgb=True)
+    to_rgb=True,
+)
 train_pipeline = [
     dict(type='LoadImageFromFile'),
-    dict(type='RandomResizedCrop', scale=56, crop_ratio_range=(0.5, 1.0),
-         backend='cv2'),
+    dict(
+        type='RandomResizedCrop',
+        scale=56,
+        crop_ratio_range=(0.5, 1.0),
+        backend='cv2',
+    ),
     dict(
         type='BEiTMaskGenerator',
         input_size=14,
         num_masking_patches=78,
-        min_num_patches=15),
+        min_num_patches=15,
+    ),
     dict(type='PackInputs'),
 ]
 
@@ -34,11 +40,14 @@ train_dataloader = dict(
     dataset=dict(
         type='ImageFolderDataset',
         data_root='data/demo/train',
-        pipeline=train_pipeline))
+        pipeline=train_pipeline,
+    ),
+)
 
 # a ViT-tiny-ish encoder: 64 tokens of 4x4 px on 32 px images
 vit_arch = dict(
-    embed_dims=96, num_layers=4, num_heads=3, feedforward_channels=384)
+    embed_dims=96, num_layers=4, num_heads=3, feedforward_channels=384
+)
 
 # mmpretrain's HOGGenerator assumes a 14x14 patch grid, so the demo trains on
 # digits upsampled to 56 px (14x14 patches of 4 px); the kNN evaluation feeds
@@ -48,29 +57,51 @@ model = dict(
     type='MaskFeat',
     data_preprocessor=data_preprocessor,
     backbone=dict(
-        type='MaskFeatViT', arch=vit_arch, img_size=56, patch_size=4),
+        type='MaskFeatViT', arch=vit_arch, img_size=56, patch_size=4
+    ),
     neck=dict(
-        type='LinearNeck', in_channels=96, out_channels=108, norm_cfg=None),
+        type='LinearNeck', in_channels=96, out_channels=108, norm_cfg=None
+    ),
     head=dict(
         type='MIMHead',
-        loss=dict(type='PixelReconstructionLoss', criterion='L2')),
+        loss=dict(type='PixelReconstructionLoss', criterion='L2'),
+    ),
     target_generator=dict(
-        type='HOGGenerator', nbins=9, pool=2, gaussian_window=4))
+        type='HOGGenerator', nbins=9, pool=2, gaussian_window=4
+    ),
+)
 
 optim_wrapper = dict(
     type='OptimWrapper',
-    optimizer=dict(type='AdamW', lr=0.001, betas=(0.9, 0.95),
-                   weight_decay=0.05))
+    optimizer=dict(
+        type='AdamW', lr=0.001, betas=(0.9, 0.95), weight_decay=0.05
+    ),
+)
 max_epochs = 4
 param_scheduler = [
-    dict(type='LinearLR', start_factor=0.1, by_epoch=True, begin=0, end=1,
-         convert_to_iter_based=True),
-    dict(type='CosineAnnealingLR', T_max=max_epochs - 1, by_epoch=True,
-         begin=1, end=max_epochs, convert_to_iter_based=True),
+    dict(
+        type='LinearLR',
+        start_factor=0.1,
+        by_epoch=True,
+        begin=0,
+        end=1,
+        convert_to_iter_based=True,
+    ),
+    dict(
+        type='CosineAnnealingLR',
+        T_max=max_epochs - 1,
+        by_epoch=True,
+        begin=1,
+        end=max_epochs,
+        convert_to_iter_based=True,
+    ),
 ]
-train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=max_epochs,
-                 val_interval=max_epochs)
+train_cfg = dict(
+    type='EpochBasedTrainLoop', max_epochs=max_epochs, val_interval=max_epochs
+)
 auto_scale_lr = dict(base_batch_size=64)
-default_hooks = dict(logger=dict(interval=10),
-                     checkpoint=dict(interval=max_epochs, max_keep_ckpts=1))
+default_hooks = dict(
+    logger=dict(interval=10),
+    checkpoint=dict(interval=max_epochs, max_keep_ckpts=1),
+)
 randomness = dict(seed=0)

@@ -11,11 +11,16 @@ data_preprocessor = dict(
     type='SelfSupDataPreprocessor',
     mean=[33.0, 33.0, 33.0],
     std=[60.0, 60.0, 60.0],
-    to_rgb=True)
+    to_rgb=True,
+)
 train_pipeline = [
     dict(type='LoadImageFromFile'),
-    dict(type='RandomResizedCrop', scale=32, crop_ratio_range=(0.5, 1.0),
-         backend='cv2'),
+    dict(
+        type='RandomResizedCrop',
+        scale=32,
+        crop_ratio_range=(0.5, 1.0),
+        backend='cv2',
+    ),
     dict(type='PackInputs'),
 ]
 
@@ -29,11 +34,14 @@ train_dataloader = dict(
     dataset=dict(
         type='ImageFolderDataset',
         data_root='data/demo/train',
-        pipeline=train_pipeline))
+        pipeline=train_pipeline,
+    ),
+)
 
 # a ViT-tiny-ish encoder: 64 tokens of 4x4 px on 32 px images
 vit_arch = dict(
-    embed_dims=96, num_layers=4, num_heads=3, feedforward_channels=384)
+    embed_dims=96, num_layers=4, num_heads=3, feedforward_channels=384
+)
 
 # StandInCLIPTarget: a random tiny stand-in for the CLIP ViT-B/16 target so
 # the demo needs no download (it teaches nothing semantic).
@@ -41,8 +49,12 @@ model = dict(
     type='MILAN',
     data_preprocessor=data_preprocessor,
     backbone=dict(
-        type='MILANViT', arch=vit_arch, img_size=32, patch_size=4,
-        mask_ratio=0.75),
+        type='MILANViT',
+        arch=vit_arch,
+        img_size=32,
+        patch_size=4,
+        mask_ratio=0.75,
+    ),
     neck=dict(
         type='MILANPretrainDecoder',
         num_patches=64,
@@ -51,28 +63,50 @@ model = dict(
         decoder_embed_dim=64,
         decoder_depth=2,
         decoder_num_heads=4,
-        predict_feature_dim=64),
+        predict_feature_dim=64,
+    ),
     head=dict(
         type='MIMHead',
         loss=dict(
-            type='CosineSimilarityLoss', shift_factor=2.0, scale_factor=2.0)),
+            type='CosineSimilarityLoss', shift_factor=2.0, scale_factor=2.0
+        ),
+    ),
     target_generator=dict(
-        type='StandInCLIPTarget', img_size=32, patch_size=4, out_dims=64))
+        type='StandInCLIPTarget', img_size=32, patch_size=4, out_dims=64
+    ),
+)
 
 optim_wrapper = dict(
     type='OptimWrapper',
-    optimizer=dict(type='AdamW', lr=0.0015, betas=(0.9, 0.95),
-                   weight_decay=0.05))
+    optimizer=dict(
+        type='AdamW', lr=0.0015, betas=(0.9, 0.95), weight_decay=0.05
+    ),
+)
 max_epochs = 4
 param_scheduler = [
-    dict(type='LinearLR', start_factor=0.1, by_epoch=True, begin=0, end=1,
-         convert_to_iter_based=True),
-    dict(type='CosineAnnealingLR', T_max=max_epochs - 1, by_epoch=True,
-         begin=1, end=max_epochs, convert_to_iter_based=True),
+    dict(
+        type='LinearLR',
+        start_factor=0.1,
+        by_epoch=True,
+        begin=0,
+        end=1,
+        convert_to_iter_based=True,
+    ),
+    dict(
+        type='CosineAnnealingLR',
+        T_max=max_epochs - 1,
+        by_epoch=True,
+        begin=1,
+        end=max_epochs,
+        convert_to_iter_based=True,
+    ),
 ]
-train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=max_epochs,
-                 val_interval=max_epochs)
+train_cfg = dict(
+    type='EpochBasedTrainLoop', max_epochs=max_epochs, val_interval=max_epochs
+)
 auto_scale_lr = dict(base_batch_size=64)
-default_hooks = dict(logger=dict(interval=10),
-                     checkpoint=dict(interval=max_epochs, max_keep_ckpts=1))
+default_hooks = dict(
+    logger=dict(interval=10),
+    checkpoint=dict(interval=max_epochs, max_keep_ckpts=1),
+)
 randomness = dict(seed=0)

@@ -11,11 +11,16 @@ data_preprocessor = dict(
     type='SelfSupDataPreprocessor',
     mean=[33.0, 33.0, 33.0],
     std=[60.0, 60.0, 60.0],
-    to_rgb=True)
+    to_rgb=True,
+)
 train_pipeline = [
     dict(type='LoadImageFromFile'),
-    dict(type='RandomResizedCrop', scale=64, crop_ratio_range=(0.5, 1.0),
-         backend='cv2'),
+    dict(
+        type='RandomResizedCrop',
+        scale=64,
+        crop_ratio_range=(0.5, 1.0),
+        backend='cv2',
+    ),
     dict(type='PackInputs'),
 ]
 
@@ -29,7 +34,9 @@ train_dataloader = dict(
     dataset=dict(
         type='ImageFolderDataset',
         data_root='data/demo/train',
-        pipeline=train_pipeline))
+        pipeline=train_pipeline,
+    ),
+)
 
 
 # 64 px input, 4 px patches: 16x16 tokens, 2x2 after the last stage
@@ -42,7 +49,8 @@ model = dict(
         img_size=64,
         patch_size=4,
         window_size=[8, 8, 4, 2],
-        mask_ratio=0.5),
+        mask_ratio=0.5,
+    ),
     neck=dict(
         type='MixMIMPretrainDecoder',
         num_patches=4,
@@ -50,29 +58,49 @@ model = dict(
         embed_dim=256,
         decoder_embed_dim=64,
         decoder_depth=2,
-        decoder_num_heads=4),
+        decoder_num_heads=4,
+    ),
     head=dict(
         type='MixMIMPretrainHead',
         norm_pix=True,
         patch_size=32,
-        loss=dict(type='PixelReconstructionLoss', criterion='L2')))
+        loss=dict(type='PixelReconstructionLoss', criterion='L2'),
+    ),
+)
 
 optim_wrapper = dict(
     type='OptimWrapper',
-    optimizer=dict(type='AdamW', lr=0.0015, betas=(0.9, 0.95),
-                   weight_decay=0.05))
+    optimizer=dict(
+        type='AdamW', lr=0.0015, betas=(0.9, 0.95), weight_decay=0.05
+    ),
+)
 max_epochs = 4
 param_scheduler = [
-    dict(type='LinearLR', start_factor=0.1, by_epoch=True, begin=0, end=1,
-         convert_to_iter_based=True),
-    dict(type='CosineAnnealingLR', T_max=max_epochs - 1, by_epoch=True,
-         begin=1, end=max_epochs, convert_to_iter_based=True),
+    dict(
+        type='LinearLR',
+        start_factor=0.1,
+        by_epoch=True,
+        begin=0,
+        end=1,
+        convert_to_iter_based=True,
+    ),
+    dict(
+        type='CosineAnnealingLR',
+        T_max=max_epochs - 1,
+        by_epoch=True,
+        begin=1,
+        end=max_epochs,
+        convert_to_iter_based=True,
+    ),
 ]
-train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=max_epochs,
-                 val_interval=max_epochs)
+train_cfg = dict(
+    type='EpochBasedTrainLoop', max_epochs=max_epochs, val_interval=max_epochs
+)
 auto_scale_lr = dict(base_batch_size=64)
-default_hooks = dict(logger=dict(interval=10),
-                     checkpoint=dict(interval=max_epochs, max_keep_ckpts=1))
+default_hooks = dict(
+    logger=dict(interval=10),
+    checkpoint=dict(interval=max_epochs, max_keep_ckpts=1),
+)
 randomness = dict(seed=0)
 
 # kNN evaluation at the training resolution (64 px)
@@ -83,5 +111,7 @@ knn_pipeline = [
 ]
 val_dataloader = dict(
     dataset=dict(
-        bank=dict(pipeline=knn_pipeline), query=dict(pipeline=knn_pipeline)))
+        bank=dict(pipeline=knn_pipeline), query=dict(pipeline=knn_pipeline)
+    )
+)
 test_dataloader = val_dataloader

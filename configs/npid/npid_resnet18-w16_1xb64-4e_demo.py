@@ -11,16 +11,22 @@ data_preprocessor = dict(
     type='SelfSupDataPreprocessor',
     mean=[33.0, 33.0, 33.0],
     std=[60.0, 60.0, 60.0],
-    to_rgb=True)
+    to_rgb=True,
+)
 
 train_pipeline = [
     dict(type='LoadImageFromFile'),
-    dict(type='RandomResizedCrop', scale=32, crop_ratio_range=(0.5, 1.0),
-         backend='cv2'),
+    dict(
+        type='RandomResizedCrop',
+        scale=32,
+        crop_ratio_range=(0.5, 1.0),
+        backend='cv2',
+    ),
     dict(
         type='RandomApply',
         transforms=[dict(type='ColorJitter', brightness=0.4, contrast=0.4)],
-        prob=0.8),
+        prob=0.8,
+    ),
     dict(type='PackInputs'),
 ]
 
@@ -34,14 +40,17 @@ train_dataloader = dict(
     dataset=dict(
         type='ImageFolderDataset',
         data_root='data/demo/train',
-        pipeline=train_pipeline))
+        pipeline=train_pipeline,
+    ),
+)
 
 backbone = dict(
     type='ResNet_CIFAR',
     depth=18,
     stem_channels=16,
     base_channels=16,
-    zero_init_residual=True)
+    zero_init_residual=True,
+)
 
 # num_samples = number of training images (the memory bank length)
 model = dict(
@@ -57,25 +66,44 @@ model = dict(
         in_channels=128,
         hid_channels=128,
         out_channels=64,
-        with_avg_pool=True),
+        with_avg_pool=True,
+    ),
     head=dict(
         type='ContrastiveHead',
         loss=dict(type='CrossEntropyLoss'),
-        temperature=0.07))
+        temperature=0.07,
+    ),
+)
 
 optim_wrapper = dict(
     type='OptimWrapper',
-    optimizer=dict(type='SGD', lr=0.03, momentum=0.9, weight_decay=5e-4))
+    optimizer=dict(type='SGD', lr=0.03, momentum=0.9, weight_decay=5e-4),
+)
 max_epochs = 4
 param_scheduler = [
-    dict(type='LinearLR', start_factor=0.1, by_epoch=True, begin=0, end=1,
-         convert_to_iter_based=True),
-    dict(type='CosineAnnealingLR', T_max=max_epochs - 1, by_epoch=True,
-         begin=1, end=max_epochs, convert_to_iter_based=True),
+    dict(
+        type='LinearLR',
+        start_factor=0.1,
+        by_epoch=True,
+        begin=0,
+        end=1,
+        convert_to_iter_based=True,
+    ),
+    dict(
+        type='CosineAnnealingLR',
+        T_max=max_epochs - 1,
+        by_epoch=True,
+        begin=1,
+        end=max_epochs,
+        convert_to_iter_based=True,
+    ),
 ]
-train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=max_epochs,
-                 val_interval=max_epochs)
+train_cfg = dict(
+    type='EpochBasedTrainLoop', max_epochs=max_epochs, val_interval=max_epochs
+)
 auto_scale_lr = dict(base_batch_size=64)
-default_hooks = dict(logger=dict(interval=10),
-                     checkpoint=dict(interval=max_epochs, max_keep_ckpts=1))
+default_hooks = dict(
+    logger=dict(interval=10),
+    checkpoint=dict(interval=max_epochs, max_keep_ckpts=1),
+)
 randomness = dict(seed=0)

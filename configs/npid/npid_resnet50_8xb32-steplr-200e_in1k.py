@@ -18,16 +18,24 @@ model = dict(
     neg_num=4096,
     bank_momentum=0.5,
     backbone=dict(type='ResNet', depth=50, norm_cfg=dict(type='BN')),
-    neck=dict(type='LinearNeck', in_channels=2048, out_channels=128,
-              gap_dim=2, norm_cfg=None),
+    neck=dict(
+        type='LinearNeck',
+        in_channels=2048,
+        out_channels=128,
+        gap_dim=2,
+        norm_cfg=None,
+    ),
     head=dict(
         type='ContrastiveHead',
         loss=dict(type='CrossEntropyLoss'),
-        temperature=0.07))
+        temperature=0.07,
+    ),
+)
 
 optim_wrapper = dict(
     type='OptimWrapper',
-    optimizer=dict(type='SGD', lr=0.03, momentum=0.9, weight_decay=0.0001))
+    optimizer=dict(type='SGD', lr=0.03, momentum=0.9, weight_decay=0.0001),
+)
 param_scheduler = [
     dict(type='MultiStepLR', by_epoch=True, milestones=[120, 160], gamma=0.1)
 ]

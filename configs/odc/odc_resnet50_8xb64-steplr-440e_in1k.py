@@ -33,18 +33,25 @@ model = dict(
         hid_channels=512,
         out_channels=256,
         num_layers=2,
-        with_avg_pool=True),
-    head=dict(
-        type='PretextClsHead', in_channels=256, num_classes=num_classes))
+        with_avg_pool=True,
+    ),
+    head=dict(type='PretextClsHead', in_channels=256, num_classes=num_classes),
+)
 custom_hooks = [
-    dict(type='ODCHook', extract_pipeline=extract_pipeline,
-         centroids_update_interval=10, deal_with_small_clusters_interval=1,
-         batch_size=128, num_workers=8)
+    dict(
+        type='ODCHook',
+        extract_pipeline=extract_pipeline,
+        centroids_update_interval=10,
+        deal_with_small_clusters_interval=1,
+        batch_size=128,
+        num_workers=8,
+    )
 ]
 
 optim_wrapper = dict(
     type='OptimWrapper',
-    optimizer=dict(type='SGD', lr=0.06, momentum=0.9, weight_decay=1e-05))
+    optimizer=dict(type='SGD', lr=0.06, momentum=0.9, weight_decay=1e-05),
+)
 param_scheduler = [
     dict(type='MultiStepLR', by_epoch=True, milestones=[400], gamma=0.1)
 ]

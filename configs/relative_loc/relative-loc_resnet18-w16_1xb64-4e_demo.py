@@ -11,7 +11,8 @@ data_preprocessor = dict(
     type='SelfSupDataPreprocessor',
     mean=[33.0, 33.0, 33.0],
     std=[60.0, 60.0, 60.0],
-    to_rgb=True)
+    to_rgb=True,
+)
 
 # upsample to 48 px, then a 3x3 grid of 16 px cells with a 13 px patch at a
 # random offset in each (gaps of 0-6 px between neighbours)
@@ -33,35 +34,55 @@ train_dataloader = dict(
     dataset=dict(
         type='ImageFolderDataset',
         data_root='data/demo/train',
-        pipeline=train_pipeline))
+        pipeline=train_pipeline,
+    ),
+)
 
 backbone = dict(
     type='ResNet_CIFAR',
     depth=18,
     stem_channels=16,
     base_channels=16,
-    zero_init_residual=True)
+    zero_init_residual=True,
+)
 
 model = dict(
     type='RelativeLoc',
     data_preprocessor=data_preprocessor,
     backbone=backbone,
     neck=dict(type='RelativeLocNeck', in_channels=128, out_channels=256),
-    head=dict(type='PretextClsHead', in_channels=256, num_classes=8))
+    head=dict(type='PretextClsHead', in_channels=256, num_classes=8),
+)
 
 optim_wrapper = dict(
     type='OptimWrapper',
-    optimizer=dict(type='SGD', lr=0.1, momentum=0.9, weight_decay=5e-4))
+    optimizer=dict(type='SGD', lr=0.1, momentum=0.9, weight_decay=5e-4),
+)
 max_epochs = 4
 param_scheduler = [
-    dict(type='LinearLR', start_factor=0.1, by_epoch=True, begin=0, end=1,
-         convert_to_iter_based=True),
-    dict(type='CosineAnnealingLR', T_max=max_epochs - 1, by_epoch=True,
-         begin=1, end=max_epochs, convert_to_iter_based=True),
+    dict(
+        type='LinearLR',
+        start_factor=0.1,
+        by_epoch=True,
+        begin=0,
+        end=1,
+        convert_to_iter_based=True,
+    ),
+    dict(
+        type='CosineAnnealingLR',
+        T_max=max_epochs - 1,
+        by_epoch=True,
+        begin=1,
+        end=max_epochs,
+        convert_to_iter_based=True,
+    ),
 ]
-train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=max_epochs,
-                 val_interval=max_epochs)
+train_cfg = dict(
+    type='EpochBasedTrainLoop', max_epochs=max_epochs, val_interval=max_epochs
+)
 auto_scale_lr = dict(base_batch_size=64)
-default_hooks = dict(logger=dict(interval=10),
-                     checkpoint=dict(interval=max_epochs, max_keep_ckpts=1))
+default_hooks = dict(
+    logger=dict(interval=10),
+    checkpoint=dict(interval=max_epochs, max_keep_ckpts=1),
+)
 randomness = dict(seed=0)

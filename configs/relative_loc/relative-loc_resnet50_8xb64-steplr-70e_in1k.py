@@ -22,11 +22,13 @@ model = dict(
     type='RelativeLoc',
     backbone=dict(type='ResNet', depth=50, norm_cfg=dict(type='BN')),
     neck=dict(type='RelativeLocNeck', in_channels=2048, out_channels=4096),
-    head=dict(type='PretextClsHead', in_channels=4096, num_classes=8))
+    head=dict(type='PretextClsHead', in_channels=4096, num_classes=8),
+)
 
 optim_wrapper = dict(
     type='OptimWrapper',
-    optimizer=dict(type='SGD', lr=0.2, momentum=0.9, weight_decay=0.0001))
+    optimizer=dict(type='SGD', lr=0.2, momentum=0.9, weight_decay=0.0001),
+)
 param_scheduler = [
     dict(type='MultiStepLR', by_epoch=True, milestones=[30, 50], gamma=0.1)
 ]

@@ -12,12 +12,18 @@ train_dataloader = dict(batch_size=16, num_workers=8)
 model = dict(
     type='RotationPred',
     backbone=dict(type='ResNet', depth=50, norm_cfg=dict(type='BN')),
-    head=dict(type='PretextClsHead', in_channels=2048, num_classes=4,
-              with_avg_pool=True))
+    head=dict(
+        type='PretextClsHead',
+        in_channels=2048,
+        num_classes=4,
+        with_avg_pool=True,
+    ),
+)
 
 optim_wrapper = dict(
     type='OptimWrapper',
-    optimizer=dict(type='SGD', lr=0.2, momentum=0.9, weight_decay=0.0001))
+    optimizer=dict(type='SGD', lr=0.2, momentum=0.9, weight_decay=0.0001),
+)
 param_scheduler = [
     dict(type='MultiStepLR', by_epoch=True, milestones=[30, 50], gamma=0.1)
 ]

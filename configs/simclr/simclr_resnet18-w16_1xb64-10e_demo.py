@@ -12,15 +12,21 @@ data_preprocessor = dict(
     type='SelfSupDataPreprocessor',
     mean=[33.0, 33.0, 33.0],
     std=[60.0, 60.0, 60.0],
-    to_rgb=True)
+    to_rgb=True,
+)
 
 view_pipeline = [
-    dict(type='RandomResizedCrop', scale=32, crop_ratio_range=(0.5, 1.0),
-         backend='cv2'),
+    dict(
+        type='RandomResizedCrop',
+        scale=32,
+        crop_ratio_range=(0.5, 1.0),
+        backend='cv2',
+    ),
     dict(
         type='RandomApply',
         transforms=[dict(type='ColorJitter', brightness=0.4, contrast=0.4)],
-        prob=0.8),
+        prob=0.8,
+    ),
 ]
 train_pipeline = [
     dict(type='LoadImageRobust'),
@@ -39,7 +45,9 @@ train_dataloader = dict(
     dataset=dict(
         type='ImageFolderDataset',
         data_root='data/demo/train',
-        pipeline=train_pipeline))
+        pipeline=train_pipeline,
+    ),
+)
 
 model = dict(
     type='SimCLR',
@@ -49,33 +57,52 @@ model = dict(
         depth=18,
         stem_channels=16,
         base_channels=16,
-        zero_init_residual=True),
+        zero_init_residual=True,
+    ),
     neck=dict(
         type='NonLinearNeck',
         in_channels=128,
         hid_channels=128,
         out_channels=64,
         num_layers=2,
-        with_avg_pool=True),
+        with_avg_pool=True,
+    ),
     head=dict(
         type='ContrastiveHead',
         loss=dict(type='CrossEntropyLoss'),
-        temperature=0.2))
+        temperature=0.2,
+    ),
+)
 
 optim_wrapper = dict(
     type='OptimWrapper',
-    optimizer=dict(type='SGD', lr=0.1, momentum=0.9, weight_decay=5e-4))
+    optimizer=dict(type='SGD', lr=0.1, momentum=0.9, weight_decay=5e-4),
+)
 max_epochs = 10
 param_scheduler = [
-    dict(type='LinearLR', start_factor=0.1, by_epoch=True, begin=0, end=1,
-         convert_to_iter_based=True),
-    dict(type='CosineAnnealingLR', T_max=max_epochs - 1, by_epoch=True,
-         begin=1, end=max_epochs, convert_to_iter_based=True),
+    dict(
+        type='LinearLR',
+        start_factor=0.1,
+        by_epoch=True,
+        begin=0,
+        end=1,
+        convert_to_iter_based=True,
+    ),
+    dict(
+        type='CosineAnnealingLR',
+        T_max=max_epochs - 1,
+        by_epoch=True,
+        begin=1,
+        end=max_epochs,
+        convert_to_iter_based=True,
+    ),
 ]
-train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=max_epochs,
-                 val_interval=max_epochs)
+train_cfg = dict(
+    type='EpochBasedTrainLoop', max_epochs=max_epochs, val_interval=max_epochs
+)
 auto_scale_lr = dict(base_batch_size=64)
-default_hooks = dict(logger=dict(interval=10),
-                     checkpoint=dict(interval=5, max_keep_ckpts=2))
+default_hooks = dict(
+    logger=dict(interval=10), checkpoint=dict(interval=5, max_keep_ckpts=2)
+)
 custom_hooks = [dict(type='BadFileSummaryHook', interval=50)]
 randomness = dict(seed=0)

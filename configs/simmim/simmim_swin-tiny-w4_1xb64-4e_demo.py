@@ -11,17 +11,23 @@ data_preprocessor = dict(
     type='SelfSupDataPreprocessor',
     mean=[33.0, 33.0, 33.0],
     std=[60.0, 60.0, 60.0],
-    to_rgb=True)
+    to_rgb=True,
+)
 train_pipeline = [
     dict(type='LoadImageFromFile'),
-    dict(type='RandomResizedCrop', scale=32, crop_ratio_range=(0.5, 1.0),
-         backend='cv2'),
+    dict(
+        type='RandomResizedCrop',
+        scale=32,
+        crop_ratio_range=(0.5, 1.0),
+        backend='cv2',
+    ),
     dict(
         type='SimMIMMaskGenerator',
         input_size=32,
         mask_patch_size=8,
         model_patch_size=4,
-        mask_ratio=0.6),
+        mask_ratio=0.6,
+    ),
     dict(type='PackInputs'),
 ]
 
@@ -35,7 +41,9 @@ train_dataloader = dict(
     dataset=dict(
         type='ImageFolderDataset',
         data_root='data/demo/train',
-        pipeline=train_pipeline))
+        pipeline=train_pipeline,
+    ),
+)
 
 
 model = dict(
@@ -45,29 +53,48 @@ model = dict(
         type='SimMIMSwinTransformer',
         arch=dict(embed_dims=48, depths=[2, 2], num_heads=[3, 6]),
         img_size=32,
-        out_indices=(1, ),
-        stage_cfgs=dict(block_cfgs=dict(window_size=4))),
+        out_indices=(1,),
+        stage_cfgs=dict(block_cfgs=dict(window_size=4)),
+    ),
     neck=dict(type='SimMIMLinearDecoder', in_channels=96, encoder_stride=8),
     head=dict(
         type='SimMIMHead',
         patch_size=4,
-        loss=dict(type='PixelReconstructionLoss', criterion='L1',
-                  channel=3)))
+        loss=dict(type='PixelReconstructionLoss', criterion='L1', channel=3),
+    ),
+)
 
 optim_wrapper = dict(
     type='OptimWrapper',
-    optimizer=dict(type='AdamW', lr=0.001, betas=(0.9, 0.95),
-                   weight_decay=0.05))
+    optimizer=dict(
+        type='AdamW', lr=0.001, betas=(0.9, 0.95), weight_decay=0.05
+    ),
+)
 max_epochs = 4
 param_scheduler = [
-    dict(type='LinearLR', start_factor=0.1, by_epoch=True, begin=0, end=1,
-         convert_to_iter_based=True),
-    dict(type='CosineAnnealingLR', T_max=max_epochs - 1, by_epoch=True,
-         begin=1, end=max_epochs, convert_to_iter_based=True),
+    dict(
+        type='LinearLR',
+        start_factor=0.1,
+        by_epoch=True,
+        begin=0,
+        end=1,
+        convert_to_iter_based=True,
+    ),
+    dict(
+        type='CosineAnnealingLR',
+        T_max=max_epochs - 1,
+        by_epoch=True,
+        begin=1,
+        end=max_epochs,
+        convert_to_iter_based=True,
+    ),
 ]
-train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=max_epochs,
-                 val_interval=max_epochs)
+train_cfg = dict(
+    type='EpochBasedTrainLoop', max_epochs=max_epochs, val_interval=max_epochs
+)
 auto_scale_lr = dict(base_batch_size=64)
-default_hooks = dict(logger=dict(interval=10),
-                     checkpoint=dict(interval=max_epochs, max_keep_ckpts=1))
+default_hooks = dict(
+    logger=dict(interval=10),
+    checkpoint=dict(interval=max_epochs, max_keep_ckpts=1),
+)
 randomness = dict(seed=0)

@@ -2,6 +2,8 @@
 # (mmpretrain/.mim/configs/spark/spark_sparse-resnet50_8xb512-amp-coslr-800e_in1k.py) and run in mmssl's scope.
 # Data: data/imagenet/train/<class>/*.JPEG (labels unused).
 #   bash tools/dist_train.sh configs/spark/spark_sparse-resnet50_8xb512-amp-coslr-800e_in1k.py 8
-_base_ = 'mmpretrain::spark/spark_sparse-resnet50_8xb512-amp-coslr-800e_in1k.py'
+_base_ = (
+    'mmpretrain::spark/spark_sparse-resnet50_8xb512-amp-coslr-800e_in1k.py'
+)
 
 default_scope = 'mmssl'

@@ -11,30 +11,44 @@ data_preprocessor = dict(
     type='SelfSupDataPreprocessor',
     mean=[33.0, 33.0, 33.0],
     std=[60.0, 60.0, 60.0],
-    to_rgb=True)
+    to_rgb=True,
+)
 
 # multi-crop: 2 views of 32 px and 2 of 16 px
 num_crops = [2, 2]
 view_pipeline1 = [
-    dict(type='RandomResizedCrop', scale=32, crop_ratio_range=(0.5, 1.0),
-         backend='cv2'),
+    dict(
+        type='RandomResizedCrop',
+        scale=32,
+        crop_ratio_range=(0.5, 1.0),
+        backend='cv2',
+    ),
     dict(
         type='RandomApply',
         transforms=[dict(type='ColorJitter', brightness=0.4, contrast=0.4)],
-        prob=0.8),
+        prob=0.8,
+    ),
 ]
 view_pipeline2 = [
-    dict(type='RandomResizedCrop', scale=16, crop_ratio_range=(0.2, 0.5),
-         backend='cv2'),
+    dict(
+        type='RandomResizedCrop',
+        scale=16,
+        crop_ratio_range=(0.2, 0.5),
+        backend='cv2',
+    ),
     dict(
         type='RandomApply',
         transforms=[dict(type='ColorJitter', brightness=0.4, contrast=0.4)],
-        prob=0.8),
+        prob=0.8,
+    ),
 ]
 train_pipeline = [
     dict(type='LoadImageFromFile'),
-    dict(type='MultiView', num_views=num_crops,
-         transforms=[view_pipeline1, view_pipeline2]),
+    dict(
+        type='MultiView',
+        num_views=num_crops,
+        transforms=[view_pipeline1, view_pipeline2],
+    ),
     dict(type='PackInputs'),
 ]
 train_dataloader = dict(
@@ -47,14 +61,17 @@ train_dataloader = dict(
     dataset=dict(
         type='ImageFolderDataset',
         data_root='data/demo/train',
-        pipeline=train_pipeline))
+        pipeline=train_pipeline,
+    ),
+)
 
 backbone = dict(
     type='ResNet_CIFAR',
     depth=18,
     stem_channels=16,
     base_channels=16,
-    zero_init_residual=True)
+    zero_init_residual=True,
+)
 
 model = dict(
     type='SwAV',
@@ -65,7 +82,8 @@ model = dict(
         in_channels=128,
         hid_channels=128,
         out_channels=64,
-        with_avg_pool=True),
+        with_avg_pool=True,
+    ),
     head=dict(
         type='SwAVHead',
         loss=dict(
@@ -74,7 +92,10 @@ model = dict(
             epsilon=0.05,
             temperature=0.1,
             num_crops=num_crops,
-            num_prototypes=30)))
+            num_prototypes=30,
+        ),
+    ),
+)
 # the queue of past features starts at epoch 2; prototypes stay frozen for
 # the first 20 iterations (5005 on ImageNet)
 custom_hooks = [
@@ -86,23 +107,40 @@ custom_hooks = [
         crops_for_assign=[0, 1],
         feat_dim=64,
         queue_length=512,
-        frozen_layers_cfg=dict(prototypes=20))
+        frozen_layers_cfg=dict(prototypes=20),
+    )
 ]
 
 optim_wrapper = dict(
     type='OptimWrapper',
-    optimizer=dict(type='SGD', lr=0.1, momentum=0.9, weight_decay=5e-4))
+    optimizer=dict(type='SGD', lr=0.1, momentum=0.9, weight_decay=5e-4),
+)
 
 max_epochs = 4
 param_scheduler = [
-    dict(type='LinearLR', start_factor=0.1, by_epoch=True, begin=0, end=1,
-         convert_to_iter_based=True),
-    dict(type='CosineAnnealingLR', T_max=max_epochs - 1, by_epoch=True,
-         begin=1, end=max_epochs, convert_to_iter_based=True),
+    dict(
+        type='LinearLR',
+        start_factor=0.1,
+        by_epoch=True,
+        begin=0,
+        end=1,
+        convert_to_iter_based=True,
+    ),
+    dict(
+        type='CosineAnnealingLR',
+        T_max=max_epochs - 1,
+        by_epoch=True,
+        begin=1,
+        end=max_epochs,
+        convert_to_iter_based=True,
+    ),
 ]
-train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=max_epochs,
-                 val_interval=max_epochs)
+train_cfg = dict(
+    type='EpochBasedTrainLoop', max_epochs=max_epochs, val_interval=max_epochs
+)
 auto_scale_lr = dict(base_batch_size=64)
-default_hooks = dict(logger=dict(interval=10),
-                     checkpoint=dict(interval=max_epochs, max_keep_ckpts=1))
+default_hooks = dict(
+    logger=dict(interval=10),
+    checkpoint=dict(interval=max_epochs, max_keep_ckpts=1),
+)
 randomness = dict(seed=0)

@@ -109,7 +109,6 @@ def scan_images(
     return out
 
 
-
 _PLAIN_LOADERS = ('LoadImageFromFile', 'mmcv.LoadImageFromFile')
 
 
@@ -126,11 +125,17 @@ def robust_loading(pipeline: Sequence) -> list:
     """
     out = []
     for t in pipeline:
-        if (isinstance(t, dict) and t.get('type') in _PLAIN_LOADERS
-                and set(t) <= {'type', 'to_float32', 'backend_args'}):
+        if (
+            isinstance(t, dict)
+            and t.get('type') in _PLAIN_LOADERS
+            and set(t) <= {'type', 'to_float32', 'backend_args'}
+        ):
             t = dict(t, type='LoadImageRobust')
-            print_log('ImageFolderDataset: LoadImageFromFile -> '
-                      'LoadImageRobust (bad files are skipped).', 'current')
+            print_log(
+                'ImageFolderDataset: LoadImageFromFile -> '
+                'LoadImageRobust (bad files are skipped).',
+                'current',
+            )
         out.append(t)
     return out
 
@@ -424,7 +429,8 @@ class ImageFolderDataset(BaseDataset):
             if bad.size:
                 raise IndexError(
                     f'indices {bad[:5].tolist()} are out of range for '
-                    f'{n} images.')
+                    f'{n} images.'
+                )
         self._paths = PathTable([self._paths[int(i)] for i in keep])
         self._labels = self._labels[keep]
         self._sources = self._sources[keep]

@@ -1,4 +1,5 @@
 """A labelled bank split and a labelled query split, for kNN evaluation."""
+
 from mmengine.dataset import BaseDataset
 from torch.utils.data import Dataset
 
@@ -21,12 +22,14 @@ class KNNDataset(Dataset):
 
     def __init__(self, bank, query) -> None:
         self.bank = DATASETS.build(bank) if isinstance(bank, dict) else bank
-        self.query = (DATASETS.build(query)
-                      if isinstance(query, dict) else query)
+        self.query = (
+            DATASETS.build(query) if isinstance(query, dict) else query
+        )
         if len(self.bank) == 0 or len(self.query) == 0:
             raise ValueError(
                 f'KNNDataset needs non-empty splits: bank has '
-                f'{len(self.bank)} and query {len(self.query)} samples.')
+                f'{len(self.bank)} and query {len(self.query)} samples.'
+            )
 
     @property
     def metainfo(self) -> dict:

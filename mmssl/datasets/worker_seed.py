@@ -10,6 +10,7 @@ and the worker id gives streams that differ between epochs, ranks and
 workers, yet are reproducible from the run seed (and across a resume,
 since the main process's RNG state is checkpointed).
 """
+
 import random
 import warnings
 
@@ -19,11 +20,13 @@ import torch
 _INSTALLED = False
 
 
-def seed_worker(worker_id: int,
-                num_workers: int,
-                rank: int,
-                seed: int,
-                disable_subprocess_warning: bool = False) -> None:
+def seed_worker(
+    worker_id: int,
+    num_workers: int,
+    rank: int,
+    seed: int,
+    disable_subprocess_warning: bool = False,
+) -> None:
     """``worker_init_fn`` with mmengine's signature, seeded per epoch.
 
     Args:
@@ -39,7 +42,8 @@ def seed_worker(worker_id: int,
     # base_seed is drawn anew for every data-loader iterator (epoch).
     base_seed = torch.initial_seed() - worker_id
     state = np.random.SeedSequence(
-        [base_seed % 2**63, seed % 2**63, rank, worker_id]).generate_state(2)
+        [base_seed % 2**63, seed % 2**63, rank, worker_id]
+    ).generate_state(2)
     np.random.seed(int(state[0]))
     random.seed(int(state[1]))
     torch.manual_seed((int(state[0]) << 32) | int(state[1]))
@@ -56,5 +60,6 @@ def install_worker_seeding() -> None:
     if _INSTALLED:
         return
     import mmengine.runner.runner as runner_module
+
     runner_module.default_worker_init_fn = seed_worker
     _INSTALLED = True

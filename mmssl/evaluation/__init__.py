@@ -3,6 +3,10 @@ from .functional import topk_accuracy, weighted_knn_scores
 from .metrics import KNNAccuracy
 
 __all__ = [
-    'batch_features', 'extract_features', 'pool_features',
-    'topk_accuracy', 'weighted_knn_scores', 'KNNAccuracy'
+    'batch_features',
+    'extract_features',
+    'pool_features',
+    'topk_accuracy',
+    'weighted_knn_scores',
+    'KNNAccuracy',
 ]

@@ -1,4 +1,5 @@
 """Extracting one feature vector per image from a (self-supervised) model."""
+
 from typing import Callable, Iterable, Sequence
 
 import torch
@@ -28,8 +29,11 @@ def pool_features(feats) -> torch.Tensor:
 
 
 @torch.no_grad()
-def batch_features(model: torch.nn.Module, data_batch: dict,
-                   feature_fn: Callable | None = None) -> torch.Tensor:
+def batch_features(
+    model: torch.nn.Module,
+    data_batch: dict,
+    feature_fn: Callable | None = None,
+) -> torch.Tensor:
     """Features of one collated batch, (B, C), on the model's device.
 
     Args:
@@ -48,11 +52,12 @@ def batch_features(model: torch.nn.Module, data_batch: dict,
     return pool_features(out)
 
 
-def extract_features(model: torch.nn.Module,
-                     dataloader: Iterable,
-                     feature_fn: Callable | None = None,
-                     desc: str = 'extracting features'
-                     ) -> tuple[torch.Tensor, list]:
+def extract_features(
+    model: torch.nn.Module,
+    dataloader: Iterable,
+    feature_fn: Callable | None = None,
+    desc: str = 'extracting features',
+) -> tuple[torch.Tensor, list]:
     """Features (cpu, (N, C)) and data samples of every batch, this rank.
 
     A progress bar is shown on the main process.
@@ -65,8 +70,13 @@ def extract_features(model: torch.nn.Module,
         total = len(dataloader)  # type: ignore[arg-type]
     except TypeError:
         total = None
-    bar = tqdm(dataloader, total=total, desc=desc,
-               disable=not is_main_process(), leave=False)
+    bar = tqdm(
+        dataloader,
+        total=total,
+        desc=desc,
+        disable=not is_main_process(),
+        leave=False,
+    )
     for data_batch in bar:
         feats.append(batch_features(model, data_batch, feature_fn).cpu())
         batch_samples: Sequence = data_batch.get('data_samples', [])

@@ -7,17 +7,20 @@ https://arxiv.org/abs/1805.01978), as used to evaluate DINO
 cosine-similar bank samples vote for their class with weight
 ``exp(similarity / T)``.
 """
+
 import torch
 import torch.nn.functional as F
 
 
-def weighted_knn_scores(query: torch.Tensor,
-                        bank: torch.Tensor,
-                        bank_labels: torch.Tensor,
-                        num_classes: int,
-                        k: int = 20,
-                        temperature: float = 0.07,
-                        chunk_size: int = 1024) -> torch.Tensor:
+def weighted_knn_scores(
+    query: torch.Tensor,
+    bank: torch.Tensor,
+    bank_labels: torch.Tensor,
+    num_classes: int,
+    k: int = 20,
+    temperature: float = 0.07,
+    chunk_size: int = 1024,
+) -> torch.Tensor:
     """Class scores of each query from its k nearest bank samples.
 
     Args:
@@ -34,8 +37,10 @@ def weighted_knn_scores(query: torch.Tensor,
         torch.Tensor: Scores, (Q, num_classes); higher is more likely.
     """
     if bank.shape[0] == 0:
-        raise ValueError('The kNN feature bank is empty: the labelled train '
-                         'split gave no samples.')
+        raise ValueError(
+            'The kNN feature bank is empty: the labelled train '
+            'split gave no samples.'
+        )
     if temperature <= 0:
         raise ValueError(f'temperature must be > 0, got {temperature}')
     k = min(k, bank.shape[0])
@@ -44,7 +49,7 @@ def weighted_knn_scores(query: torch.Tensor,
     bank_labels = bank_labels.long()
     scores = []
     for start in range(0, query.shape[0], chunk_size):
-        q = query[start:start + chunk_size]
+        q = query[start : start + chunk_size]
         sim = q @ bank.T  # (q, N)
         top_sim, top_idx = sim.topk(k, dim=1)  # (q, k)
         weights = (top_sim / temperature).exp()
@@ -54,8 +59,9 @@ def weighted_knn_scores(query: torch.Tensor,
     return torch.cat(scores) if scores else torch.zeros(0, num_classes)
 
 
-def topk_accuracy(scores: torch.Tensor, labels: torch.Tensor,
-                  topk: tuple = (1, 5)) -> dict:
+def topk_accuracy(
+    scores: torch.Tensor, labels: torch.Tensor, topk: tuple = (1, 5)
+) -> dict:
     """Top-k accuracy in percent for each k (clipped to the class count)."""
     result = {}
     if scores.shape[0] == 0:

@@ -680,8 +680,10 @@ def enable_amp_in_cfg(cfg: Any, cuda_available: bool) -> str:
     # full-precision wrapper -> (GPU AMP wrapper, CPU bfloat16 wrapper)
     amp_types = {
         'OptimWrapper': ('AmpOptimWrapper', 'CPUAmpOptimWrapper'),
-        'NaNGuardOptimWrapper':
-        ('NaNGuardAmpOptimWrapper', 'NaNGuardCPUAmpOptimWrapper'),
+        'NaNGuardOptimWrapper': (
+            'NaNGuardAmpOptimWrapper',
+            'NaNGuardCPUAmpOptimWrapper',
+        ),
     }
     gpu_to_cpu = {gpu: cpu for gpu, cpu in amp_types.values()}
     if current in gpu_to_cpu or current in gpu_to_cpu.values():

@@ -30,8 +30,9 @@ def load_checkpoint_file(
 
     if '://' not in path and not osp.isfile(path):
         raise FileNotFoundError(f'Checkpoint file not found: {path}')
-    ckpt = load_checkpoint_safe(path, map_location=map_location,
-                                trusted=trusted)
+    ckpt = load_checkpoint_safe(
+        path, map_location=map_location, trusted=trusted
+    )
     if not isinstance(ckpt, dict):
         raise TypeError(
             f'{path} does not hold a dict but a {type(ckpt).__name__}.'

@@ -1,4 +1,5 @@
 """Registering every module mmssl builds from configs."""
+
 import datetime
 import warnings
 
@@ -35,8 +36,10 @@ def register_all_modules(init_default_scope: bool = True) -> None:
     if current is None:
         DefaultScope.get_instance('mmssl', scope_name='mmssl')
     elif current.scope_name != 'mmssl':
-        warnings.warn(f'The current default scope "{current.scope_name}" is '
-                      'not "mmssl"; register_all_modules switches it to '
-                      '"mmssl". Pass init_default_scope=False to keep it.')
+        warnings.warn(
+            f'The current default scope "{current.scope_name}" is '
+            'not "mmssl"; register_all_modules switches it to '
+            '"mmssl". Pass init_default_scope=False to keep it.'
+        )
         name = f'mmssl-{datetime.datetime.now()}'
         DefaultScope.get_instance(name, scope_name='mmssl')

@@ -164,20 +164,28 @@ def test_multicrop_pipeline_over_folder(messy_root):
 def test_indices_keep_a_subset(demo_data_root):
     from mmssl.datasets import ImageFolderDataset
 
-    full = ImageFolderDataset(data_root=f'{demo_data_root}/train',
-                              with_label=True)
-    first = ImageFolderDataset(data_root=f'{demo_data_root}/train',
-                               with_label=True, indices=5)
-    picked = ImageFolderDataset(data_root=f'{demo_data_root}/train',
-                                with_label=True, indices=[3, 0, -1])
+    full = ImageFolderDataset(
+        data_root=f'{demo_data_root}/train', with_label=True
+    )
+    first = ImageFolderDataset(
+        data_root=f'{demo_data_root}/train', with_label=True, indices=5
+    )
+    picked = ImageFolderDataset(
+        data_root=f'{demo_data_root}/train',
+        with_label=True,
+        indices=[3, 0, -1],
+    )
     assert len(first) == 5
-    assert [first.get_data_info(i)['img_path'] for i in range(5)] == \
-        [full.get_data_info(i)['img_path'] for i in range(5)]
-    assert [picked.get_data_info(i)['gt_label'] for i in range(3)] == \
-        [full.get_data_info(i)['gt_label'] for i in (3, 0, len(full) - 1)]
+    assert [first.get_data_info(i)['img_path'] for i in range(5)] == [
+        full.get_data_info(i)['img_path'] for i in range(5)
+    ]
+    assert [picked.get_data_info(i)['gt_label'] for i in range(3)] == [
+        full.get_data_info(i)['gt_label'] for i in (3, 0, len(full) - 1)
+    ]
     with pytest.raises(IndexError, match='out of range'):
-        ImageFolderDataset(data_root=f'{demo_data_root}/train',
-                           indices=[len(full)])
+        ImageFolderDataset(
+            data_root=f'{demo_data_root}/train', indices=[len(full)]
+        )
 
 
 def test_plain_loader_becomes_robust(tmp_path):
@@ -191,7 +199,8 @@ def test_plain_loader_becomes_robust(tmp_path):
     ds = ImageFolderDataset(
         data_root=str(tmp_path),
         pipeline=[dict(type='LoadImageFromFile'), dict(type='PackInputs')],
-        max_bad_ratio=1.0)
+        max_bad_ratio=1.0,
+    )
     assert type(ds.pipeline.transforms[0]).__name__ == 'LoadImageRobust'
     # the bad file is replaced by the good one instead of crashing
     sample = ds[0]
@@ -200,5 +209,6 @@ def test_plain_loader_becomes_robust(tmp_path):
     # a LoadImageFromFile with options the robust loader lacks is kept
     kept = ImageFolderDataset(
         data_root=str(tmp_path),
-        pipeline=[dict(type='LoadImageFromFile', color_type='grayscale')])
+        pipeline=[dict(type='LoadImageFromFile', color_type='grayscale')],
+    )
     assert type(kept.pipeline.transforms[0]).__name__ == 'LoadImageFromFile'

@@ -1,4 +1,5 @@
 """Workers draw new augmentation randomness every epoch, reproducibly."""
+
 import numpy as np
 import torch
 from mmengine.dataset import worker_init_fn as mmengine_worker_init_fn
@@ -22,11 +23,16 @@ class _RandomDraws(Dataset):
 def _epochs(n_epochs: int, seed: int) -> list:
     torch.manual_seed(seed)  # the main-process RNG mmengine seeds
     loader = Runner.build_dataloader(
-        dict(dataset=_RandomDraws(), batch_size=4, num_workers=2,
-             persistent_workers=False,
-             sampler=dict(type='DefaultSampler', shuffle=False),
-             collate_fn=dict(type='default_collate')),
-        seed=seed)
+        dict(
+            dataset=_RandomDraws(),
+            batch_size=4,
+            num_workers=2,
+            persistent_workers=False,
+            sampler=dict(type='DefaultSampler', shuffle=False),
+            collate_fn=dict(type='default_collate'),
+        ),
+        seed=seed,
+    )
     draws = []
     for _ in range(n_epochs):
         draws.append(torch.cat([b for b in loader]).tolist())
@@ -35,6 +41,7 @@ def _epochs(n_epochs: int, seed: int) -> list:
 
 def test_runner_uses_seed_worker():
     import mmengine.runner.runner as runner_module
+
     assert runner_module.default_worker_init_fn is seed_worker
 
 
@@ -53,7 +60,9 @@ def test_same_seed_same_draws_other_seed_other_draws():
 def test_mmengine_default_would_repeat_epochs(monkeypatch):
     """The failure mmssl fixes: mmengine's seeding repeats each epoch."""
     import mmengine.runner.runner as runner_module
-    monkeypatch.setattr(runner_module, 'default_worker_init_fn',
-                        mmengine_worker_init_fn)
+
+    monkeypatch.setattr(
+        runner_module, 'default_worker_init_fn', mmengine_worker_init_fn
+    )
     first, second = _epochs(2, seed=0)
     assert first == second

@@ -1,4 +1,5 @@
 """Weighted kNN, its metric, the KNNDataset and the feature test loop."""
+
 import math
 import os.path as osp
 
@@ -15,8 +16,9 @@ from mmssl.evaluation import (
 )
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
-DEMO = osp.join(ROOT, 'configs', 'simclr',
-                'simclr_resnet18-w16_1xb64-10e_demo.py')
+DEMO = osp.join(
+    ROOT, 'configs', 'simclr', 'simclr_resnet18-w16_1xb64-10e_demo.py'
+)
 
 
 def test_weighted_knn_scores_by_hand():
@@ -24,11 +26,11 @@ def test_weighted_knn_scores_by_hand():
     bank = torch.tensor([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0], [0.6, 0.8]])
     labels = torch.tensor([0, 1, 1, 2])
     query = torch.tensor([[2.0, 0.0]])  # normalised to (1, 0)
-    scores = weighted_knn_scores(query, bank, labels, num_classes=3, k=2,
-                                 temperature=0.5)
+    scores = weighted_knn_scores(
+        query, bank, labels, num_classes=3, k=2, temperature=0.5
+    )
     # two nearest: cos 1.0 (class 0) and cos 0.6 (class 2)
-    expected = torch.tensor([[math.exp(1.0 / 0.5), 0.0,
-                              math.exp(0.6 / 0.5)]])
+    expected = torch.tensor([[math.exp(1.0 / 0.5), 0.0, math.exp(0.6 / 0.5)]])
     assert torch.allclose(scores, expected)
 
 
@@ -38,27 +40,35 @@ def test_weighted_knn_k_larger_than_bank_and_chunks():
     labels = torch.tensor([0, 1, 0, 1, 2])
     query = torch.randn(7, 4)
     full = weighted_knn_scores(query, bank, labels, 3, k=50, temperature=0.1)
-    chunked = weighted_knn_scores(query, bank, labels, 3, k=50,
-                                  temperature=0.1, chunk_size=2)
+    chunked = weighted_knn_scores(
+        query, bank, labels, 3, k=50, temperature=0.1, chunk_size=2
+    )
     assert torch.allclose(full, chunked)
     # with k >= N every bank sample votes: scores sum to all the weights
-    sims = torch.nn.functional.normalize(query, dim=1) @ \
-        torch.nn.functional.normalize(bank, dim=1).T
+    sims = (
+        torch.nn.functional.normalize(query, dim=1)
+        @ torch.nn.functional.normalize(bank, dim=1).T
+    )
     assert torch.allclose(full.sum(1), (sims / 0.1).exp().sum(1), rtol=1e-5)
 
 
 def test_weighted_knn_rejects_bad_input():
     with pytest.raises(ValueError, match='bank is empty'):
-        weighted_knn_scores(torch.randn(2, 3), torch.zeros(0, 3),
-                            torch.zeros(0), 2)
+        weighted_knn_scores(
+            torch.randn(2, 3), torch.zeros(0, 3), torch.zeros(0), 2
+        )
     with pytest.raises(ValueError, match='temperature'):
-        weighted_knn_scores(torch.randn(2, 3), torch.randn(2, 3),
-                            torch.zeros(2), 2, temperature=0)
+        weighted_knn_scores(
+            torch.randn(2, 3),
+            torch.randn(2, 3),
+            torch.zeros(2),
+            2,
+            temperature=0,
+        )
 
 
 def test_topk_accuracy():
-    scores = torch.tensor([[0.1, 0.7, 0.2], [0.5, 0.1, 0.4],
-                           [0.2, 0.3, 0.5]])
+    scores = torch.tensor([[0.1, 0.7, 0.2], [0.5, 0.1, 0.4], [0.2, 0.3, 0.5]])
     labels = torch.tensor([1, 2, 0])
     acc = topk_accuracy(scores, labels, topk=(1, 2, 5))
     assert acc['top1'] == pytest.approx(100 / 3)
@@ -69,23 +79,35 @@ def test_topk_accuracy():
 def test_pool_features_shapes():
     assert pool_features(torch.ones(2, 5, 3, 3)).shape == (2, 5)
     tokens = torch.arange(2 * 4 * 3.0).view(2, 4, 3)
-    assert torch.equal(pool_features((tokens, )), tokens[:, 0])
+    assert torch.equal(pool_features((tokens,)), tokens[:, 0])
     assert pool_features([torch.ones(2, 7)]).shape == (2, 7)
     with pytest.raises(ValueError, match='shape'):
         pool_features(torch.ones(2, 2, 2, 2, 2))
 
 
 def test_knn_accuracy_metric_separates_bank_and_query():
-    metric = KNNAccuracy(k=1, topk=(1, ))
+    metric = KNNAccuracy(k=1, topk=(1,))
     samples = [
-        dict(feat=torch.tensor([1.0, 0.0]), gt_label=torch.tensor([0]),
-             knn_role='bank'),
-        dict(feat=torch.tensor([0.0, 1.0]), gt_label=torch.tensor([1]),
-             knn_role='bank'),
-        dict(feat=torch.tensor([0.9, 0.1]), gt_label=torch.tensor([0]),
-             knn_role='query'),
-        dict(feat=torch.tensor([0.9, 0.1]), gt_label=torch.tensor([1]),
-             knn_role='query'),
+        dict(
+            feat=torch.tensor([1.0, 0.0]),
+            gt_label=torch.tensor([0]),
+            knn_role='bank',
+        ),
+        dict(
+            feat=torch.tensor([0.0, 1.0]),
+            gt_label=torch.tensor([1]),
+            knn_role='bank',
+        ),
+        dict(
+            feat=torch.tensor([0.9, 0.1]),
+            gt_label=torch.tensor([0]),
+            knn_role='query',
+        ),
+        dict(
+            feat=torch.tensor([0.9, 0.1]),
+            gt_label=torch.tensor([1]),
+            knn_role='query',
+        ),
     ]
     metric.process(None, samples)
     assert metric.compute_metrics(metric.results) == {'top1': 50.0}
@@ -114,8 +136,10 @@ def test_feature_test_loop_on_demo_data(demo_data_root, tmp_path):
     runner = Runner.from_cfg(cfg)
     dataset = runner.test_loop.dataloader.dataset
     assert len(dataset) == 120
-    roles = {dataset[0]['data_samples'].knn_role,
-             dataset[119]['data_samples'].knn_role}
+    roles = {
+        dataset[0]['data_samples'].knn_role,
+        dataset[119]['data_samples'].knn_role,
+    }
     assert roles == {'bank', 'query'}
     metrics = runner.test()
     assert set(metrics) == {'knn/top1', 'knn/top5'}

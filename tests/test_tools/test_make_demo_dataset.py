@@ -1,4 +1,5 @@
 """The bundled demo data: sklearn digits as 32x32 PNG, fixed split."""
+
 import glob
 import os.path as osp
 
@@ -21,10 +22,15 @@ def test_demo_dataset_layout_and_determinism(tmp_path):
     assert img.max() > 100  # ink is bright, not an empty image
     make_demo_dataset(str(tmp_path / 'b'))
     rel = lambda root: sorted(  # noqa: E731
-        osp.relpath(f, root) for f in glob.glob(f'{root}/*/*/*.png'))
+        osp.relpath(f, root) for f in glob.glob(f'{root}/*/*/*.png')
+    )
     assert rel(str(tmp_path / 'a')) == rel(str(tmp_path / 'b'))
-    train = {osp.basename(f) for f in glob.glob(
-        str(tmp_path / 'a' / 'train' / '*' / '*.png'))}
-    val = {osp.basename(f) for f in glob.glob(
-        str(tmp_path / 'a' / 'val' / '*' / '*.png'))}
+    train = {
+        osp.basename(f)
+        for f in glob.glob(str(tmp_path / 'a' / 'train' / '*' / '*.png'))
+    }
+    val = {
+        osp.basename(f)
+        for f in glob.glob(str(tmp_path / 'a' / 'val' / '*' / '*.png'))
+    }
     assert not train & val

@@ -272,16 +272,26 @@ def test_enable_amp_in_cfg(demo_cfg):
     [(False, 'NaNGuardCPUAmpOptimWrapper'), (True, 'NaNGuardAmpOptimWrapper')],
 )
 def test_enable_amp_keeps_the_nan_guard(cuda, expected):
-    cfg = Config(dict(optim_wrapper=dict(type='NaNGuardOptimWrapper',
-                                         max_consecutive_skips=3)))
+    cfg = Config(
+        dict(
+            optim_wrapper=dict(
+                type='NaNGuardOptimWrapper', max_consecutive_skips=3
+            )
+        )
+    )
     enable_amp_in_cfg(cfg, cuda_available=cuda)
     assert cfg.optim_wrapper.type == expected
     assert cfg.optim_wrapper.max_consecutive_skips == 3
 
 
 def test_enable_amp_gpu_wrapper_falls_back_to_cpu_guard():
-    cfg = Config(dict(optim_wrapper=dict(type='NaNGuardAmpOptimWrapper',
-                                         loss_scale='dynamic')))
+    cfg = Config(
+        dict(
+            optim_wrapper=dict(
+                type='NaNGuardAmpOptimWrapper', loss_scale='dynamic'
+            )
+        )
+    )
     note = enable_amp_in_cfg(cfg, cuda_available=False)
     assert cfg.optim_wrapper.type == 'NaNGuardCPUAmpOptimWrapper'
     assert 'loss_scale' not in cfg.optim_wrapper
@@ -299,8 +309,11 @@ def test_nan_guard_cpu_amp_wrapper_skips_nan_step():
 
     model = torch.nn.Linear(2, 1)
     wrapper = OPTIM_WRAPPERS.build(
-        dict(type='NaNGuardCPUAmpOptimWrapper',
-             optimizer=torch.optim.SGD(model.parameters(), lr=1.0)))
+        dict(
+            type='NaNGuardCPUAmpOptimWrapper',
+            optimizer=torch.optim.SGD(model.parameters(), lr=1.0),
+        )
+    )
     before = model.weight.detach().clone()
     with wrapper.optim_context(model):
         loss = model(torch.ones(1, 2)).sum() * float('nan')

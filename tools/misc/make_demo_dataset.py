@@ -10,6 +10,7 @@ stratified by class, into::
 Usage:
     python tools/misc/make_demo_dataset.py data/demo
 """
+
 import argparse
 import os
 import os.path as osp
@@ -22,8 +23,9 @@ VAL_SHARE = 0.2
 SEED = 0
 
 
-def split_indices(labels: np.ndarray, val_share: float,
-                  seed: int) -> tuple[np.ndarray, np.ndarray]:
+def split_indices(
+    labels: np.ndarray, val_share: float, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Stratified, seeded split of ``range(len(labels))``."""
     rng = np.random.default_rng(seed)
     train, val = [], []
@@ -57,14 +59,24 @@ def make_demo_dataset(out_dir: str, size: int = 32) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('out_dir', nargs='?', default='data/demo',
-                        help='output folder (default: data/demo)')
-    parser.add_argument('--size', type=int, default=32,
-                        help='side of the written images in pixels')
+    parser.add_argument(
+        'out_dir',
+        nargs='?',
+        default='data/demo',
+        help='output folder (default: data/demo)',
+    )
+    parser.add_argument(
+        '--size',
+        type=int,
+        default=32,
+        help='side of the written images in pixels',
+    )
     args = parser.parse_args()
     counts = make_demo_dataset(args.out_dir, args.size)
-    print(f'Wrote {counts["train"]} train and {counts["val"]} val images '
-          f'of {args.size}x{args.size} px to {args.out_dir}')
+    print(
+        f'Wrote {counts["train"]} train and {counts["val"]} val images '
+        f'of {args.size}x{args.size} px to {args.out_dir}'
+    )
 
 
 if __name__ == '__main__':

@@ -19,15 +19,18 @@ train_pipeline = [
         global_size=224,
         local_size=96,
         global_scale=(0.32, 1.0),
-        local_scale=(0.05, 0.32)),
+        local_scale=(0.05, 0.32),
+    ),
     dict(
         type='BlockwiseMaskGenerator',
         patch_size=patch_size,
         mask_ratio=(0.1, 0.5),
-        mask_prob=0.5),
+        mask_prob=0.5,
+    ),
     dict(
         type='PackInputs',
-        meta_keys=('sample_idx', 'img_path', 'num_global_crops', 'source')),
+        meta_keys=('sample_idx', 'img_path', 'num_global_crops', 'source'),
+    ),
 ]
 train_dataloader = dict(
     batch_size=64,
@@ -42,5 +45,7 @@ train_dataloader = dict(
         data_root=data_root,
         cache_file=None,
         max_bad_ratio=0.05,
-        pipeline=train_pipeline))
+        pipeline=train_pipeline,
+    ),
+)
 custom_hooks = [dict(type='BadFileSummaryHook', interval=50)]

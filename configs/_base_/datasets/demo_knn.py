@@ -16,12 +16,16 @@ _knn_dataloader = dict(
             type='CustomDataset',
             data_root=knn_data_root,
             data_prefix='train',
-            pipeline=knn_pipeline),
+            pipeline=knn_pipeline,
+        ),
         query=dict(
             type='CustomDataset',
             data_root=knn_data_root,
             data_prefix='val',
-            pipeline=knn_pipeline)))
+            pipeline=knn_pipeline,
+        ),
+    ),
+)
 val_dataloader = _knn_dataloader
 test_dataloader = _knn_dataloader
 val_evaluator = dict(type='KNNAccuracy', k=20, temperature=0.07, topk=(1, 5))

@@ -14,9 +14,18 @@ from .teacher_ema_hook import TeacherEMAHook
 from .teacher_temp_warmup_hook import TeacherTempWarmupHook
 
 __all__ = [
-    'AtomicCheckpointHook', 'get_rng_state', 'set_rng_state',
-    'BadFileSummaryHook', 'BadFileCounter', 'collect_skipped',
-    'DeepClusterHook', 'DistLossAverageHook', 'FreezeLastLayerHook',
-    'KNNEvalHook', 'ODCHook', 'PretrainedInitHook', 'TeacherEMAHook',
-    'TeacherTempWarmupHook'
+    'AtomicCheckpointHook',
+    'get_rng_state',
+    'set_rng_state',
+    'BadFileSummaryHook',
+    'BadFileCounter',
+    'collect_skipped',
+    'DeepClusterHook',
+    'DistLossAverageHook',
+    'FreezeLastLayerHook',
+    'KNNEvalHook',
+    'ODCHook',
+    'PretrainedInitHook',
+    'TeacherEMAHook',
+    'TeacherTempWarmupHook',
 ]

@@ -9,7 +9,9 @@ from .nan_guard_optim_wrapper import (
 )
 
 __all__ = [
-    'CPUAmpOptimWrapper', 'LayerDecayOptimWrapperConstructor',
-    'NaNGuardAmpOptimWrapper', 'NaNGuardCPUAmpOptimWrapper',
-    'NaNGuardOptimWrapper'
+    'CPUAmpOptimWrapper',
+    'LayerDecayOptimWrapperConstructor',
+    'NaNGuardAmpOptimWrapper',
+    'NaNGuardCPUAmpOptimWrapper',
+    'NaNGuardOptimWrapper',
 ]

@@ -1,4 +1,5 @@
 """Test and validation loops that evaluate frozen features."""
+
 from typing import Callable, Sequence
 
 import torch
@@ -10,16 +11,21 @@ from mmssl.evaluation.feature_extraction import batch_features
 from mmssl.registry import LOOPS
 
 
-def _feature_samples(model, data_batch: dict,
-                     feature_fn: Callable | None) -> list:
+def _feature_samples(
+    model, data_batch: dict, feature_fn: Callable | None
+) -> list:
     feats = batch_features(model, data_batch, feature_fn).cpu()
     samples: Sequence = data_batch['data_samples']
     out = []
     for feat, sample in zip(feats, samples):
         label = sample.gt_label if 'gt_label' in sample else torch.tensor(-1)
         out.append(
-            dict(feat=feat, gt_label=label,
-                 knn_role=sample.metainfo.get('knn_role', 'query')))
+            dict(
+                feat=feat,
+                gt_label=label,
+                knn_role=sample.metainfo.get('knn_role', 'query'),
+            )
+        )
     return out
 
 
@@ -33,19 +39,30 @@ class _FeatureLoopMixin:
 
     def _run_features(self) -> dict:
         self.runner.model.eval()
-        bar = tqdm(self.dataloader, desc='kNN features',
-                   disable=not is_main_process(), leave=False)
+        bar = tqdm(
+            self.dataloader,
+            desc='kNN features',
+            disable=not is_main_process(),
+            leave=False,
+        )
         for idx, data_batch in enumerate(bar):
-            self.runner.call_hook(self._hook_name('before'),
-                                  batch_idx=idx, data_batch=data_batch)
-            with torch.no_grad(), torch.autocast(
-                    device_type=self._device_type(), enabled=self.fp16):
-                outputs = _feature_samples(self.runner.model, data_batch,
-                                           None)
-            self.evaluator.process(data_samples=outputs,
-                                   data_batch=data_batch)
-            self.runner.call_hook(self._hook_name('after'), batch_idx=idx,
-                                  data_batch=data_batch, outputs=outputs)
+            self.runner.call_hook(
+                self._hook_name('before'), batch_idx=idx, data_batch=data_batch
+            )
+            with (
+                torch.no_grad(),
+                torch.autocast(
+                    device_type=self._device_type(), enabled=self.fp16
+                ),
+            ):
+                outputs = _feature_samples(self.runner.model, data_batch, None)
+            self.evaluator.process(data_samples=outputs, data_batch=data_batch)
+            self.runner.call_hook(
+                self._hook_name('after'),
+                batch_idx=idx,
+                data_batch=data_batch,
+                outputs=outputs,
+            )
         return self.evaluator.evaluate(len(self.dataloader.dataset))
 
     def _device_type(self) -> str:

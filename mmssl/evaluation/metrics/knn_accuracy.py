@@ -1,4 +1,5 @@
 """kNN top-k accuracy on frozen features."""
+
 from typing import Sequence
 
 import torch
@@ -26,14 +27,17 @@ class KNNAccuracy(BaseMetric):
         topk (tuple[int]): Accuracies to report. Defaults to (1, 5).
         prefix (str): Metric name prefix. Defaults to ``'knn'``.
     """
+
     default_prefix = 'knn'
 
-    def __init__(self,
-                 k: int = 20,
-                 temperature: float = 0.07,
-                 topk: tuple = (1, 5),
-                 collect_device: str = 'cpu',
-                 prefix: str | None = None) -> None:
+    def __init__(
+        self,
+        k: int = 20,
+        temperature: float = 0.07,
+        topk: tuple = (1, 5),
+        collect_device: str = 'cpu',
+        prefix: str | None = None,
+    ) -> None:
         super().__init__(collect_device=collect_device, prefix=prefix)
         if k < 1:
             raise ValueError(f'k must be >= 1, got {k}')
@@ -47,8 +51,12 @@ class KNNAccuracy(BaseMetric):
             if isinstance(label, torch.Tensor):
                 label = int(label.reshape(-1)[0])
             self.results.append(
-                (sample['feat'].float().cpu(), int(label),
-                 sample.get('knn_role', 'query') == 'bank'))
+                (
+                    sample['feat'].float().cpu(),
+                    int(label),
+                    sample.get('knn_role', 'query') == 'bank',
+                )
+            )
 
     def compute_metrics(self, results: list) -> dict:
         bank = [r for r in results if r[2]]
@@ -57,18 +65,26 @@ class KNNAccuracy(BaseMetric):
             raise ValueError(
                 f'KNNAccuracy needs bank and query samples, got {len(bank)} '
                 f'bank and {len(query)} query samples. Use a KNNDataset '
-                'with a labelled `bank` (train) and `query` (val) split.')
+                'with a labelled `bank` (train) and `query` (val) split.'
+            )
         bank_feats = torch.stack([r[0] for r in bank])
         bank_labels = torch.tensor([r[1] for r in bank])
         query_feats = torch.stack([r[0] for r in query])
         query_labels = torch.tensor([r[1] for r in query])
         num_classes = int(max(bank_labels.max(), query_labels.max())) + 1
-        scores = weighted_knn_scores(query_feats, bank_feats, bank_labels,
-                                     num_classes, self.k, self.temperature)
+        scores = weighted_knn_scores(
+            query_feats,
+            bank_feats,
+            bank_labels,
+            num_classes,
+            self.k,
+            self.temperature,
+        )
         acc = topk_accuracy(scores, query_labels, self.topk)
         print_log(
             f'kNN (k={self.k}, T={self.temperature}) on {len(query)} '
-            f'queries against a bank of {len(bank)}: ' +
-            ', '.join(f'{n}={v:.2f}' for n, v in acc.items()),
-            logger='current')
+            f'queries against a bank of {len(bank)}: '
+            + ', '.join(f'{n}={v:.2f}' for n, v in acc.items()),
+            logger='current',
+        )
         return acc
