@@ -1,0 +1,67 @@
+# DINO (Caron et al. 2021, https://arxiv.org/abs/2104.14294) with a CNN on
+# the bundled 32x32 demo digits (tools/misc/make_demo_dataset.py data/demo):
+# the CIFAR-style ResNet-18 of width 16 of the SimCLR demo, 10 epochs on CPU,
+# 2 global crops, SGD as in DINO's ResNet-50 recipe, then kNN on
+# data/demo/val with the teacher backbone.
+#   python tools/train.py configs/dino/dino_resnet18-w16_1xb64-10e_demo.py
+_base_ = './dino_vit-tiny-p8_1xb64-3e_demo.py'
+
+n_prototypes = 1024
+model = dict(
+    backbone=dict(
+        _delete_=True,
+        type='ResNet_CIFAR',
+        depth=18,
+        stem_channels=16,
+        base_channels=16,
+        zero_init_residual=True,
+    ),
+    head=dict(
+        in_channels=128,
+        n_prototypes=n_prototypes,
+        use_bn=True,
+        norm_last_layer=True,
+    ),
+    loss=dict(out_dim=n_prototypes),
+)
+max_epochs = 10
+optim_wrapper = dict(
+    _delete_=True,
+    type='NaNGuardOptimWrapper',
+    max_consecutive_skips=10,
+    optimizer=dict(type='SGD', lr=0.1, momentum=0.9, weight_decay=1e-4),
+    paramwise_cfg=dict(flat_decay_mult=0.0),
+)
+param_scheduler = [
+    dict(
+        type='LinearLR',
+        start_factor=0.01,
+        by_epoch=True,
+        begin=0,
+        end=1,
+        convert_to_iter_based=True,
+    ),
+    dict(
+        type='CosineAnnealingLR',
+        T_max=max_epochs - 1,
+        by_epoch=True,
+        begin=1,
+        end=max_epochs,
+        convert_to_iter_based=True,
+    ),
+]
+custom_hooks = [
+    dict(type='TeacherEMAHook', momentum=0.99, end_momentum=1.0),
+    dict(
+        type='TeacherTempWarmupHook',
+        warmup_temp=0.04,
+        temp=0.04,
+        warmup_epochs=0,
+    ),
+    dict(type='FreezeLastLayerHook', freeze_epochs=1),
+    dict(type='BadFileSummaryHook', interval=50),
+]
+train_cfg = dict(
+    type='EpochBasedTrainLoop', max_epochs=max_epochs, val_interval=max_epochs
+)
+default_hooks = dict(checkpoint=dict(interval=max_epochs, max_keep_ckpts=1))
