@@ -3,48 +3,9 @@
 # evaluation on data/demo/val.  See README.md in this folder.
 #   python tools/train.py configs/mocov2/mocov2_resnet18-w16_1xb64-4e_demo.py
 _base_ = [
-    '../_base_/datasets/demo_knn.py',
+    '../_base_/datasets/demo_two_view.py',
     '../_base_/default_runtime.py',
 ]
-
-data_preprocessor = dict(
-    type='SelfSupDataPreprocessor',
-    mean=[33.0, 33.0, 33.0],
-    std=[60.0, 60.0, 60.0],
-    to_rgb=True,
-)
-
-view_pipeline = [
-    dict(
-        type='RandomResizedCrop',
-        scale=32,
-        crop_ratio_range=(0.5, 1.0),
-        backend='cv2',
-    ),
-    dict(
-        type='RandomApply',
-        transforms=[dict(type='ColorJitter', brightness=0.4, contrast=0.4)],
-        prob=0.8,
-    ),
-]
-train_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(type='MultiView', num_views=2, transforms=[view_pipeline]),
-    dict(type='PackInputs'),
-]
-train_dataloader = dict(
-    batch_size=64,
-    num_workers=2,
-    persistent_workers=True,
-    drop_last=True,
-    sampler=dict(type='DefaultSampler', shuffle=True),
-    collate_fn=dict(type='default_collate'),
-    dataset=dict(
-        type='ImageFolderDataset',
-        data_root='data/demo/train',
-        pipeline=train_pipeline,
-    ),
-)
 
 backbone = dict(
     type='ResNet_CIFAR',
@@ -59,7 +20,7 @@ model = dict(
     queue_len=1024,
     feat_dim=64,
     momentum=0.01,
-    data_preprocessor=data_preprocessor,
+    data_preprocessor={{_base_.data_preprocessor}},
     backbone=backbone,
     neck=dict(
         type='MoCoV2Neck',
