@@ -1,9 +1,9 @@
 # DINO (Caron et al. 2021, https://arxiv.org/abs/2104.14294) with a CNN on
 # the bundled 32x32 demo digits (tools/misc/make_demo_dataset.py data/demo):
-# the CIFAR-style ResNet-18 of width 16 of the SimCLR demo, 10 epochs on CPU,
+# the CIFAR-style ResNet-18 of width 16 of the SimCLR demo, 4 epochs on CPU,
 # 2 global crops, SGD as in DINO's ResNet-50 recipe, then kNN on
 # data/demo/val with the teacher backbone.
-#   python tools/train.py configs/dino/dino_resnet18-w16_1xb64-10e_demo.py
+#   python tools/train.py configs/dino/dino_resnet18-w16_1xb64-4e_demo.py
 _base_ = './dino_vit-tiny-p8_1xb64-3e_demo.py'
 
 n_prototypes = 1024
@@ -24,7 +24,7 @@ model = dict(
     ),
     loss=dict(out_dim=n_prototypes),
 )
-max_epochs = 10
+max_epochs = 4
 optim_wrapper = dict(
     _delete_=True,
     type='NaNGuardOptimWrapper',
