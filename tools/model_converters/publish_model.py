@@ -11,6 +11,12 @@ momentum network's (``target_net.module.0.``, ``momentum_encoder.module.0.``
 ``init_cfg=dict(type='Pretrained', checkpoint=FILE)`` on the backbone.
 """
 
+import os.path as _osp
+import sys
+
+# run from a checkout without installing mmssl
+sys.path.insert(0, _osp.abspath(_osp.join(_osp.dirname(__file__), '..', '..')))
+
 import argparse
 import sys
 
