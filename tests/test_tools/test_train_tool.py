@@ -95,7 +95,10 @@ def test_train_amp_autoscale_then_test(demo_data_root, tmp_path, capsys):
                 '--deterministic',
             ]
             + common[3:]
-            + ['train_cfg.max_epochs=1']
+            # mmengine names the logger after the config and the second: a
+            # runner made in the same second as an earlier test's would
+            # reuse that logger and write the log into the other work dir
+            + ['train_cfg.max_epochs=1', 'experiment_name=amp_autoscale']
         )
         assert os.environ['CUBLAS_WORKSPACE_CONFIG'] == ':4096:8'
         assert torch.are_deterministic_algorithms_enabled()
