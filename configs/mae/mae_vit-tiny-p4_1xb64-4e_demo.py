@@ -3,40 +3,9 @@
 # data/demo/val.  See README.md in this folder.
 #   python tools/train.py configs/mae/mae_vit-tiny-p4_1xb64-4e_demo.py
 _base_ = [
-    '../_base_/datasets/demo_knn.py',
+    '../_base_/datasets/demo_single_view.py',
     '../_base_/default_runtime.py',
 ]
-
-data_preprocessor = dict(
-    type='SelfSupDataPreprocessor',
-    mean=[33.0, 33.0, 33.0],
-    std=[60.0, 60.0, 60.0],
-    to_rgb=True,
-)
-train_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(
-        type='RandomResizedCrop',
-        scale=32,
-        crop_ratio_range=(0.5, 1.0),
-        backend='cv2',
-    ),
-    dict(type='PackInputs'),
-]
-
-train_dataloader = dict(
-    batch_size=64,
-    num_workers=2,
-    persistent_workers=True,
-    drop_last=True,
-    sampler=dict(type='DefaultSampler', shuffle=True),
-    collate_fn=dict(type='default_collate'),
-    dataset=dict(
-        type='ImageFolderDataset',
-        data_root='data/demo/train',
-        pipeline=train_pipeline,
-    ),
-)
 
 # a ViT-tiny-ish encoder: 64 tokens of 4x4 px on 32 px images
 vit_arch = dict(
@@ -45,7 +14,7 @@ vit_arch = dict(
 
 model = dict(
     type='MAE',
-    data_preprocessor=data_preprocessor,
+    data_preprocessor={{_base_.data_preprocessor}},
     backbone=dict(
         type='MAEViT',
         arch=vit_arch,
