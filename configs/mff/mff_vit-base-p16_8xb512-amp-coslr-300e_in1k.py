@@ -5,3 +5,7 @@
 _base_ = 'mmpretrain::mff/mff_vit-base-p16_8xb512-amp-coslr-300e_in1k.py'
 
 default_scope = 'mmssl'
+
+# MFF + feature extraction on whole images (mmpretrain's MFF.extract_feat
+# returns masked tokens; see mmssl/models/algorithms/mff_features.py).
+model = dict(type='MFFFullImage')

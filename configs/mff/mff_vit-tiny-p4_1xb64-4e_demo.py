@@ -13,7 +13,7 @@ vit_arch = dict(
 )
 
 model = dict(
-    type='MFF',
+    type='MFFFullImage',  # MFF + whole-image features for kNN
     data_preprocessor={{_base_.data_preprocessor}},
     backbone=dict(
         type='MFFViT',

@@ -2,6 +2,7 @@ from .deepcluster import DeepCluster
 from .dino import DINO
 from .dinov2 import DINOv2
 from .ibot import iBOT
+from .mff_features import MFFFullImage
 from .npid import NPID
 from .odc import ODC, ODCMemory
 from .relative_loc import RelativeLoc
@@ -19,4 +20,5 @@ __all__ = [
     'RelativeLoc',
     'RotationPred',
     'SparKFullImage',
+    'MFFFullImage',
 ]

@@ -319,3 +319,71 @@ def test_spark_full_image_extracts_features_without_a_mask():
         feats = model(img, mode='tensor')
     assert feats[-1].shape == (2, 512, 2, 2)
     assert bool(SparseHelper._cur_active.all())  # every patch active
+
+
+def test_mff_full_image_features_are_the_unmasked_vit_forward():
+    """mmpretrain's MFF.extract_feat masks 75% of the patches at random
+    (MAEViT's default); MFFFullImage returns every token, deterministically,
+    equal to a plain ViT with the same weights."""
+    from mmpretrain.models.backbones import VisionTransformer
+    from mmpretrain.models.selfsup import MFF
+
+    arch = dict(
+        embed_dims=32, num_layers=2, num_heads=2, feedforward_channels=64
+    )
+    model = MODELS.build(
+        dict(
+            type='MFFFullImage',
+            backbone=dict(
+                type='MFFViT',
+                arch=arch,
+                img_size=16,
+                patch_size=4,
+                mask_ratio=0.75,
+                out_indices=[0, 1],
+            ),
+            neck=dict(
+                type='MAEPretrainDecoder',
+                num_patches=16,
+                patch_size=4,
+                embed_dim=32,
+                decoder_embed_dim=16,
+                decoder_depth=1,
+                decoder_num_heads=2,
+            ),
+            head=dict(
+                type='MAEPretrainHead',
+                patch_size=4,
+                loss=dict(type='PixelReconstructionLoss', criterion='L2'),
+            ),
+        )
+    )
+    model.init_weights()
+    model.eval()
+    img = torch.randn(3, 3, 16, 16)
+    with torch.no_grad():
+        broken = MFF.extract_feat(model, img)
+        feats = model(img, mode='tensor')
+        again = model(img, mode='tensor')
+    # the bug being worked around: 4 of 16 patch tokens + CLS, plus the mask
+    assert broken[0].shape == (3, 1 + 4, 32)
+    assert len(feats) == 2
+    assert all(f.shape == (3, 1 + 16, 32) for f in feats)
+    torch.testing.assert_close(feats[-1], again[-1])
+    plain = VisionTransformer(
+        arch=arch,
+        img_size=16,
+        patch_size=4,
+        out_indices=[0, 1],
+        out_type='raw',
+        final_norm=True,
+    )
+    plain.eval()  # mmpretrain backbones' train()/eval() return None
+    missing, unexpected = plain.load_state_dict(
+        model.backbone.state_dict(), strict=False
+    )
+    assert not missing, missing
+    with torch.no_grad():
+        ref = plain(img)
+    torch.testing.assert_close(feats[-1], ref[-1])
+    torch.testing.assert_close(feats[0], ref[0])
