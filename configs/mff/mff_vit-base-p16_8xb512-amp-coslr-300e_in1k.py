@@ -8,4 +8,6 @@ default_scope = 'mmssl'
 
 # MFF + feature extraction on whole images (mmpretrain's MFF.extract_feat
 # returns masked tokens; see mmssl/models/algorithms/mff_features.py).
-model = dict(type='MFFFullImage')
+# _scope_: the model dict inherited from mmpretrain's config carries
+# _scope_='mmpretrain', where MFFFullImage is not registered.
+model = dict(type='MFFFullImage', _scope_='mmssl')
