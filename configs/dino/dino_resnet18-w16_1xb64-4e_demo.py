@@ -4,12 +4,35 @@
 # 2 global crops, SGD as in DINO's ResNet-50 recipe, then kNN on
 # data/demo/val with the teacher backbone.
 #   python tools/train.py configs/dino/dino_resnet18-w16_1xb64-4e_demo.py
-_base_ = './dino_vit-tiny-p8_1xb64-3e_demo.py'
+_base_ = '../dinov2/dinov2_vit-tiny-p4_1xb64-10e_demo.py'  # data, runtime
 
+train_pipeline = [
+    dict(type='LoadImageRobust'),
+    dict(
+        type='MultiCrop',
+        num_global_crops=2,
+        num_local_crops=0,
+        global_size=32,
+        local_size=16,
+        global_scale=(0.4, 1.0),
+        local_scale=(0.1, 0.4),
+        blur_kernel_size=3,
+    ),
+    dict(type='PackInputs'),
+]
+train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
 n_prototypes = 1024
 model = dict(
+    _delete_=True,
+    type='DINO',
+    data_preprocessor=dict(
+        type='SelfSupDataPreprocessor',
+        mean=[33.0, 33.0, 33.0],
+        std=[60.0, 60.0, 60.0],
+        to_rgb=True,
+    ),
+    num_global_crops=2,
     backbone=dict(
-        _delete_=True,
         type='ResNet_CIFAR',
         depth=18,
         stem_channels=16,
@@ -17,12 +40,15 @@ model = dict(
         zero_init_residual=True,
     ),
     head=dict(
+        type='DINOHead',
         in_channels=128,
         n_prototypes=n_prototypes,
+        hidden_channels=256,
+        bottleneck_channels=64,
         use_bn=True,
         norm_last_layer=True,
     ),
-    loss=dict(out_dim=n_prototypes),
+    loss=dict(type='DINOLoss', out_dim=n_prototypes, centering='centering'),
 )
 max_epochs = 4
 optim_wrapper = dict(

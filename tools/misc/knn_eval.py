@@ -7,7 +7,7 @@ data/demo/val). Without ``--checkpoint`` the model is evaluated right after
 init" baseline quoted in the READMEs.
 
     python tools/misc/knn_eval.py \
-        configs/dinov2/dinov2_vit-tiny-p8_1xb64-3e_demo.py
+        configs/dinov2/dinov2_vit-tiny-p4_1xb64-10e_demo.py
     python tools/misc/knn_eval.py CONFIG --checkpoint work_dirs/x/epoch_6.pth
 """
 

@@ -14,7 +14,7 @@ ROOT = osp.dirname(
     osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 )
 DEMO = osp.join(
-    ROOT, 'configs', 'dinov2', 'dinov2_vit-tiny-p8_1xb64-3e_demo.py'
+    ROOT, 'configs', 'dinov2', 'dinov2_vit-tiny-p4_1xb64-10e_demo.py'
 )
 
 
@@ -34,23 +34,39 @@ def _cfg(data_root, work_dir, config=DEMO, **opts):
     return cfg
 
 
-@pytest.mark.slow
-def test_dinov2_demo_learns(demo_data_root, tmp_path):
-    """A short DINOv2 demo run beats the same network at random init."""
-    cfg = _cfg(demo_data_root, tmp_path / 'init')
-    init_runner = Runner.from_cfg(cfg)
+def _knn_init_and_trained(config, data_root, tmp_path):
+    """kNN top-1 of the demo network at random init and after the demo."""
+    init_runner = Runner.from_cfg(
+        _cfg(data_root, tmp_path / 'init', config=config)
+    )
     init_runner.model.init_weights()
     init_top1 = init_runner.test()['knn/top1']
-
-    cfg = _cfg(
-        demo_data_root,
-        tmp_path / 'train',
-        **{'train_cfg.max_epochs': 2, 'train_cfg.val_interval': 2},
+    runner = Runner.from_cfg(
+        _cfg(data_root, tmp_path / 'train', config=config)
     )
-    runner = Runner.from_cfg(cfg)
     runner.train()
-    top1 = runner.test()['knn/top1']
-    assert top1 > init_top1 + 3.0, (init_top1, top1)
+    return init_top1, runner.test()['knn/top1']
+
+
+@pytest.mark.slow
+def test_dinov2_demo_learns(demo_data_root, tmp_path):
+    """The whole DINOv2 demo (6 epochs) beats the same network at random
+    init (57.66 top-1, a meaningful baseline: no LayerScale) clearly."""
+    init_top1, top1 = _knn_init_and_trained(DEMO, demo_data_root, tmp_path)
+    assert init_top1 > 40.0, init_top1  # not a degenerate random network
+    assert top1 > init_top1 + 4.0, (init_top1, top1)
+
+
+@pytest.mark.slow
+def test_ibot_demo_learns(demo_data_root, tmp_path):
+    """The whole iBOT demo (10 epochs) beats the same network at random
+    init (62.67 top-1) clearly."""
+    demo = osp.join(
+        ROOT, 'configs', 'ibot', 'ibot_vit-tiny-p4_1xb64-10e_demo.py'
+    )
+    init_top1, top1 = _knn_init_and_trained(demo, demo_data_root, tmp_path)
+    assert init_top1 > 40.0, init_top1
+    assert top1 > init_top1 + 4.0, (init_top1, top1)
 
 
 def test_nan_loss_skips_steps_then_stops(demo_data_root, tmp_path):
@@ -110,8 +126,8 @@ def _worker(rank, world_size, port, data_root, work_dir):
             'env_cfg.dist_cfg.backend': 'gloo',
             'model.backbone.with_cp': True,
             'model.backbone.drop_path_rate': 0.1,
-            # the demo has no local crops; add two so the student backbone
-            # runs twice per step
+            # two local crops (the demo has four): the student backbone
+            # still runs twice per step
             'train_dataloader.dataset.pipeline.1.num_local_crops': 2,
             'train_dataloader.batch_size': 4,
             'train_dataloader.dataset.indices': 16,
@@ -164,15 +180,5 @@ def test_dino_resnet_demo_learns(demo_data_root, tmp_path):
     demo = osp.join(
         ROOT, 'configs', 'dino', 'dino_resnet18-w16_1xb64-4e_demo.py'
     )
-    init_runner = Runner.from_cfg(
-        _cfg(demo_data_root, tmp_path / 'init', config=demo)
-    )
-    init_runner.model.init_weights()
-    init_top1 = init_runner.test()['knn/top1']
-
-    runner = Runner.from_cfg(
-        _cfg(demo_data_root, tmp_path / 'train', config=demo)
-    )
-    runner.train()
-    top1 = runner.test()['knn/top1']
+    init_top1, top1 = _knn_init_and_trained(demo, demo_data_root, tmp_path)
     assert top1 > init_top1 + 10.0, (init_top1, top1)
