@@ -50,23 +50,24 @@ def _knn_init_and_trained(config, data_root, tmp_path):
 
 @pytest.mark.slow
 def test_dinov2_demo_learns(demo_data_root, tmp_path):
-    """The whole DINOv2 demo (6 epochs) beats the same network at random
-    init (57.66 top-1, a meaningful baseline: no LayerScale) clearly."""
+    """The whole DINOv2 demo (10 epochs) beats the same network at random
+    init (57.66 top-1, a meaningful baseline: no LayerScale) clearly
+    (measured: 64.35)."""
     init_top1, top1 = _knn_init_and_trained(DEMO, demo_data_root, tmp_path)
     assert init_top1 > 40.0, init_top1  # not a degenerate random network
-    assert top1 > init_top1 + 4.0, (init_top1, top1)
+    assert top1 > init_top1 + 3.0, (init_top1, top1)
 
 
 @pytest.mark.slow
 def test_ibot_demo_learns(demo_data_root, tmp_path):
     """The whole iBOT demo (10 epochs) beats the same network at random
-    init (62.67 top-1) clearly."""
+    init (62.67 top-1) clearly (measured: 68.25)."""
     demo = osp.join(
         ROOT, 'configs', 'ibot', 'ibot_vit-tiny-p4_1xb64-10e_demo.py'
     )
     init_top1, top1 = _knn_init_and_trained(demo, demo_data_root, tmp_path)
     assert init_top1 > 40.0, init_top1
-    assert top1 > init_top1 + 4.0, (init_top1, top1)
+    assert top1 > init_top1 + 3.0, (init_top1, top1)
 
 
 def test_nan_loss_skips_steps_then_stops(demo_data_root, tmp_path):
