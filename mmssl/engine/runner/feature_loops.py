@@ -21,7 +21,10 @@ def _feature_samples(
         label = sample.gt_label if 'gt_label' in sample else torch.tensor(-1)
         out.append(
             dict(
-                feat=feat,
+                # a copy that owns its memory: a view (e.g. the CLS row of
+                # the whole (B, 1 + N, C) token output) would be pickled
+                # with its entire storage when ranks gather the results
+                feat=feat.clone(),
                 gt_label=label,
                 knn_role=sample.metainfo.get('knn_role', 'query'),
             )

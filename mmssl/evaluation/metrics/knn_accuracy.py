@@ -52,7 +52,9 @@ class KNNAccuracy(BaseMetric):
                 label = int(label.reshape(-1)[0])
             self.results.append(
                 (
-                    sample['feat'].float().cpu(),
+                    # clone: own memory, so that gathering results across
+                    # ranks (pickled) does not carry a whole batch's storage
+                    sample['feat'].detach().float().cpu().clone(),
                     int(label),
                     sample.get('knn_role', 'query') == 'bank',
                 )
