@@ -4,13 +4,12 @@
 # on 16 tokens of 8 px), 4 epochs on CPU, then a kNN evaluation on
 # data/demo/val.  See README.md in this folder.
 #   python tools/train.py configs/itpn/itpn-pixel_hivit-tiny-p8_1xb64-4e_demo.py
-_base_ = [
-    '../_base_/datasets/demo_single_view.py',
-    '../_base_/default_runtime.py',
-]
+# Data, AdamW, schedule and runtime: the MAE demo's.
+_base_ = '../mae/mae_vit-tiny-p4_1xb64-4e_demo.py'
 
 patch_size = 8
 model = dict(
+    _delete_=True,
     type='iTPN',
     data_preprocessor={{_base_.data_preprocessor}},
     backbone=dict(
@@ -56,10 +55,6 @@ model = dict(
 )
 
 optim_wrapper = dict(
-    type='OptimWrapper',
-    optimizer=dict(
-        type='AdamW', lr=0.0015, betas=(0.9, 0.95), weight_decay=0.05
-    ),
     paramwise_cfg=dict(
         custom_keys={
             'norm': dict(decay_mult=0.0),
@@ -69,32 +64,4 @@ optim_wrapper = dict(
         }
     ),
 )
-max_epochs = 4
-param_scheduler = [
-    dict(
-        type='LinearLR',
-        start_factor=0.1,
-        by_epoch=True,
-        begin=0,
-        end=1,
-        convert_to_iter_based=True,
-    ),
-    dict(
-        type='CosineAnnealingLR',
-        T_max=max_epochs - 1,
-        by_epoch=True,
-        begin=1,
-        end=max_epochs,
-        convert_to_iter_based=True,
-    ),
-]
-train_cfg = dict(
-    type='EpochBasedTrainLoop', max_epochs=max_epochs, val_interval=max_epochs
-)
-auto_scale_lr = dict(base_batch_size=64)
 find_unused_parameters = True
-default_hooks = dict(
-    logger=dict(interval=10),
-    checkpoint=dict(interval=max_epochs, max_keep_ckpts=1),
-)
-randomness = dict(seed=0)
