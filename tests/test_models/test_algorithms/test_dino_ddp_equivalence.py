@@ -79,8 +79,6 @@ def _batch():
 
 def _step(model, views, masks, lo, hi):
     """Loss of images lo:hi, backward; returns the total loss."""
-    from mmssl.registry import MODELS  # noqa: F401  (registers modules)
-
     samples = [DataSample().set_mask(masks[i]) for i in range(lo, hi)]
     inputs = [v[lo:hi] for v in views]
     losses = model(inputs, samples, mode='loss')
