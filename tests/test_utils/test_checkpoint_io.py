@@ -11,6 +11,7 @@ import torch
 from mmengine.logging import HistoryBuffer
 from mmengine.runner.checkpoint import CheckpointLoader, _load_checkpoint
 
+from mmssl.checkpoint.policy import _extra_globals
 from mmssl.utils import (
     UnsafeCheckpointError,
     add_safe_checkpoint_globals,
@@ -19,7 +20,6 @@ from mmssl.utils import (
     torch_load_safe,
     trusted_checkpoints,
 )
-from mmssl.utils.checkpoint_io import _extra_globals
 
 needs_allowlist = pytest.mark.skipif(
     not hasattr(torch.serialization, 'add_safe_globals'),
