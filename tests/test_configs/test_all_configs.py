@@ -12,6 +12,7 @@ import os.path as osp
 
 import pytest
 import torch
+
 from mmssl.registry import MODELS
 from mmssl.utils.config_compat import load_config_file
 
