@@ -1,6 +1,7 @@
 # The tiny SimCLR of simclr_tiny.py trained for 30 iterations of batch 2 on
-# the demo digits (set train_dataloader.dataset.data_root); a few
-# milliseconds per iteration, for the signal, lock and resume tests.
+# the demo digits (set train_dataloader.dataset.data_root), a fraction of a
+# second per iteration, for the signal, lock and resume tests
+# (tests/test_engine/test_runner/); needs tests/data on PYTHONPATH.
 _base_ = ['./simclr_tiny.py']
 
 view_pipeline = [
@@ -31,5 +32,9 @@ default_hooks = dict(
     logger=dict(type='LoggerHook', interval=1),
     checkpoint=dict(type='AtomicCheckpointHook', interval=1000, by_epoch=False),
 )
+# a short sleep per iteration, so a signal sent after iteration k lands
+# well before the end of the run
+custom_imports = dict(imports=['slow_iter_hook'])
+custom_hooks = [dict(type='SlowIterHook', seconds=0.05)]
 log_processor = dict(by_epoch=False)
 randomness = dict(seed=0)
