@@ -23,8 +23,9 @@ def test_parse_signals():
 
 
 def test_first_signal_recorded_handlers_restored():
-    before = {s: signal.getsignal(s) for s in (signal.SIGUSR1, signal.SIGINT)}
-    stop = StopSignals(['SIGUSR1', 'SIGINT'], announce=False)
+    signums = (signal.SIGUSR1, signal.SIGTERM, signal.SIGINT)
+    before = {s: signal.getsignal(s) for s in signums}
+    stop = StopSignals(['SIGUSR1', 'SIGTERM', 'SIGINT'], announce=False)
     assert stop.install() and stop.installed
     try:
         os.kill(os.getpid(), signal.SIGUSR1)
@@ -32,7 +33,7 @@ def test_first_signal_recorded_handlers_restored():
         assert stop.received == signal.SIGUSR1
         # after the first signal, Ctrl-C gets its default (fatal) action
         assert signal.getsignal(signal.SIGINT) is signal.SIG_DFL
-        os.kill(os.getpid(), signal.SIGUSR1)
+        os.kill(os.getpid(), signal.SIGTERM)  # only the first one counts
         time.sleep(0.01)
         assert stop.received == signal.SIGUSR1
     finally:
