@@ -11,7 +11,12 @@ from .env import LAUNCHERS, choose_backend, dist_env
 from .lock import LOCK_NAME, RunLock, WorkDirBusyError
 from .ports import find_free_port, is_port_free
 from .resume import find_newest_checkpoint, resolve_resume
-from .signals import DEFAULT_SIGNALS, StopSignals, parse_signals
+from .signals import (
+    DEFAULT_SIGNALS,
+    AbortedBySignal,
+    StopSignals,
+    parse_signals,
+)
 from .slurm import (
     mpi_dist_env,
     parse_slurm_nodelist,
@@ -20,6 +25,7 @@ from .slurm import (
 )
 
 __all__ = [
+    'AbortedBySignal',
     'DEFAULT_SIGNALS',
     'LAUNCHERS',
     'LOCK_NAME',
