@@ -181,7 +181,8 @@ def test_ibot_losses_and_masks(separate):
         return orig(x, mask=mask)
 
     model.backbone.forward = spy
-    losses = model.loss(_views(), _samples())  # values: ..._values.py
+    # the values of both terms: test_dino_family_values.py
+    losses = model.loss(_views(), _samples())
     assert set(losses) == {'loss_dino', 'loss_ibot'}
     # global masks are crop-major (G*B, Hp*Wp): crop0-img0, crop0-img1, ...
     m = seen[0]
