@@ -2,9 +2,12 @@
 
 Block-wise masks (iBOT / DINOv2, BEiT's rule) never exceed their target
 and may fall short of it: a hard upper bound, and a lower bound on the
-mean over draws (the worst 20-draw mean seen over 400 random settings
-with sides >= 6 and a target of at least two minimal blocks was 0.87 of
-the target; 0.7 is asserted). SimMIM's random mask hits its ratio up to
+mean over draws in the iBOT / DINOv2 setting (mask share <= 0.5, block
+aspect range at least (0.5, 2), sides >= 6, a target of two minimal
+blocks or more): the worst 20-draw mean seen over 1408 random such
+settings was 0.84 of the target; 0.7 is asserted. Outside it the rule
+can stop far short (square blocks only, share 1.0 on a 6x30 grid: one
+6x6 block in some draws). SimMIM's random mask hits its ratio up to
 one mask square: ``ceil(n * r)`` of the ``n`` squares.
 """
 
@@ -48,7 +51,10 @@ def test_blockwise_mask_bounds(
         assert mask.shape == grid and mask.dtype == np.bool_
         counts.append(int(mask.sum()))
         assert counts[-1] <= target
-    if min(grid) >= 6 and target >= 2 * min_patches and max_patches is None:
+    # the setting of iBOT / DINOv2 (ratios up to 0.5, elongated blocks
+    # allowed) on grids where a few blocks fit
+    typical = share <= 0.5 and min_aspect <= 0.5 and max_patches is None
+    if typical and min(grid) >= 6 and target >= 2 * min_patches:
         assert np.mean(counts) >= 0.7 * target, (counts, target)
 
 
