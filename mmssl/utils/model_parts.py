@@ -89,12 +89,18 @@ def backbone_prefix(keys, prefer_teacher: bool = True) -> str:
         prefer_teacher (bool): See :func:`find_backbone`.
 
     Returns:
-        str: The prefix including its trailing dot, e.g. ``'backbone.'``.
+        str: The prefix including its trailing dot, e.g. ``'backbone.'``;
+        ``'module.'`` in front when every key has it (a state dict saved
+        from a DDP wrapper).
 
     Raises:
         ValueError: No known backbone prefix occurs in ``keys``.
     """
     keys = list(keys)
+    if keys and all(k.startswith('module.') for k in keys):
+        # saved from a DDP / DataParallel wrapper without unwrapping
+        stripped = [k[len('module.') :] for k in keys]
+        return 'module.' + backbone_prefix(stripped, prefer_teacher)
     paths = (
         TEACHER_BACKBONE_PATHS if prefer_teacher else ()
     ) + STUDENT_BACKBONE_PATHS
