@@ -24,8 +24,8 @@ from mmengine.config import Config
 from mmengine.hooks import Hook
 from mmengine.runner import Runner
 
+from mmssl.checkpoint import load_checkpoint
 from mmssl.registry import DATASETS, MODELS
-from mmssl.utils import load_checkpoint_safe
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 DEMO_CONFIGS = sorted(
@@ -201,7 +201,7 @@ def test_demo_config_trains(path, demo_data_root, tmp_path):
     fresh = MODELS.build(cfg.model)
     # through mmssl's safe loader: every algorithm's checkpoint must hold
     # only types the allowlist accepts
-    state = load_checkpoint_safe(str(ckpt), map_location='cpu')
+    state = load_checkpoint(str(ckpt), map_location='cpu')
     fresh.load_state_dict(state['state_dict'], strict=True)
     trained = runner.model.state_dict()
     loaded = fresh.state_dict()

@@ -13,16 +13,15 @@ import string
 from hypothesis import given
 from hypothesis import strategies as st
 
-# The finders, imported in this one place (they may move to
-# mmssl/checkpoint/state_dict.py; then only these lines change).
-from mmssl.models.utils.vit_ckpt_convert import (
-    find_backbone_prefixes,
-    select_prefix,
-)
-from mmssl.utils.model_parts import (
+# The finders, imported in this one place.
+from mmssl.checkpoint.state_dict import (
     STUDENT_BACKBONE_PATHS,
     TEACHER_BACKBONE_PATHS,
-    backbone_prefix,
+    backbone_prefixes,
+    select_backbone,
+)
+from mmssl.checkpoint.state_dict import (
+    find_backbone_prefix as backbone_prefix,
 )
 
 MARKER = 'patch_embed.projection.weight'  # how the ViT converters find it
@@ -96,7 +95,7 @@ def test_backbone_prefix_prefers_the_teacher(
 
 
 # ---------------------------------------------------------------- #
-# find_backbone_prefixes / select_prefix: any nesting, by the marker
+# backbone_prefixes / select_backbone: any nesting, by the marker
 # ---------------------------------------------------------------- #
 @st.composite
 def layouts(draw):
@@ -118,11 +117,11 @@ def test_find_backbone_prefixes_and_select(layout, backbone, others):
     wrap = 'module.' if expected.startswith('module.') else ''
     bare = expected == wrap  # a bare backbone has no heads next to it
     state = _state(prefixes, backbone, [] if bare else others, wrap)
-    found = find_backbone_prefixes(state, MARKER)
+    found = backbone_prefixes(state, MARKER)
     assert sorted(found) == sorted(prefixes)
     assert found[0] == expected  # the teacher first
-    selected = select_prefix(state)
+    selected = select_backbone(state, marker=MARKER)
     assert sorted(selected) == backbone
     assert set(selected.values()) == {prefixes.index(expected) + 1}
     for prefix in prefixes:
-        assert sorted(select_prefix(state, prefix)) == backbone
+        assert sorted(select_backbone(state, prefix, MARKER)) == backbone

@@ -15,13 +15,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from mmssl.models.backbones import DINOVisionTransformer
-from mmssl.models.utils import (
+from mmssl.checkpoint.layouts import (
     dinov2_to_mmssl,
     dinov2_to_timm,
     mmssl_to_dinov2,
     mmssl_to_timm,
 )
+from mmssl.models.backbones import DINOVisionTransformer
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 EMBED, DEPTH, HEADS, PATCH, REGS, IMG = 64, 2, 4, 14, 2, 56
