@@ -9,12 +9,8 @@ import torch
 from mmengine.dist import is_main_process
 from mmengine.hooks import CheckpointHook
 
+from mmssl.checkpoint import atomic_write_text, set_checkpoint_trust
 from mmssl.registry import HOOKS
-from mmssl.utils.checkpoint_io import (
-    atomic_write_text,
-    install_checkpoint_io,
-    set_checkpoint_trust,
-)
 
 RNG_KEY = 'rng_state'
 
@@ -80,9 +76,9 @@ class AtomicCheckpointHook(CheckpointHook):
 
     Differences from :class:`mmengine.hooks.CheckpointHook`:
 
-    * A checkpoint is written to a temporary file in the same folder and
-      renamed onto its final name only once complete (see
-      :func:`mmssl.utils.save_checkpoint_atomic`).
+    * With mmssl's runner (``runner_type = 'SSLRunner'``) a checkpoint is
+      written to a temporary file in the same folder and renamed onto its
+      final name only once complete (:meth:`SSLRunner.save_checkpoint`).
     * ``last_checkpoint`` is rewritten atomically and only after the new
       checkpoint is complete; the oldest checkpoint beyond
       ``max_keep_ckpts`` is deleted only after that. (mmengine deletes it
@@ -96,7 +92,7 @@ class AtomicCheckpointHook(CheckpointHook):
       starts, so validation between epochs does not perturb training
       randomness in either run.
     * ``trust_checkpoint = True`` in the config trusts every checkpoint the
-      run loads (see :mod:`mmssl.utils.checkpoint_io`).
+      run loads (see :mod:`mmssl.checkpoint.policy`).
 
     Args:
         save_rng_state (bool): Save and restore RNG states. Defaults to True.
@@ -109,7 +105,6 @@ class AtomicCheckpointHook(CheckpointHook):
         self._loaded_rng: Optional[tuple] = None
         self._pending_rng: Optional[Dict[str, Any]] = None
         self._periodic_save = False
-        install_checkpoint_io()
 
     # ------------------------------------------------------------ trust
     def before_run(self, runner) -> None:
@@ -184,8 +179,7 @@ class AtomicCheckpointHook(CheckpointHook):
         runner.message_hub.update_info('last_ckpt', new_ckpt)
         self._periodic_save = True
         try:
-            # mmengine's save_checkpoint is atomic for local paths once
-            # install_checkpoint_io() ran.
+            # SSLRunner.save_checkpoint is atomic for local paths.
             runner.save_checkpoint(
                 self.out_dir,
                 ckpt_filename,

@@ -9,17 +9,21 @@ from .distributed import (
     setup_distributed_cfg,
 )
 from .feature_loops import FeatureTestLoop, FeatureValLoop
+from .preemption import PreemptionHook, TrainingStopped, exit_status
 from .runner import CPUAwareRunner, SSLRunner, build_runner
 
 __all__ = [
     'CPUAwareRunner',
     'FeatureTestLoop',
     'FeatureValLoop',
+    'PreemptionHook',
     'SSLRunner',
     'TooFewSamplesError',
+    'TrainingStopped',
     'build_runner',
     'check_train_dataloader',
     'cpu_model_wrapper_cfg',
+    'exit_status',
     'init_distributed',
     'iterations_per_epoch',
     'setup_distributed_cfg',

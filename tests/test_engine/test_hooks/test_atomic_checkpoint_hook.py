@@ -9,8 +9,9 @@ import torch
 from mmengine.config import Config
 from mmengine.runner import Runner
 
+from mmssl.checkpoint import torch_load_safe
 from mmssl.engine.hooks import AtomicCheckpointHook, get_rng_state
-from mmssl.utils import torch_load_safe
+from mmssl.registry import RUNNERS
 
 ROOT = osp.dirname(
     osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
@@ -52,7 +53,7 @@ def _runner(
         type='AtomicCheckpointHook', interval=1, **ckpt_kwargs
     )
     cfg.resume = resume
-    return Runner.from_cfg(cfg)
+    return RUNNERS.build(cfg)  # runner_type: SSLRunner
 
 
 def test_default_runtime_uses_atomic_hook():
@@ -151,7 +152,7 @@ def test_resume_matches_uninterrupted_run(tmp_path, demo_data_root):
 def test_trust_checkpoint_config_key(monkeypatch):
     from types import SimpleNamespace
 
-    from mmssl.utils import checkpoint_trusted, set_checkpoint_trust
+    from mmssl.checkpoint import checkpoint_trusted, set_checkpoint_trust
 
     monkeypatch.delenv('MMSSL_TRUST_CHECKPOINT', raising=False)
     hook = AtomicCheckpointHook()
