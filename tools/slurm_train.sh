@@ -4,7 +4,20 @@
 #   bash tools/slurm_train.sh PARTITION JOB_NAME CONFIG WORK_DIR [ARGS...]
 # Rank, world size and the master address come from SLURM's variables
 # (mmssl/launch/slurm.py); the port from MASTER_PORT / PORT or the
-# job id. See docs/en/distributed.md.
+# job id. GPUS_PER_NODE=0 runs CPU processes (gloo, no --gres).
+#
+# Preemptible clusters: run this script from a batch job so that SLURM can
+# warn the job before its time limit and requeue it:
+#   #!/bin/bash
+#   #SBATCH --ntasks=8 --gres=gpu:8 --cpus-per-task=5
+#   #SBATCH --signal=USR1@120   # SIGUSR1 to every task 120 s before the end
+#   #SBATCH --requeue           # the job may be put back in the queue
+#   bash tools/slurm_train.sh PARTITION JOB CONFIG WORK_DIR
+# On SIGUSR1 (or SIGTERM) every rank stops at the next iteration boundary,
+# a checkpoint is saved, rank 0 runs `scontrol requeue $SLURM_JOB_ID`, and
+# the requeued job (SLURM_RESTART_COUNT > 0) resumes from WORK_DIR without
+# --resume. MMSSL_SLURM_REQUEUE=0 saves without requeueing. See
+# docs/en/distributed.md.
 set -e
 if [ $# -lt 4 ]; then
     echo "usage: bash $0 PARTITION JOB_NAME CONFIG WORK_DIR [ARGS...]" >&2
@@ -20,13 +33,20 @@ GPUS=${GPUS:-8}
 GPUS_PER_NODE=${GPUS_PER_NODE:-8}
 CPUS_PER_TASK=${CPUS_PER_TASK:-5}
 SRUN_ARGS=${SRUN_ARGS:-""}
+GRES_ARGS="--gres=gpu:${GPUS_PER_NODE}"
+TASKS_PER_NODE=${GPUS_PER_NODE}
+if [ "${GPUS_PER_NODE}" = "0" ]; then
+    # CPU processes: no GPUs to ask for, one task per process.
+    GRES_ARGS=""
+    TASKS_PER_NODE=${TASKS_PER_NODE_CPU:-${GPUS}}
+fi
 
 PYTHONPATH="${ROOT}:${PYTHONPATH}" \
 srun -p "${PARTITION}" \
     --job-name="${JOB_NAME}" \
-    --gres=gpu:"${GPUS_PER_NODE}" \
+    ${GRES_ARGS} \
     --ntasks="${GPUS}" \
-    --ntasks-per-node="${GPUS_PER_NODE}" \
+    --ntasks-per-node="${TASKS_PER_NODE}" \
     --cpus-per-task="${CPUS_PER_TASK}" \
     --kill-on-bad-exit=1 \
     ${SRUN_ARGS} \

@@ -120,6 +120,43 @@ def _fail(message: str, code: int = 2) -> None:
     sys.exit(code)
 
 
+def _requeued_resume(cfg) -> tuple:
+    """``(resume, checkpoint, message)`` for a SLURM job after a requeue.
+
+    The newest checkpoint of the work dir is resumed without ``--resume``
+    when the config stored in it equals this run's config; otherwise the
+    run stops, naming the keys that differ.
+    """
+    from mmssl.checkpoint import load_checkpoint
+    from mmssl.launch import find_newest_checkpoint
+    from mmssl.utils.config_diff import config_differences
+
+    ckpt = find_newest_checkpoint(cfg.work_dir)
+    if ckpt is None:
+        return (
+            False,
+            None,
+            'SLURM requeue: no checkpoint in the work dir yet; training '
+            'starts from scratch.',
+        )
+    trusted = True if cfg.get('trust_checkpoint', False) else None
+    saved = (load_checkpoint(ckpt, trusted=trusted).get('meta') or {}).get(
+        'cfg'
+    )
+    if saved:
+        diffs = config_differences(saved, cfg)
+    else:
+        diffs = ['the checkpoint stores no config']
+    if diffs:
+        _fail(
+            f'SLURM requeue: {ckpt} was written by a different config '
+            f'({"; ".join(diffs)}), so it is not resumed. Use the '
+            'config it was trained with, pass --resume CHECKPOINT to '
+            'continue from it anyway, or give this run a new --work-dir.'
+        )
+    return True, ckpt, f'SLURM requeue: resuming from {ckpt}'
+
+
 def main(argv=None) -> None:
     args = parse_args(argv)
     if args.deterministic:
@@ -136,6 +173,7 @@ def main(argv=None) -> None:
         setup_distributed_cfg,
     )
     from mmssl.launch import RunLock, WorkDirBusyError, resolve_resume
+    from mmssl.launch.requeue import is_requeued_run
     from mmssl.utils import register_all_modules
     from mmssl.utils.config import (
         UnknownConfigKeyError,
@@ -221,6 +259,9 @@ def main(argv=None) -> None:
         resume, ckpt, message = resolve_resume(args.resume, cfg.work_dir)
     except FileNotFoundError as exc:
         _fail(str(exc))
+    if args.resume is None and is_requeued_run():
+        resume, ckpt, message = _requeued_resume(cfg)
+        args.resume = 'auto'
     if args.resume is not None:
         cfg.resume = resume
         if resume:
@@ -244,7 +285,7 @@ def main(argv=None) -> None:
         runner.logger.warning(line)
     for line in log_lines:
         runner.logger.info(line)
-        if rank == 0 and line.startswith('--resume'):
+        if rank == 0 and line.startswith(('--resume', 'SLURM requeue')):
             print(f'mmssl: {line}', flush=True)
 
     # Build the loop (and dataloader) now to refuse an empty epoch before

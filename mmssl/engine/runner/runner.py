@@ -24,6 +24,7 @@ from torch import nn
 from mmssl.checkpoint import loading_policy
 from mmssl.datasets.worker_seed import seed_worker
 from mmssl.launch.lock import RunLock, WorkDirBusyError
+from mmssl.launch.requeue import requeue_slurm_job, requeue_wanted
 from mmssl.launch.signals import DEFAULT_SIGNALS, StopSignals
 from mmssl.registry import RUNNERS
 
@@ -243,13 +244,22 @@ class SSLRunner(Runner):
     def _after_signal_save(self, path: str, signum: int) -> None:
         """Called on every rank after a save on a signal, before the exit.
 
-        Nothing here; the place for scheduler actions (e.g. a SLURM
-        requeue from rank 0).
+        Inside a SLURM job, rank 0 requeues it (``scontrol requeue``), so
+        that it starts again and resumes from ``path`` by itself (see
+        :mod:`mmssl.launch.requeue`). ``signal_cfg.requeue=False`` or
+        ``MMSSL_SLURM_REQUEUE=0`` turn that off.
 
         Args:
             path (str): The checkpoint saved.
             signum (int): The signal received.
         """
+        signal_cfg = self.cfg.get('signal_cfg') or {}
+        if not is_main_process() or not signal_cfg.get('requeue', True):
+            return
+        if requeue_wanted():
+            message = requeue_slurm_job()
+            print(f'mmssl: {message}', flush=True)
+            self.logger.info(message)
 
     # ------------------------------------------------------------ loading
     def _trust(self) -> Optional[bool]:
