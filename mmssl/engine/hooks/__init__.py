@@ -1,8 +1,4 @@
-from .atomic_checkpoint_hook import (
-    AtomicCheckpointHook,
-    get_rng_state,
-    set_rng_state,
-)
+from .atomic_checkpoint_hook import AtomicCheckpointHook
 from .bad_file_hook import BadFileCounter, BadFileSummaryHook, collect_skipped
 from .deepcluster_hook import DeepClusterHook
 from .dist_loss_average_hook import DistLossAverageHook
@@ -15,8 +11,6 @@ from .teacher_temp_warmup_hook import TeacherTempWarmupHook
 
 __all__ = [
     'AtomicCheckpointHook',
-    'get_rng_state',
-    'set_rng_state',
     'BadFileSummaryHook',
     'BadFileCounter',
     'collect_skipped',

@@ -1,3 +1,9 @@
 from .feature_loops import FeatureTestLoop, FeatureValLoop
+from .loops import ResumableEpochBasedTrainLoop, ResumableIterBasedTrainLoop
 
-__all__ = ['FeatureTestLoop', 'FeatureValLoop']
+__all__ = [
+    'FeatureTestLoop',
+    'FeatureValLoop',
+    'ResumableEpochBasedTrainLoop',
+    'ResumableIterBasedTrainLoop',
+]
