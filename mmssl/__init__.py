@@ -68,12 +68,6 @@ def check_dependencies() -> None:
 
 check_dependencies()
 
-# mmengine needs pkg_resources (gone from setuptools>=81) to resolve
-# 'mmpretrain::...' config bases; fall back to importlib without it.
-from .utils.config_compat import patch_mmengine_package_lookup  # noqa: E402
-
-patch_mmengine_package_lookup()
-
 # mmcv-lite has no compiled ops; mmcv warns about that on every import even
 # though mmssl never uses them.
 warnings.filterwarnings(

@@ -20,7 +20,7 @@ NODE_RANK=${NODE_RANK:-0}
 MASTER_ADDR=${MASTER_ADDR:-127.0.0.1}
 if [ -z "${PORT}" ]; then
     if [ "${NNODES}" = "1" ]; then
-        PORT=$(python "${ROOT}/mmssl/engine/launch/ports.py")
+        PORT=$(PYTHONPATH="${ROOT}:${PYTHONPATH}" python -m mmssl.launch.ports)
     else
         PORT=29500
     fi

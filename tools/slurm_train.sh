@@ -3,7 +3,7 @@
 #   [GPUS=8 GPUS_PER_NODE=8 CPUS_PER_TASK=5 SRUN_ARGS="..."] \
 #   bash tools/slurm_train.sh PARTITION JOB_NAME CONFIG WORK_DIR [ARGS...]
 # Rank, world size and the master address come from SLURM's variables
-# (mmssl/engine/launch/slurm.py); the port from MASTER_PORT / PORT or the
+# (mmssl/launch/slurm.py); the port from MASTER_PORT / PORT or the
 # job id. See docs/en/distributed.md.
 set -e
 if [ $# -lt 4 ]; then

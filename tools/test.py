@@ -63,11 +63,10 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def main(argv=None) -> dict:
     args = parse_args(argv)
-    from mmengine.config import Config
-
-    from mmssl.engine.launch import build_runner, setup_distributed_cfg
+    from mmssl.engine.runner import build_runner, setup_distributed_cfg
     from mmssl.utils import register_all_modules
     from mmssl.utils.config import UnknownConfigKeyError, merge_cfg_options
+    from mmssl.utils.config_compat import load_config_file
 
     register_all_modules()
     for path, what in (
@@ -79,7 +78,7 @@ def main(argv=None) -> dict:
                 f'error: {what} file {path} does not exist.', file=sys.stderr
             )
             sys.exit(2)
-    cfg = Config.fromfile(args.config)
+    cfg = load_config_file(args.config)
     try:
         notes = merge_cfg_options(cfg, args.cfg_options, args.allow_new_keys)
     except (UnknownConfigKeyError, IndexError, TypeError) as exc:

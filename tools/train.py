@@ -120,15 +120,14 @@ def main(argv=None) -> None:
         os.environ.setdefault('CUBLAS_WORKSPACE_CONFIG', ':4096:8')
 
     import torch
-    from mmengine.config import Config
 
-    from mmssl.engine.launch import (
+    from mmssl.engine.runner import (
         TooFewSamplesError,
         build_runner,
         check_train_dataloader,
-        resolve_resume,
         setup_distributed_cfg,
     )
+    from mmssl.launch import resolve_resume
     from mmssl.utils import register_all_modules
     from mmssl.utils.config import (
         UnknownConfigKeyError,
@@ -136,11 +135,12 @@ def main(argv=None) -> None:
         enable_amp_in_cfg,
         merge_cfg_options,
     )
+    from mmssl.utils.config_compat import load_config_file
 
     register_all_modules()
     if not osp.isfile(args.config):
         _fail(f'config file {args.config} does not exist.')
-    cfg = Config.fromfile(args.config)
+    cfg = load_config_file(args.config)
     try:
         notes = merge_cfg_options(cfg, args.cfg_options, args.allow_new_keys)
     except (UnknownConfigKeyError, IndexError, TypeError) as exc:
@@ -207,18 +207,6 @@ def main(argv=None) -> None:
         if resume:
             cfg.load_from = ckpt
         log_lines.append(message)
-
-    # Log the mean loss over ranks, whatever custom_hooks the config has.
-    hooks = list(cfg.get('custom_hooks') or [])
-    if not any(h.get('type') == 'DistLossAverageHook' for h in hooks):
-        hooks.append(dict(type='DistLossAverageHook'))
-    # Average BN running statistics over ranks after each epoch, so every
-    # rank (and the checkpoint) ends with the same buffers.
-    if world_size > 1 and not any(
-        h.get('type') == 'SyncBuffersHook' for h in hooks
-    ):
-        hooks.append(dict(type='SyncBuffersHook'))
-    cfg.custom_hooks = hooks
 
     runner = build_runner(cfg)
     if args.deterministic:

@@ -1,5 +1,8 @@
 # Runtime defaults shared by every mmssl config.
 default_scope = 'mmssl'
+# mmssl's registered runner (mmssl/engine/runner/runner.py): CPU DDP,
+# atomic saves with the loop state, save-on-signal, the work-dir lock.
+runner_type = 'SSLRunner'
 
 default_hooks = dict(
     timer=dict(type='IterTimerHook'),

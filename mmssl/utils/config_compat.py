@@ -1,17 +1,32 @@
-"""Let mmengine resolve ``'mmpretrain::...'`` config bases without
+"""Load configs whose ``_base_`` names another package without
 ``pkg_resources``.
 
-mmengine 0.10.7 finds the installed path of a package named in a
-cross-package ``_base_`` (``_base_ = 'mmpretrain::mae/...py'``) through
-``pkg_resources``, which setuptools removed in version 81. With a recent
-setuptools every such config then fails with ``No module named
-'pkg_resources'``. :func:`patch_mmengine_package_lookup` swaps in
-equivalents built on :mod:`importlib` when, and only when,
-``pkg_resources`` cannot be imported; mmssl calls it on import.
+mmengine 0.10.7 finds the installed folder of the package named in a
+cross-package base (``_base_ = 'mmpretrain::mocov2/...py'``, used by the
+ImageNet configs) through ``pkg_resources``, which setuptools removed in
+version 81; there every such config fails with ``No module named
+'pkg_resources'``. Two ways out, neither of which changes mmengine when
+mmssl is imported:
+
+* install ``setuptools<81`` (requirements/runtime.txt pins it), so
+  ``Config.fromfile`` works everywhere, or
+* load configs with :func:`load_config_file` (tools/train.py and
+  tools/test.py do): when, and only when, mmengine's own lookup cannot
+  work, it lends mmengine an :mod:`importlib`-based lookup for the
+  duration of that one ``Config.fromfile`` call and puts mmengine's
+  functions back afterwards.
 """
 
+import contextlib
 import importlib.util
 import os.path as osp
+from typing import Any, Iterator
+
+_LOOKUP_MODULES = (
+    'mmengine.config.config',
+    'mmengine.utils',
+    'mmengine.utils.package_utils',
+)
 
 
 def _is_installed(package: str) -> bool:
@@ -38,24 +53,55 @@ def _get_installed_path(package: str) -> str:
     return osp.dirname(spec.origin)
 
 
-def patch_mmengine_package_lookup() -> bool:
-    """Replace mmengine's pkg_resources-based package lookup if needed.
+def mmengine_lookup_works() -> bool:
+    """Whether mmengine's own package lookup runs in this environment."""
+    from mmengine.utils import package_utils
+
+    try:
+        package_utils.is_installed('mmengine')
+    except ImportError:
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def package_lookup() -> Iterator[None]:
+    """Scope in which mmengine can resolve ``package::`` config bases.
+
+    Does nothing when mmengine's lookup works (``pkg_resources`` present,
+    or an mmengine that no longer needs it). Otherwise mmengine's
+    ``is_installed``/``get_installed_path`` are replaced inside the scope
+    only and restored on exit.
+    """
+    if mmengine_lookup_works():
+        yield
+        return
+    import importlib
+
+    modules = [importlib.import_module(name) for name in _LOOKUP_MODULES]
+    saved = [(m, m.is_installed, m.get_installed_path) for m in modules]
+    try:
+        for module in modules:
+            module.is_installed = _is_installed
+            module.get_installed_path = _get_installed_path
+        yield
+    finally:
+        for module, is_inst, get_path in saved:
+            module.is_installed = is_inst
+            module.get_installed_path = get_path
+
+
+def load_config_file(filename: str, **kwargs: Any):
+    """``mmengine.Config.fromfile`` that also works without pkg_resources.
+
+    Args:
+        filename (str): Config file.
+        **kwargs: Passed to ``Config.fromfile``.
 
     Returns:
-        bool: True if the lookup was patched, False if ``pkg_resources`` is
-        available and mmengine's own functions are kept.
+        mmengine.Config: The config.
     """
-    try:
-        import pkg_resources  # noqa: F401
+    from mmengine.config import Config
 
-        return False
-    except ImportError:
-        pass
-    import mmengine.config.config as config_module
-    import mmengine.utils as utils_module
-    import mmengine.utils.package_utils as package_utils
-
-    for module in (config_module, utils_module, package_utils):
-        module.is_installed = _is_installed
-        module.get_installed_path = _get_installed_path
-    return True
+    with package_lookup():
+        return Config.fromfile(filename, **kwargs)

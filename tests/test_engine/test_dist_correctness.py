@@ -68,7 +68,7 @@ def _worker(rank, world_size, port, queue):
 
 @pytest.mark.slow
 def test_two_gloo_processes():
-    from mmssl.engine.launch import find_free_port
+    from mmssl.launch import find_free_port
 
     ctx = mp.get_context('spawn')
     queue = ctx.Queue()

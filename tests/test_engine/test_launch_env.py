@@ -9,16 +9,18 @@ import time
 
 import pytest
 
-from mmssl.engine.launch import (
+from mmssl.engine.runner import (
     TooFewSamplesError,
     check_train_dataloader,
-    choose_backend,
     cpu_model_wrapper_cfg,
+    iterations_per_epoch,
+)
+from mmssl.launch import (
+    choose_backend,
     dist_env,
     find_free_port,
     find_newest_checkpoint,
     is_port_free,
-    iterations_per_epoch,
     mpi_dist_env,
     parse_slurm_nodelist,
     resolve_resume,
@@ -174,14 +176,29 @@ def test_free_port():
         sock.listen()
         assert not is_port_free(port)
         assert find_free_port() != port
-    # the shell scripts run the file directly, without importing torch
+    # the shell scripts run `python -m mmssl.launch.ports`
     out = subprocess.run(
-        [sys.executable, osp.join(ROOT, 'mmssl/engine/launch/ports.py')],
+        [sys.executable, '-m', 'mmssl.launch.ports'],
         capture_output=True,
         text=True,
         check=True,
+        cwd=ROOT,
+        timeout=60,
     )
     assert 1024 < int(out.stdout) < 65536
+
+
+def test_launch_imports_without_torch():
+    """mmssl.launch is standard library only (the shell scripts use it)."""
+    code = (
+        'import sys, mmssl.launch, mmssl.launch.ports;'
+        "bad = sorted(m for m in ('torch', 'mmengine', 'numpy') "
+        'if m in sys.modules);'
+        'assert not bad, bad'
+    )
+    subprocess.run(
+        [sys.executable, '-c', code], check=True, cwd=ROOT, timeout=60
+    )
 
 
 def _touch(path, mtime):

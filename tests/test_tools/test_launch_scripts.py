@@ -166,10 +166,10 @@ def test_slurm_test(tmp_path):
 
 def test_init_distributed_from_slurm_variables(tmp_path):
     """A real (1-process, gloo) process group from faked SLURM vars."""
-    from mmssl.engine.launch import find_free_port
+    from mmssl.launch import find_free_port
 
     code = (
-        'from mmssl.engine.launch import init_distributed;'
+        'from mmssl.engine.runner import init_distributed;'
         'import os, torch.distributed as d;'
         "r = init_distributed('slurm', 'nccl');"
         "print(r, os.environ['MASTER_ADDR'], d.get_backend());"

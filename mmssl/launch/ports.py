@@ -1,7 +1,7 @@
 """Free TCP ports for the rendezvous of a distributed job.
 
-Standard library only, so shell scripts can run it as a file
-(``python mmssl/engine/launch/ports.py``) without importing torch.
+Standard library only: the shell scripts print a free port with
+``python -m mmssl.launch.ports`` without importing torch.
 """
 
 import socket

@@ -10,82 +10,9 @@ skips its own ``init_dist``.
 
 import datetime
 import os
-import warnings
-from typing import Mapping, MutableMapping, Optional, Tuple
+from typing import MutableMapping, Optional, Tuple
 
-from .slurm import mpi_dist_env, slurm_dist_env
-
-LAUNCHERS = ('none', 'pytorch', 'slurm', 'mpi')
-_TORCHRUN_VARS = (
-    'RANK',
-    'WORLD_SIZE',
-    'LOCAL_RANK',
-    'MASTER_ADDR',
-    'MASTER_PORT',
-)
-
-
-def choose_backend(requested: Optional[str], cuda_available: bool) -> str:
-    """The process-group backend to use.
-
-    ``nccl`` needs CUDA: without it ``gloo`` is used (with a warning).
-    ``None`` means "the natural one": ``nccl`` with CUDA, else ``gloo``.
-
-    Args:
-        requested (str, optional): Backend from the config
-            (``env_cfg.dist_cfg.backend``).
-        cuda_available (bool): Whether CUDA devices can be used.
-
-    Returns:
-        str: ``'nccl'``, ``'gloo'`` or ``'mpi'``.
-    """
-    if requested is None:
-        return 'nccl' if cuda_available else 'gloo'
-    requested = requested.lower()
-    if requested == 'nccl' and not cuda_available:
-        warnings.warn(
-            'The config asks for the nccl backend but CUDA is '
-            'not available; using gloo (CPU) instead.'
-        )
-        return 'gloo'
-    return requested
-
-
-def dist_env(
-    launcher: str, environ: Mapping[str, str]
-) -> MutableMapping[str, str]:
-    """The torch.distributed variables for ``launcher``.
-
-    Args:
-        launcher (str): One of ``'pytorch'``, ``'slurm'``, ``'mpi'``.
-        environ (Mapping[str, str]): The environment.
-
-    Returns:
-        dict: ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR``,
-        ``MASTER_PORT``.
-
-    Raises:
-        RuntimeError: If the launcher's variables are missing.
-        ValueError: On an unknown launcher.
-    """
-    if launcher == 'pytorch':
-        missing = [k for k in _TORCHRUN_VARS if k not in environ]
-        if missing:
-            raise RuntimeError(
-                f'--launcher pytorch needs the variables {missing} that '
-                'torchrun sets; start with `bash tools/dist_train.sh CONFIG '
-                'GPUS` or `python -m torch.distributed.run '
-                '--nproc_per_node=N tools/train.py CONFIG --launcher '
-                'pytorch`, or drop --launcher for one process.'
-            )
-        return {k: environ[k] for k in _TORCHRUN_VARS}
-    if launcher == 'slurm':
-        return slurm_dist_env(environ)
-    if launcher == 'mpi':
-        return mpi_dist_env(environ)
-    raise ValueError(
-        f'Unknown launcher {launcher!r}; choose one of {LAUNCHERS}.'
-    )
+from mmssl.launch import choose_backend, dist_env
 
 
 def init_distributed(
@@ -186,12 +113,12 @@ def setup_distributed_cfg(cfg, launcher: str) -> Tuple[int, int]:
     For ``launcher != 'none'``: starts the process group (gloo without
     CUDA, whatever ``env_cfg.dist_cfg.backend`` says), records the backend
     used in ``cfg.env_cfg.dist_cfg.backend`` and sets ``cfg.launcher``.
-    Build the runner with :class:`~mmssl.engine.launch.CPUAwareRunner` so
-    that the model wrapper suits a CPU model too.
+    The registered :class:`~mmssl.engine.runner.SSLRunner` then wraps a
+    CPU model so that DDP accepts it.
 
     Args:
         cfg (mmengine.Config): The config, changed in place.
-        launcher (str): One of :data:`LAUNCHERS`.
+        launcher (str): One of :data:`mmssl.launch.LAUNCHERS`.
 
     Returns:
         tuple: ``(rank, world_size)``.

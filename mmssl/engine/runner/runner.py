@@ -1,0 +1,291 @@
+"""mmssl's registered Runner (``runner_type = 'SSLRunner'``).
+
+Everything mmssl changes about how a run is built, saved, loaded and
+stopped lives here, in one class a config selects, instead of in patches
+applied to mmengine at import time. ``Runner.from_cfg``-style use from
+Python (``RUNNERS.build(cfg)`` or ``SSLRunner.from_cfg(cfg)``) and
+``tools/train.py`` therefore build the same runner with the same hooks.
+"""
+
+import contextlib
+import copy
+import os
+import os.path as osp
+import warnings
+from typing import Any, Dict, List, Optional, Union
+
+import torch
+from mmengine.dist import get_rank, is_main_process
+from mmengine.fileio import LocalBackend, get_file_backend
+from mmengine.model import is_model_wrapper, revert_sync_batchnorm
+from mmengine.runner import Runner
+from torch import nn
+
+from mmssl.checkpoint import loading_policy
+from mmssl.datasets.worker_seed import seed_worker
+from mmssl.registry import RUNNERS
+
+from .distributed import cpu_model_wrapper_cfg
+
+LOOP_STATE_KEY = 'loop_state'
+
+
+def _has_sync_bn(model: nn.Module) -> bool:
+    return any('SyncBatchNorm' in type(m).__name__ for m in model.modules())
+
+
+def _hook_type(hook: Any) -> Optional[str]:
+    if isinstance(hook, dict):
+        kind = hook.get('type')
+        return kind if isinstance(kind, str) else getattr(kind, '__name__')
+    return type(hook).__name__
+
+
+def _fsync_file_and_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    with contextlib.suppress(OSError):
+        dir_fd = os.open(osp.dirname(osp.abspath(path)), os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+
+@RUNNERS.register_module()
+class SSLRunner(Runner):
+    """:class:`mmengine.runner.Runner` with mmssl's run-time behaviour.
+
+    Differences from ``Runner`` (all chosen by ``runner_type`` in the
+    config, none patched into mmengine):
+
+    * **CPU DDP.** In a distributed run without CUDA, DDP refuses
+      ``device_ids`` and SyncBatchNorm; the model is wrapped with
+      ``device_ids=None`` and SyncBN turned into BN (with a warning), so a
+      GPU config can be debugged with CPU processes unchanged.
+    * **Default hooks.** :class:`~mmssl.engine.hooks.DistLossAverageHook`
+      (log the mean loss over ranks) is added unless the config has it;
+      in a distributed run ``SyncBuffersHook`` too.
+    * **Worker seeding.** Data-loader workers are seeded with
+      :func:`mmssl.datasets.worker_seed.seed_worker` (fresh augmentations
+      every epoch) unless the dataloader config names a
+      ``worker_init_fn``.
+    * **Checkpoints.** Saves are atomic (temporary file in the same
+      folder, fsync, ``os.replace``); a train loop with ``state_dict``
+      has it saved under ``checkpoint['loop_state']`` and restored by
+      :meth:`resume`. Every load (``load_from``, ``resume``, ``init_cfg``
+      Pretrained) runs inside :func:`mmssl.checkpoint.loading_policy`,
+      trusted when the config sets ``trust_checkpoint = True``.
+    """
+
+    # ------------------------------------------------------------ build
+    def wrap_model(self, model_wrapper_cfg: Optional[Dict], model: nn.Module):
+        """Wrap ``model``; adapt to CPU processes first when needed."""
+        if (
+            self.distributed
+            and not torch.cuda.is_available()
+            and not is_model_wrapper(model)
+        ):
+            if _has_sync_bn(model):
+                warnings.warn(
+                    'CPU distributed training: SyncBatchNorm '
+                    'layers become BatchNorm (per-process batch '
+                    'statistics).'
+                )
+                model = revert_sync_batchnorm(model)
+            model_wrapper_cfg = cpu_model_wrapper_cfg(
+                model_wrapper_cfg,
+                self.cfg.get('find_unused_parameters', False),
+            )
+        return super().wrap_model(model_wrapper_cfg, model)
+
+    def default_custom_hooks(self) -> List[dict]:
+        """Hooks every mmssl run gets unless the config already has them.
+
+        Returns:
+            list[dict]: Hook configs to append to ``custom_hooks``.
+        """
+        hooks = [dict(type='DistLossAverageHook')]
+        if self.distributed:
+            # Average BN running statistics over ranks after each epoch, so
+            # every rank (and the checkpoint) ends with the same buffers.
+            hooks.append(dict(type='SyncBuffersHook'))
+        return hooks
+
+    def register_hooks(
+        self,
+        default_hooks: Optional[Dict] = None,
+        custom_hooks: Optional[List] = None,
+    ) -> None:
+        """Register the config's hooks plus :meth:`default_custom_hooks`."""
+        custom_hooks = list(custom_hooks or [])
+        present = {_hook_type(h) for h in custom_hooks}
+        for hook in self.default_custom_hooks():
+            if hook['type'] not in present:
+                custom_hooks.append(hook)
+        super().register_hooks(default_hooks, custom_hooks)
+
+    @staticmethod
+    def build_dataloader(
+        dataloader: Union[Any, Dict],
+        seed: Optional[int] = None,
+        diff_rank_seed: bool = False,
+    ):
+        """Build a dataloader; seed workers with mmssl's ``seed_worker``.
+
+        Same as :meth:`mmengine.runner.Runner.build_dataloader`, except
+        that without a ``worker_init_fn`` in the config and with a seed,
+        workers get :func:`~mmssl.datasets.worker_seed.seed_worker`
+        (mmengine's default replays the same augmentations every epoch
+        when workers are not persistent).
+        """
+        if (
+            isinstance(dataloader, dict)
+            and seed is not None
+            and 'worker_init_fn' not in dataloader
+        ):
+            dataloader = copy.copy(dataloader)
+            dataloader['worker_init_fn'] = dict(
+                type=seed_worker,
+                num_workers=dataloader.get('num_workers', 0),
+                rank=get_rank(),
+                seed=seed,
+                disable_subprocess_warning=dataloader.pop(
+                    'disable_subprocess_warning', False
+                ),
+            )
+        return Runner.build_dataloader(dataloader, seed, diff_rank_seed)
+
+    # ------------------------------------------------------------ loading
+    def _trust(self) -> Optional[bool]:
+        """``trust_checkpoint`` from the config; None follows the env."""
+        return True if self.cfg.get('trust_checkpoint', False) else None
+
+    def load_checkpoint(
+        self,
+        filename: str,
+        map_location: Any = 'cpu',
+        strict: bool = False,
+        revise_keys: list = [(r'^module.', '')],  # noqa: B006 (mmengine's)
+    ) -> dict:
+        """Load ``filename`` into the model under mmssl's loading policy.
+
+        Also called by :meth:`resume`; the loop state the checkpoint holds
+        is kept for it.
+        """
+        with loading_policy(self._trust(), source=str(filename)):
+            checkpoint = super().load_checkpoint(
+                filename, map_location, strict, revise_keys
+            )
+        self._loaded_loop_state = checkpoint.get(LOOP_STATE_KEY)
+        return checkpoint
+
+    def resume(self, filename: str, *args, **kwargs) -> None:
+        """mmengine's resume, then the train loop's own state."""
+        self._loaded_loop_state = None
+        super().resume(filename, *args, **kwargs)
+        state, self._loaded_loop_state = self._loaded_loop_state, None
+        loop = self.train_loop
+        if state is not None and hasattr(loop, 'load_state_dict'):
+            loop.load_state_dict(state)
+        elif hasattr(loop, 'load_state_dict'):
+            self.logger.warning(
+                f'{filename} has no loop state (written by another runner '
+                'or an older mmssl); resuming from its epoch/iter counters '
+                'only.'
+            )
+
+    def _init_model_weights(self) -> None:
+        """``init_weights`` (``init_cfg`` Pretrained) under the policy."""
+        with loading_policy(self._trust(), source='init_cfg'):
+            super()._init_model_weights()
+
+    # ------------------------------------------------------------ saving
+    def call_hook(self, fn_name: str, **kwargs) -> None:
+        """Call hooks; before ``before_save_checkpoint`` add the loop state.
+
+        The loop state (data position, RNG states) is part of every
+        checkpoint this runner writes, whichever checkpoint hook the
+        config names.
+        """
+        if fn_name == 'before_save_checkpoint':
+            loop = self._train_loop
+            if hasattr(loop, 'state_dict'):
+                kwargs['checkpoint'][LOOP_STATE_KEY] = loop.state_dict()
+        super().call_hook(fn_name, **kwargs)
+
+    def save_checkpoint(
+        self,
+        out_dir: str,
+        filename: str,
+        file_client_args: Optional[dict] = None,
+        *args,
+        backend_args: Optional[dict] = None,
+        **kwargs,
+    ) -> None:
+        """mmengine's ``save_checkpoint``, atomic for local folders.
+
+        The checkpoint is written by the parent under a hidden temporary
+        name in ``out_dir``, fsynced, then renamed onto ``filename``: a
+        process killed during the save leaves the previous files intact
+        and nothing partial under a checkpoint's name.
+        """
+        local = file_client_args is None and isinstance(
+            get_file_backend(out_dir, backend_args=backend_args),
+            LocalBackend,
+        )
+        if not local or not is_main_process():
+            # the parent is master_only: other ranks do nothing
+            super().save_checkpoint(
+                out_dir,
+                filename,
+                file_client_args,
+                *args,
+                backend_args=backend_args,
+                **kwargs,
+            )
+            return
+        final = osp.join(out_dir, filename)
+        tmp_name = f'.{osp.basename(filename)}.{os.getpid()}.tmp'
+        tmp = osp.join(osp.dirname(final), tmp_name)
+        try:
+            super().save_checkpoint(
+                osp.dirname(final),
+                tmp_name,
+                None,
+                *args,
+                backend_args=backend_args,
+                **kwargs,
+            )
+            _fsync_file_and_dir(tmp)
+            os.replace(tmp, final)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.remove(tmp)
+            raise
+        _fsync_file_and_dir(final)
+
+
+# Older configs and tools name the CPU-aware runner; it is SSLRunner.
+RUNNERS.register_module(name='CPUAwareRunner', module=SSLRunner)
+CPUAwareRunner = SSLRunner
+
+
+def build_runner(cfg) -> Runner:
+    """Build the runner for ``cfg``.
+
+    ``cfg.runner_type`` (a registered runner) wins, as in mmengine's tools;
+    otherwise :class:`SSLRunner`.
+
+    Args:
+        cfg (mmengine.Config): The full config.
+
+    Returns:
+        Runner: The runner.
+    """
+    if 'runner_type' in cfg:
+        return RUNNERS.build(cfg)
+    return SSLRunner.from_cfg(cfg)

@@ -1,0 +1,31 @@
+"""Launcher helpers that import without torch (standard library only).
+
+Distributed environment variables (torchrun, SLURM, MPI), free ports and
+the newest checkpoint of a work dir. The shell scripts under tools/ run
+``python -m mmssl.launch.ports``; nothing here imports torch, mmengine or
+another part of mmssl.
+"""
+
+from .env import LAUNCHERS, choose_backend, dist_env
+from .ports import find_free_port, is_port_free
+from .resume import find_newest_checkpoint, resolve_resume
+from .slurm import (
+    mpi_dist_env,
+    parse_slurm_nodelist,
+    slurm_dist_env,
+    slurm_master_port,
+)
+
+__all__ = [
+    'LAUNCHERS',
+    'choose_backend',
+    'dist_env',
+    'find_free_port',
+    'find_newest_checkpoint',
+    'is_port_free',
+    'mpi_dist_env',
+    'parse_slurm_nodelist',
+    'resolve_resume',
+    'slurm_dist_env',
+    'slurm_master_port',
+]
