@@ -8,7 +8,13 @@ another part of mmssl.
 
 from .env import LAUNCHERS, choose_backend, dist_env
 from .ports import find_free_port, is_port_free
-from .resume import find_newest_checkpoint, resolve_resume
+from .resume import (
+    IncompleteCheckpointWarning,
+    checkpoint_candidates,
+    checkpoint_problem,
+    find_newest_checkpoint,
+    resolve_resume,
+)
 from .slurm import (
     mpi_dist_env,
     parse_slurm_nodelist,
@@ -17,6 +23,9 @@ from .slurm import (
 )
 
 __all__ = [
+    'IncompleteCheckpointWarning',
+    'checkpoint_candidates',
+    'checkpoint_problem',
     'LAUNCHERS',
     'choose_backend',
     'dist_env',
