@@ -4,7 +4,7 @@ import copy
 import glob
 import os.path as osp
 import shutil
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence
 
 import torch
 from mmengine.config import Config
@@ -88,9 +88,7 @@ def tiny_cfg(
     )
     _set_num_images(loader, num_images)
     cfg.train_dataloader = loader
-    cfg.train_cfg = train_cfg or dict(
-        type='EpochBasedTrainLoop', max_epochs=3
-    )
+    cfg.train_cfg = train_cfg or dict(type='EpochBasedTrainLoop', max_epochs=3)
     model = cfg.model
     if 'num_samples' in model:  # memory banks, pseudo-label buffers
         model.num_samples = num_images
@@ -154,16 +152,19 @@ def build(cfg: Config) -> Runner:
     return build_runner(cfg)
 
 
-def train(cfg: Config) -> tuple:
+def train(cfg: Config, hooks: Sequence[Hook] = ()) -> tuple:
     """Build, train; return the runner and its :class:`Recorder`."""
     runner = build(cfg)
     recorder = Recorder()
-    runner.register_hook(recorder)
+    for hook in (recorder, *hooks):
+        runner.register_hook(hook)
     runner.train()
     return runner, recorder
 
 
-def resume_from(cfg: Config, checkpoint: str, work_dir: str) -> tuple:
+def resume_from(
+    cfg: Config, checkpoint: str, work_dir: str, hooks: Sequence[Hook] = ()
+) -> tuple:
     """Train ``cfg`` resumed from a copy of ``checkpoint`` in ``work_dir``.
 
     The work dir holds nothing else, as after a crash right after the
@@ -174,7 +175,7 @@ def resume_from(cfg: Config, checkpoint: str, work_dir: str) -> tuple:
     cfg.work_dir = work_dir
     cfg.resume = True
     cfg.load_from = copy_path
-    return train(cfg)
+    return train(cfg, hooks)
 
 
 def weights(runner: Runner) -> Dict[str, torch.Tensor]:
