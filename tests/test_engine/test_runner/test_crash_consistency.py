@@ -194,3 +194,56 @@ def test_kill9_tools_train_resumes_from_newest_complete(
     assert rc == 0, text[-3000:]
     assert 'Saving checkpoint at 12 iterations' in text
     assert _iteration(newest_complete(wd)[0]) == 12
+
+
+def _ckpt(path: str, mtime: float) -> str:
+    torch.save({'meta': {}, 'w': torch.arange(1000.0)}, path)
+    os.utime(path, (mtime, mtime))
+    return path
+
+
+def test_checkpoint_problem_names_what_is_wrong(tmp_path):
+    from mmssl.launch import checkpoint_problem
+
+    good = _ckpt(str(tmp_path / 'good.pth'), time.time())
+    data = open(good, 'rb').read()
+    assert checkpoint_problem(good) is None
+    (tmp_path / 'cut.pth').write_bytes(data[: len(data) // 2])
+    assert 'torn or partial' in checkpoint_problem(str(tmp_path / 'cut.pth'))
+    # same length, a block of tensor bytes garbled (a lost write)
+    at = data.index(b'\x00\x00\x80\x3f')  # 1.0 in the tensor
+    garbled = data[:at] + b'\xff' * 64 + data[at + 64 :]
+    (tmp_path / 'garbled.pth').write_bytes(garbled)
+    assert 'CRC' in checkpoint_problem(str(tmp_path / 'garbled.pth'))
+    assert checkpoint_problem(str(tmp_path / 'garbled.pth'), False) is None
+    (tmp_path / 'text.pth').write_text('not a checkpoint')
+    assert 'zip' in checkpoint_problem(str(tmp_path / 'text.pth'))
+    import zipfile
+
+    with zipfile.ZipFile(tmp_path / 'other.pth', 'w') as z:
+        z.writestr('a/b.txt', 'x')
+    assert 'data.pkl' in checkpoint_problem(str(tmp_path / 'other.pth'))
+
+
+def test_finder_skips_torn_files_with_a_warning(tmp_path):
+    from mmssl.launch import (
+        IncompleteCheckpointWarning,
+        find_newest_checkpoint,
+        resolve_resume,
+    )
+
+    now = time.time()
+    wd = str(tmp_path)
+    _ckpt(osp.join(wd, 'iter_1.pth'), now - 3)
+    good = _ckpt(osp.join(wd, 'iter_2.pth'), now - 2)
+    data = open(good, 'rb').read()
+    torn = osp.join(wd, 'iter_3.pth')
+    with open(torn, 'wb') as f:
+        f.write(data[:100])
+    os.utime(torn, (now, now))
+    with open(osp.join(wd, 'last_checkpoint'), 'w') as f:
+        f.write(torn)  # the pointer names the torn file
+    with pytest.warns(IncompleteCheckpointWarning, match='iter_3.pth'):
+        assert find_newest_checkpoint(wd) == good
+    with pytest.warns(IncompleteCheckpointWarning):
+        assert resolve_resume('auto', wd)[:2] == (True, good)
