@@ -6,6 +6,7 @@ from .freeze_last_layer_hook import FreezeLastLayerHook
 from .knn_eval_hook import KNNEvalHook
 from .odc_hook import ODCHook
 from .pretrained_init_hook import PretrainedInitHook
+from .swav_queue_hook import SwAVQueueHook
 from .teacher_ema_hook import TeacherEMAHook
 from .teacher_temp_warmup_hook import TeacherTempWarmupHook
 
@@ -20,6 +21,7 @@ __all__ = [
     'KNNEvalHook',
     'ODCHook',
     'PretrainedInitHook',
+    'SwAVQueueHook',
     'TeacherEMAHook',
     'TeacherTempWarmupHook',
 ]

@@ -109,6 +109,11 @@ def tiny_cfg(
         for h in repoint(cfg.get('custom_hooks', []), demo_root)
         if h['type'] != 'PretrainedInitHook'
     ]
+    for custom in cfg.custom_hooks:
+        if custom['type'] in ('SwAVHook', 'SwAVQueueHook'):
+            # a queue that is full, hence used, from iteration 3 on
+            custom.update(batch_size=batch_size, epoch_queue_starts=0)
+            custom.update(queue_length=2 * batch_size)
     hook = dict(cfg.default_hooks.checkpoint)
     hook.update(
         checkpoint or dict(interval=3, by_epoch=False, max_keep_ckpts=-1)
