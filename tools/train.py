@@ -72,6 +72,14 @@ def parse_args(argv=None) -> argparse.Namespace:
         action='store_true',
         help='let --cfg-options add keys the config does not have',
     )
+    parser.add_argument(
+        '--checkpoint-every-minutes',
+        type=float,
+        default=None,
+        metavar='N',
+        help='also save a safety checkpoint every N minutes (the newest '
+        'one is kept; config key checkpoint_every_minutes)',
+    )
     parser.add_argument('--seed', type=int, default=None, help='random seed')
     parser.add_argument(
         '--deterministic',
@@ -127,7 +135,7 @@ def main(argv=None) -> None:
         check_train_dataloader,
         setup_distributed_cfg,
     )
-    from mmssl.launch import resolve_resume
+    from mmssl.launch import RunLock, WorkDirBusyError, resolve_resume
     from mmssl.utils import register_all_modules
     from mmssl.utils.config import (
         UnknownConfigKeyError,
@@ -158,6 +166,15 @@ def main(argv=None) -> None:
         cfg.work_dir = osp.join(
             './work_dirs', osp.splitext(osp.basename(args.config))[0]
         )
+
+    # Refuse at once when a live run uses the work dir; the runner takes
+    # the lock itself when training starts.
+    lock_cfg = dict(cfg.get('lock_cfg') or {})
+    if lock_cfg.pop('enable', True) is not False:
+        try:
+            RunLock(cfg.work_dir, **lock_cfg).check()
+        except WorkDirBusyError as exc:
+            _fail(str(exc), code=1)
 
     try:
         rank, world_size = setup_distributed_cfg(cfg, args.launcher)
@@ -197,6 +214,8 @@ def main(argv=None) -> None:
             log_lines.append('--deterministic without a seed: using seed 0')
         cfg.setdefault('env_cfg', {})['cudnn_benchmark'] = False
     cfg.randomness = randomness
+    if args.checkpoint_every_minutes is not None:
+        cfg.checkpoint_every_minutes = args.checkpoint_every_minutes
 
     try:
         resume, ckpt, message = resolve_resume(args.resume, cfg.work_dir)
@@ -242,8 +261,17 @@ def main(argv=None) -> None:
         f'{iters} iterations per epoch on each of '
         f'{runner.world_size} process(es)'
     )
-    runner.train()
+    try:
+        runner.train()
+    except WorkDirBusyError as exc:
+        runner.logger.error(str(exc))
+        _fail(str(exc), code=1)
 
 
 if __name__ == '__main__':
-    main()
+    try:
+        main()
+    except KeyboardInterrupt:
+        # Ctrl-C before training started (afterwards it saves and stops)
+        print('mmssl: interrupted', file=sys.stderr, flush=True)
+        sys.exit(130)

@@ -1,8 +1,14 @@
 # Runtime defaults shared by every mmssl config.
 default_scope = 'mmssl'
 # mmssl's registered runner (mmssl/engine/runner/runner.py): CPU DDP,
-# atomic saves with the loop state, save-on-signal, the work-dir lock.
+# atomic saves with the loop state, save-on-signal, the work-dir lock
+# (docs/en/distributed.md).
 runner_type = 'SSLRunner'
+# These signals only set a flag; at the next iteration all ranks save a
+# checkpoint and exit with 128 + signum (exit_code=... overrides it).
+signal_cfg = dict(signals=['SIGTERM', 'SIGUSR1', 'SIGINT'], exit_code=None)
+# Also save a safety checkpoint every N minutes (--checkpoint-every-minutes).
+checkpoint_every_minutes = None
 
 default_hooks = dict(
     timer=dict(type='IterTimerHook'),

@@ -8,9 +8,7 @@ from .image_folder import (
 from .knn_dataset import KNNDataset
 from .mixed import MixedDataset, WeightedMixSampler, epoch_indices
 from .transforms import *  # noqa: F401,F403
-from .worker_seed import install_worker_seeding, seed_worker
-
-install_worker_seeding()
+from .worker_seed import seed_worker
 
 __all__ = [
     'KNNDataset',
@@ -22,6 +20,5 @@ __all__ = [
     'WeightedMixSampler',
     'epoch_indices',
     'seed_worker',
-    'install_worker_seeding',
     'ClusterUniformSampler',
 ]

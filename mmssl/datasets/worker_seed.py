@@ -9,6 +9,10 @@ data-loader iterator is created; mixing that with the run seed, the rank
 and the worker id gives streams that differ between epochs, ranks and
 workers, yet are reproducible from the run seed (and across a resume,
 since the main process's RNG state is checkpointed).
+
+:class:`mmssl.engine.runner.SSLRunner` passes :func:`seed_worker` to every
+dataloader whose config names no ``worker_init_fn``; mmengine's own
+default is left alone.
 """
 
 import random
@@ -16,8 +20,6 @@ import warnings
 
 import numpy as np
 import torch
-
-_INSTALLED = False
 
 
 def seed_worker(
@@ -49,17 +51,3 @@ def seed_worker(
     torch.manual_seed((int(state[0]) << 32) | int(state[1]))
     if disable_subprocess_warning and worker_id != 0:
         warnings.simplefilter('ignore')
-
-
-def install_worker_seeding() -> None:
-    """Make mmengine's Runner use :func:`seed_worker` by default.
-
-    A ``worker_init_fn`` set in a dataloader config still wins.
-    """
-    global _INSTALLED
-    if _INSTALLED:
-        return
-    import mmengine.runner.runner as runner_module
-
-    runner_module.default_worker_init_fn = seed_worker
-    _INSTALLED = True

@@ -1,12 +1,14 @@
 """Launcher helpers that import without torch (standard library only).
 
-Distributed environment variables (torchrun, SLURM, MPI), free ports and
-the newest checkpoint of a work dir. The shell scripts under tools/ run
+Distributed environment variables (torchrun, SLURM, MPI), free ports,
+the newest checkpoint of a work dir, stop requests from signals and the
+one-run-per-work-dir lock. The shell scripts under tools/ run
 ``python -m mmssl.launch.ports``; nothing here imports torch, mmengine or
 another part of mmssl.
 """
 
 from .env import LAUNCHERS, choose_backend, dist_env
+from .lock import LOCK_NAME, RunLock, WorkDirBusyError
 from .ports import find_free_port, is_port_free
 from .resume import (
     IncompleteCheckpointWarning,
@@ -15,6 +17,7 @@ from .resume import (
     find_newest_checkpoint,
     resolve_resume,
 )
+from .signals import DEFAULT_SIGNALS, StopSignals, parse_signals
 from .slurm import (
     mpi_dist_env,
     parse_slurm_nodelist,
@@ -26,13 +29,19 @@ __all__ = [
     'IncompleteCheckpointWarning',
     'checkpoint_candidates',
     'checkpoint_problem',
+    'DEFAULT_SIGNALS',
     'LAUNCHERS',
+    'LOCK_NAME',
+    'RunLock',
+    'StopSignals',
+    'WorkDirBusyError',
     'choose_backend',
     'dist_env',
     'find_free_port',
     'find_newest_checkpoint',
     'is_port_free',
     'mpi_dist_env',
+    'parse_signals',
     'parse_slurm_nodelist',
     'resolve_resume',
     'slurm_dist_env',

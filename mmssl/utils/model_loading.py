@@ -12,7 +12,7 @@ def load_checkpoint_file(
 ) -> dict:
     """Read a checkpoint file into a dict.
 
-    Goes through :func:`mmssl.utils.load_checkpoint_safe`: mmengine's and
+    Goes through :func:`mmssl.checkpoint.load_checkpoint`: mmengine's and
     mmssl's own types load, any other pickled object is refused unless
     ``trusted`` (see docs/en/checkpoints.md).
 
@@ -26,12 +26,12 @@ def load_checkpoint_file(
         dict: The checkpoint; a bare state dict is wrapped as
         ``{'state_dict': ...}``.
     """
-    from .checkpoint_io import load_checkpoint_safe
+    from mmssl.checkpoint import load_checkpoint
 
     if '://' not in path and not osp.isfile(path):
         raise FileNotFoundError(f'Checkpoint file not found: {path}')
-    ckpt = load_checkpoint_safe(
-        path, map_location=map_location, trusted=trusted
+    ckpt = load_checkpoint(
+        path, map_location=map_location, trusted=trusted or None
     )
     if not isinstance(ckpt, dict):
         raise TypeError(

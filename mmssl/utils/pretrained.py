@@ -8,9 +8,8 @@ from mmengine.logging import print_log
 from mmengine.model import BaseModule, is_model_wrapper
 from torch import nn
 
+from mmssl.checkpoint import load_checkpoint
 from mmssl.registry import WEIGHT_INITIALIZERS
-
-from .checkpoint_io import load_checkpoint_safe
 
 # Sub-dicts searched, in order, when ``state_key='auto'``.
 AUTO_STATE_KEYS = ('state_dict', 'model', 'module', 'teacher')
@@ -145,7 +144,7 @@ def load_pretrained(
     Args:
         model (nn.Module): Target; a DDP-style wrapper is unwrapped.
         checkpoint (str | dict): A path / URL (loaded with
-            :func:`mmssl.utils.load_checkpoint_safe`) or a loaded dict.
+            :func:`mmssl.checkpoint.load_checkpoint`) or a loaded dict.
         prefix (str, optional): Keep and strip only keys with this prefix.
             Defaults to None.
         strip_prefixes (Sequence[str]): Prefixes to strip when that helps.
@@ -166,8 +165,8 @@ def load_pretrained(
     """
     source = checkpoint if isinstance(checkpoint, str) else '<dict>'
     if isinstance(checkpoint, str):
-        checkpoint = load_checkpoint_safe(
-            checkpoint, map_location=map_location, trusted=trusted
+        checkpoint = load_checkpoint(
+            checkpoint, map_location=map_location, trusted=trusted or None
         )
     state = _select_state_dict(checkpoint, state_key)
     if prefix:

@@ -21,8 +21,8 @@ from mmengine.config import Config
 from mmengine.hooks import Hook
 from mmengine.runner import Runner
 
+from mmssl.checkpoint import load_checkpoint as load_checkpoint_safe
 from mmssl.registry import DATASETS, MODELS
-from mmssl.utils import load_checkpoint_safe
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 DEMO_CONFIGS = sorted(

@@ -6,8 +6,8 @@ from mmengine.dataset import worker_init_fn as mmengine_worker_init_fn
 from mmengine.runner import Runner
 from torch.utils.data import Dataset
 
-import mmssl.datasets  # noqa: F401  (installs the seeding)
 from mmssl.datasets import seed_worker
+from mmssl.engine.runner import SSLRunner
 
 
 class _RandomDraws(Dataset):
@@ -20,9 +20,9 @@ class _RandomDraws(Dataset):
         return np.random.rand()
 
 
-def _epochs(n_epochs: int, seed: int) -> list:
+def _epochs(n_epochs: int, seed: int, runner=SSLRunner) -> list:
     torch.manual_seed(seed)  # the main-process RNG mmengine seeds
-    loader = Runner.build_dataloader(
+    loader = runner.build_dataloader(
         dict(
             dataset=_RandomDraws(),
             batch_size=4,
@@ -42,7 +42,25 @@ def _epochs(n_epochs: int, seed: int) -> list:
 def test_runner_uses_seed_worker():
     import mmengine.runner.runner as runner_module
 
-    assert runner_module.default_worker_init_fn is seed_worker
+    # mmssl's runner passes seed_worker; mmengine's default is untouched
+    assert runner_module.default_worker_init_fn is mmengine_worker_init_fn
+    cfg = dict(
+        dataset=_RandomDraws(),
+        batch_size=4,
+        num_workers=2,
+        sampler=dict(type='DefaultSampler', shuffle=False),
+    )
+    init_fn = SSLRunner.build_dataloader(cfg, seed=5).worker_init_fn
+    assert init_fn.func is seed_worker
+    assert init_fn.keywords == dict(
+        num_workers=2, rank=0, seed=5, disable_subprocess_warning=False
+    )
+    # a worker_init_fn named in the config wins; no seed, no init fn
+    cfg['worker_init_fn'] = dict(type=mmengine_worker_init_fn, rank=0)
+    init_fn = SSLRunner.build_dataloader(cfg, seed=5).worker_init_fn
+    assert init_fn.func is mmengine_worker_init_fn
+    del cfg['worker_init_fn']
+    assert SSLRunner.build_dataloader(cfg, seed=None).worker_init_fn is None
 
 
 def test_draws_differ_between_epochs_and_workers():
@@ -57,12 +75,7 @@ def test_same_seed_same_draws_other_seed_other_draws():
     assert _epochs(1, seed=3) != _epochs(1, seed=4)
 
 
-def test_mmengine_default_would_repeat_epochs(monkeypatch):
+def test_mmengine_default_would_repeat_epochs():
     """The failure mmssl fixes: mmengine's seeding repeats each epoch."""
-    import mmengine.runner.runner as runner_module
-
-    monkeypatch.setattr(
-        runner_module, 'default_worker_init_fn', mmengine_worker_init_fn
-    )
-    first, second = _epochs(2, seed=0)
+    first, second = _epochs(2, seed=0, runner=Runner)
     assert first == second

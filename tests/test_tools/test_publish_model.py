@@ -125,7 +125,7 @@ def test_backbone_prefix_rules():
 def test_untrusted_pickle_gives_clear_error(mocov3_ckpt, tmp_path):
     src, _ = mocov3_ckpt
     try:
-        from mmssl.utils import load_checkpoint_safe  # noqa: F401
+        from mmssl.checkpoint import load_checkpoint  # noqa: F401
 
         pytest.skip('the project safe loader decides this case')
     except ImportError:

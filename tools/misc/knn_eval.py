@@ -19,8 +19,8 @@ import tempfile
 sys.path.insert(0, osp.abspath(osp.join(osp.dirname(__file__), '..', '..')))
 
 from mmengine.config import Config, DictAction  # noqa: E402
-from mmengine.runner import Runner  # noqa: E402
 
+from mmssl.engine.runner import build_runner  # noqa: E402
 from mmssl.utils import register_all_modules  # noqa: E402
 
 
@@ -40,7 +40,7 @@ def main() -> None:
         cfg.merge_from_dict(args.cfg_options)
     cfg.work_dir = tempfile.mkdtemp(prefix='knn_eval_')
     cfg.load_from = args.checkpoint
-    runner = Runner.from_cfg(cfg)
+    runner = build_runner(cfg)  # SSLRunner: loads under mmssl's policy
     if args.checkpoint is None:
         runner.model.init_weights()
     metrics = runner.test()

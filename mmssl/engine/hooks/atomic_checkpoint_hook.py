@@ -6,12 +6,8 @@ import warnings
 from mmengine.dist import is_main_process
 from mmengine.hooks import CheckpointHook
 
+from mmssl.checkpoint import atomic_write_text, set_checkpoint_trust
 from mmssl.registry import HOOKS
-from mmssl.utils.checkpoint_io import (
-    atomic_write_text,
-    install_checkpoint_io,
-    set_checkpoint_trust,
-)
 
 
 @HOOKS.register_module()
@@ -20,16 +16,16 @@ class AtomicCheckpointHook(CheckpointHook):
 
     Differences from :class:`mmengine.hooks.CheckpointHook`:
 
-    * A checkpoint is written to a temporary file in the same folder and
-      renamed onto its final name only once complete (see
-      :func:`mmssl.utils.save_checkpoint_atomic`).
+    * With mmssl's runner (``runner_type = 'SSLRunner'``) a checkpoint is
+      written to a temporary file in the same folder and renamed onto its
+      final name only once complete (:meth:`SSLRunner.save_checkpoint`).
     * ``last_checkpoint`` is rewritten atomically and only after the new
       checkpoint is complete; the oldest checkpoint beyond
       ``max_keep_ckpts`` is deleted only after that. (mmengine deletes it
       *before* saving, so a kill mid-save with ``max_keep_ckpts=1`` leaves
       nothing to resume from.)
     * ``trust_checkpoint = True`` in the config trusts every checkpoint the
-      run loads (see :mod:`mmssl.utils.checkpoint_io`).
+      run loads (see :mod:`mmssl.checkpoint.policy`).
 
     Random states and the data position are not this hook's job: mmssl's
     train loops save them (``checkpoint['loop_state']``, see
@@ -48,7 +44,6 @@ class AtomicCheckpointHook(CheckpointHook):
                 'AtomicCheckpointHook(save_rng_state=False) has no effect: '
                 "random states are saved by mmssl's train loops."
             )
-        install_checkpoint_io()
 
     # ------------------------------------------------------------ trust
     def before_run(self, runner) -> None:
@@ -82,8 +77,7 @@ class AtomicCheckpointHook(CheckpointHook):
         self.last_ckpt = new_ckpt
         runner.message_hub.update_info('last_ckpt', new_ckpt)
         try:
-            # mmengine's save_checkpoint is atomic for local paths once
-            # install_checkpoint_io() ran.
+            # SSLRunner.save_checkpoint is atomic for local paths.
             runner.save_checkpoint(
                 self.out_dir,
                 ckpt_filename,

@@ -15,7 +15,7 @@ import warnings
 from typing import Any, Dict, List, Optional, Union
 
 import torch
-from mmengine.dist import get_rank, is_main_process
+from mmengine.dist import broadcast_object_list, get_rank, is_main_process
 from mmengine.fileio import LocalBackend, get_file_backend
 from mmengine.model import is_model_wrapper, revert_sync_batchnorm
 from mmengine.runner import Runner
@@ -23,6 +23,8 @@ from torch import nn
 
 from mmssl.checkpoint import loading_policy
 from mmssl.datasets.worker_seed import seed_worker
+from mmssl.launch.lock import RunLock, WorkDirBusyError
+from mmssl.launch.signals import DEFAULT_SIGNALS, StopSignals
 from mmssl.registry import RUNNERS
 
 from .distributed import cpu_model_wrapper_cfg
@@ -80,7 +82,22 @@ class SSLRunner(Runner):
       :meth:`resume`. Every load (``load_from``, ``resume``, ``init_cfg``
       Pretrained) runs inside :func:`mmssl.checkpoint.loading_policy`,
       trusted when the config sets ``trust_checkpoint = True``.
+    * **Signals.** During :meth:`train`, the signals of
+      ``signal_cfg.signals`` (default SIGTERM, SIGUSR1, SIGINT) only set a
+      flag; at the next iteration boundary all ranks agree, save a
+      checkpoint and stop (:class:`~.preemption.PreemptionHook`), and
+      ``train()`` raises :class:`~.preemption.TrainingStopped` (a
+      ``SystemExit`` with status ``128 + signum`` unless
+      ``signal_cfg.exit_code`` says otherwise).
+      ``checkpoint_every_minutes = N`` adds a safety checkpoint every N
+      minutes.
+    * **One run per work dir.** Rank 0 holds ``mmssl-run.lock`` in the
+      work dir while training (:mod:`mmssl.launch.lock`); a second run
+      there raises :class:`~mmssl.launch.lock.WorkDirBusyError`.
     """
+
+    stop_signals: Optional[StopSignals] = None
+    _run_lock: Optional[RunLock] = None
 
     # ------------------------------------------------------------ build
     def wrap_model(self, model_wrapper_cfg: Optional[Dict], model: nn.Module):
@@ -109,7 +126,15 @@ class SSLRunner(Runner):
         Returns:
             list[dict]: Hook configs to append to ``custom_hooks``.
         """
-        hooks = [dict(type='DistLossAverageHook')]
+        signal_cfg = self.cfg.get('signal_cfg') or {}
+        hooks = [
+            dict(type='DistLossAverageHook'),
+            dict(
+                type='PreemptionHook',
+                every_minutes=self.cfg.get('checkpoint_every_minutes'),
+                exit_code=signal_cfg.get('exit_code'),
+            ),
+        ]
         if self.distributed:
             # Average BN running statistics over ranks after each epoch, so
             # every rank (and the checkpoint) ends with the same buffers.
@@ -166,6 +191,72 @@ class SSLRunner(Runner):
         See :func:`mmssl.engine.runner.loops.resumable_loop_cfg`.
         """
         return super().build_train_loop(resumable_loop_cfg(loop))
+
+    # ------------------------------------------------------------ train
+    def train(self) -> nn.Module:
+        """Train while holding the work-dir lock, with signals caught.
+
+        Raises:
+            WorkDirBusyError: Another live run uses the work dir.
+            TrainingStopped: A signal stopped training after a save.
+        """
+        self.acquire_run_lock()
+        signal_cfg = self.cfg.get('signal_cfg') or {}
+        self.stop_signals = StopSignals(
+            signal_cfg.get('signals', DEFAULT_SIGNALS)
+        )
+        if not self.stop_signals.install():
+            self.logger.warning(
+                'not in the main thread: signals keep their handlers.'
+            )
+        try:
+            return super().train()
+        finally:
+            self.stop_signals.restore()
+            self.release_run_lock()
+
+    def acquire_run_lock(self) -> None:
+        """Rank 0 takes the work-dir lock; every rank learns the outcome.
+
+        Raises:
+            WorkDirBusyError: On every rank when a live run holds it.
+        """
+        lock_cfg = dict(self.cfg.get('lock_cfg') or {})
+        if lock_cfg.pop('enable', True) is False:
+            return
+        outcome = [None]
+        if is_main_process():
+            lock = RunLock(self.work_dir, **lock_cfg)
+            try:
+                note = lock.acquire()
+                self._run_lock = lock
+                outcome = [('note', note)]
+            except WorkDirBusyError as exc:
+                outcome = [('busy', str(exc))]
+        if self.distributed:
+            broadcast_object_list(outcome)
+        kind, text = outcome[0]
+        if kind == 'busy':
+            raise WorkDirBusyError(text)
+        if text:
+            self.logger.warning(text)
+
+    def release_run_lock(self) -> None:
+        """Give the work-dir lock back (idempotent)."""
+        if self._run_lock is not None:
+            self._run_lock.release()
+            self._run_lock = None
+
+    def _after_signal_save(self, path: str, signum: int) -> None:
+        """Called on every rank after a save on a signal, before the exit.
+
+        Nothing here; the place for scheduler actions (e.g. a SLURM
+        requeue from rank 0).
+
+        Args:
+            path (str): The checkpoint saved.
+            signum (int): The signal received.
+        """
 
     # ------------------------------------------------------------ loading
     def _trust(self) -> Optional[bool]:

@@ -13,9 +13,9 @@ from mmengine.config import Config
 from mmengine.hooks import Hook
 from mmengine.runner import Runner
 
+from mmssl.checkpoint import torch_load_safe
 from mmssl.engine.hooks import AtomicCheckpointHook
-from mmssl.engine.runner import build_runner
-from mmssl.utils import torch_load_safe
+from mmssl.registry import RUNNERS
 
 ROOT = osp.dirname(
     osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
@@ -57,7 +57,7 @@ def _runner(
         type='AtomicCheckpointHook', interval=1, **ckpt_kwargs
     )
     cfg.resume = resume
-    return build_runner(cfg)  # the config's runner_type, as tools/train.py
+    return RUNNERS.build(cfg)  # runner_type: SSLRunner
 
 
 def test_default_runtime_uses_atomic_hook():
@@ -177,7 +177,7 @@ def test_resume_matches_uninterrupted_run(tmp_path, demo_data_root):
 def test_trust_checkpoint_config_key(monkeypatch):
     from types import SimpleNamespace
 
-    from mmssl.utils import checkpoint_trusted, set_checkpoint_trust
+    from mmssl.checkpoint import checkpoint_trusted, set_checkpoint_trust
 
     monkeypatch.delenv('MMSSL_TRUST_CHECKPOINT', raising=False)
     hook = AtomicCheckpointHook()
