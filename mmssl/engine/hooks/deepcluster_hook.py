@@ -68,7 +68,8 @@ class DeepClusterHook(Hook):
     def before_train_epoch(self, runner) -> None:
         model = _unwrap(runner.model)
         sampler = getattr(runner.train_dataloader, 'sampler', None)
-        resumed_inside = getattr(runner.train_loop, 'resume_batches', 0) > 0
+        loop = getattr(runner, 'train_loop', None)
+        resumed_inside = getattr(loop, 'resume_batches', 0) > 0
         if runner.epoch % self.interval != 0 or resumed_inside:
             # Not a clustering epoch, or the rest of an epoch resumed from a
             # checkpoint: reuse the labels saved in the checkpoint (those

@@ -63,7 +63,8 @@ class SwAVQueueHook(SwAVHook):
 
     def before_train_epoch(self, runner) -> None:
         super().before_train_epoch(runner)
-        inside = getattr(runner.train_loop, 'resume_batches', 0) > 0
+        loop = getattr(runner, 'train_loop', None)
+        inside = getattr(loop, 'resume_batches', 0) > 0
         if self._loaded is not None and inside:
             _loss_module(runner).use_queue = self._loaded['use_queue']
         self._loaded = None

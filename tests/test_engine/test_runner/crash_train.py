@@ -22,6 +22,7 @@ import io
 import json
 import os
 import os.path as osp
+import time
 import warnings
 
 import torch
@@ -51,16 +52,17 @@ def _save(state: dict, work_dir: str, it: int, atomic: bool) -> None:
         save_checkpoint_atomic(state, path)
         atomic_write_text(path, pointer)
     else:  # pointer first, then the file in place, 1 MB at a time
-        with open(pointer, 'w') as f:
-            f.write(path)
         buffer = io.BytesIO()
         torch.save(state, buffer)
         data = buffer.getvalue()
+        with open(pointer, 'w') as f:
+            f.write(path)
         with open(path, 'wb') as f:
             for start in range(0, len(data), 1 << 20):
                 f.write(data[start : start + (1 << 20)])
                 f.flush()
                 os.fsync(f.fileno())
+                time.sleep(0.005)  # slow storage, whatever /tmp is
     for old in glob.glob(osp.join(work_dir, 'iter_*.pth')):
         n = int(osp.basename(old)[5:-4])
         if n <= it - 2:
