@@ -6,14 +6,28 @@ versions mmssl supports, and says what to install when they are not.
 
 import warnings
 from importlib import metadata
+from typing import Callable
 
 from .version import __version__, version_info
 
-# (distribution names, minimum inclusive, maximum exclusive)
+# mmengine, mmcv and mmpretrain come from one of two stacks that install the
+# same import names: OpenMMLab's own releases, or the OneDL forks
+# (docs/en/get_started.md, "Which mm* stack"). Per import name and stack:
+# (distribution names, minimum inclusive, maximum exclusive); the first
+# distribution name is the one to pip install.
 _REQUIRED = {
-    'mmengine': (('mmengine', 'mmengine-lite'), '0.10.0', '1.0.0'),
-    'mmcv': (('mmcv', 'mmcv-lite'), '2.0.0', '2.4.0'),
-    'mmpretrain': (('mmpretrain',), '1.2.0', '1.3.0'),
+    'mmengine': {
+        'openmmlab': (('mmengine', 'mmengine-lite'), '0.10.0', '1.0.0'),
+        'onedl': (('onedl-mmengine',), '0.10.8', '1.0.0'),
+    },
+    'mmcv': {
+        'openmmlab': (('mmcv-lite', 'mmcv'), '2.0.0', '2.4.0'),
+        'onedl': (('onedl-mmcv',), '2.3.0', '2.4.0'),
+    },
+    'mmpretrain': {
+        'openmmlab': (('mmpretrain',), '1.2.0', '1.3.0'),
+        'onedl': (('onedl-mmpretrain',), '1.3.0', '1.4.0'),
+    },
 }
 
 
@@ -32,38 +46,92 @@ def _digits(version: str) -> tuple:
     return tuple(parts)
 
 
-def _installed_version(dist_names: tuple) -> str | None:
-    for name in dist_names:
-        try:
-            return metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
-    return None
+def _installed_version(dist_name: str) -> str | None:
+    """Version of the installed distribution ``dist_name``, or None."""
+    try:
+        return metadata.version(dist_name)
+    except metadata.PackageNotFoundError:
+        return None
 
 
-def check_dependencies() -> None:
-    """Raise ImportError naming the package and the range to install.
+def _pin(dists: tuple, low: str, high: str) -> str:
+    return f'{dists[0]}>={low},<{high}'
+
+
+def _check_module(
+    module: str, version_of: Callable[[str], str | None]
+) -> tuple[str | None, str | None]:
+    """Check one import name; return (stack, problem), one of them None."""
+    stacks = _REQUIRED[module]
+    found = [
+        (stack, dist, version)
+        for stack, (dists, _, _) in stacks.items()
+        for dist in dists
+        if (version := version_of(dist)) is not None
+    ]
+    if not found:
+        pins = ' or '.join(f'"{_pin(*spec)}"' for spec in stacks.values())
+        return None, f'{module} is not installed: pip install {pins}'
+    if len(found) > 1:
+        names = ', '.join(f'{dist} {version}' for _, dist, version in found)
+        return None, (
+            f'{module} is installed by several distributions ({names}); '
+            f'they overwrite each other\'s "{module}" package: pip '
+            'uninstall all of them, then install one'
+        )
+    stack, dist, version = found[0]
+    dists, low, high = stacks[stack]
+    if not _digits(low) <= _digits(version) < _digits(high):
+        return None, (
+            f'{dist} {version} is not supported by mmssl {__version__}: '
+            f'pip install "{_pin(dists, low, high)}"'
+        )
+    return stack, None
+
+
+def check_dependencies(
+    version_of: Callable[[str], str | None] | None = None,
+) -> str:
+    """Check mmengine, mmcv and mmpretrain; name the fix when one is off.
+
+    Each must be installed once, in the supported range of its stack, and
+    all three from the same stack (OpenMMLab releases or OneDL forks).
+
+    Args:
+        version_of (Callable, optional): Maps a distribution name to its
+            installed version or None. Defaults to reading the installed
+            package metadata.
+
+    Returns:
+        str: The stack in use, ``'openmmlab'`` or ``'onedl'``.
 
     Raises:
-        ImportError: if mmengine, mmcv or mmpretrain is missing or outside
-            the supported range.
+        ImportError: naming each problem and the ``pip`` command that fixes
+            it.
     """
-    problems = []
-    for module, (dists, low, high) in _REQUIRED.items():
-        found = _installed_version(dists)
-        want = f'{dists[-1] if module == "mmcv" else dists[0]}>={low},<{high}'
-        if found is None:
-            problems.append(f'{module} is not installed: pip install "{want}"')
-        elif not _digits(low) <= _digits(found) < _digits(high):
-            problems.append(
-                f'{module} {found} is not supported by mmssl '
-                f'{__version__}: pip install "{want}"'
-            )
+    version_of = version_of or _installed_version
+    problems, stack_of = [], {}
+    for module in _REQUIRED:
+        stack, problem = _check_module(module, version_of)
+        if problem:
+            problems.append(problem)
+        else:
+            stack_of[module] = stack
+    if not problems and len(set(stack_of.values())) > 1:
+        mixed = ', '.join(
+            f'{module} from {stack}' for module, stack in stack_of.items()
+        )
+        problems.append(
+            f'mixed stacks ({mixed}): install all three from one, '
+            'requirements/mminstall.txt (openmmlab) or '
+            'requirements/mminstall-onedl.txt (onedl)'
+        )
     if problems:
         raise ImportError(
             'mmssl found incompatible dependencies:\n  '
             + '\n  '.join(problems)
         )
+    return next(iter(stack_of.values()))
 
 
 check_dependencies()

@@ -59,19 +59,3 @@ def test_default_scope_resolves_without_prefix(registry, name, package):
     else:
         assert cls is not None, name
         assert cls.__module__.split('.')[0] == package
-
-
-def test_version_check_names_the_fix(monkeypatch):
-    import mmssl
-
-    monkeypatch.setattr(
-        mmssl,
-        '_installed_version',
-        lambda dists: '0.1.0' if 'mmcv' in dists else None,
-    )
-    with pytest.raises(ImportError) as info:
-        mmssl.check_dependencies()
-    text = str(info.value)
-    assert 'mmengine is not installed: pip install "mmengine>=' in text
-    assert 'mmcv 0.1.0 is not supported' in text
-    assert 'pip install "mmcv-lite>=2.0.0,<2.4.0"' in text

@@ -27,6 +27,10 @@ fi
 echo "dist_train: ${NNODES} node(s) x ${GPUS} process(es), node rank" \
      "${NODE_RANK}, master ${MASTER_ADDR}:${PORT}"
 
+# torchrun passes these signals on to the workers, which save a checkpoint
+# and stop (docs/en/distributed.md); SIGUSR1 is not in torchrun's default.
+export PET_SIGNALS_TO_HANDLE=${PET_SIGNALS_TO_HANDLE:-SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1}
+
 PYTHONPATH="${ROOT}:${PYTHONPATH}" \
 python -m torch.distributed.run \
     --nnodes="${NNODES}" \

@@ -1,7 +1,11 @@
 """Evaluate a checkpoint with the config's test loop and print the metrics.
 
     python tools/test.py CONFIG CHECKPOINT [--work-dir DIR] [--out FILE.json]
-        [--cfg-options KEY=VALUE ...] [--launcher ...]
+        [--cfg-options KEY=VALUE ...] [--launcher ...] [--trusted]
+
+CHECKPOINT is read with mmssl's safe loader: tensors and what mmengine
+checkpoints hold load; a file that pickles anything else is refused unless
+``--trusted`` (only for files you trust; docs/en/checkpoints.md).
 
 For the demo configs the test loop is a kNN evaluation (FeatureTestLoop)
 on ``knn_data_root`` (bank: train split, queries: val split).
@@ -18,6 +22,12 @@ ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
+from mmssl.checkpoint import (  # noqa: E402
+    add_trusted_argument,
+    exit_on_untrusted,
+    loading_policy,
+    trust_from_args,
+)
 from mmssl.utils.config import CfgOptionsAction  # noqa: E402
 
 
@@ -48,6 +58,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         choices=['none', 'pytorch', 'slurm', 'mpi'],
         default='none',
     )
+    add_trusted_argument(parser)
     parser.add_argument(
         '--local_rank',
         '--local-rank',
@@ -103,11 +114,16 @@ def main(argv=None) -> dict:
         sys.exit(2)
     cfg.load_from = args.checkpoint
     cfg.resume = False
+    trusted = trust_from_args(args)
+    if trusted:
+        cfg.trust_checkpoint = True
 
     runner = build_runner(cfg)
     for line in notes:
         runner.logger.warning(line)
-    metrics = runner.test()
+    # The runner loads CHECKPOINT inside runner.test(): under the policy.
+    with exit_on_untrusted(), loading_policy(trusted, args.checkpoint):
+        metrics = runner.test()
     if rank == 0:
         print(f'mmssl: metrics of {args.checkpoint}:')
         for key, value in metrics.items():

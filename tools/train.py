@@ -271,7 +271,8 @@ def main(argv=None) -> None:
 if __name__ == '__main__':
     try:
         main()
-    except KeyboardInterrupt:
-        # Ctrl-C before training started (afterwards it saves and stops)
-        print('mmssl: interrupted', file=sys.stderr, flush=True)
+    except KeyboardInterrupt as exc:
+        # a second Ctrl-C while training (the first one saves and stops),
+        # or one before training started
+        print(f'mmssl: {exc or "interrupted"}', file=sys.stderr, flush=True)
         sys.exit(130)

@@ -3,8 +3,19 @@
 * :mod:`.policy`: which types a checkpoint may unpickle, trust opt-ins,
   the :func:`loading_policy` scope.
 * :mod:`.io`: the safe loader and atomic saves.
+* :mod:`.state_dict`: the weights inside a checkpoint: unwrap, prefixes,
+  the backbone's prefix.
+* :mod:`.layouts`: DINOv2 and timm key layouts, the pos-embed resize.
+* :mod:`.pretrained`: warm starts with a key report (``PretrainedStrip``).
+* :mod:`.cli`: ``--trusted`` and the refusal message of the tools.
 """
 
+from .cli import (
+    add_trusted_argument,
+    exit_on_untrusted,
+    refusal_message,
+    trust_from_args,
+)
 from .io import (
     atomic_write_bytes,
     atomic_write_text,
@@ -22,19 +33,47 @@ from .policy import (
     set_checkpoint_trust,
     trusted_checkpoints,
 )
+from .pretrained import LoadReport, PretrainedStrip, load_pretrained
+from .state_dict import (
+    STATE_KEYS,
+    STUDENT_BACKBONE_PATHS,
+    TEACHER_BACKBONE_PATHS,
+    add_prefix,
+    backbone_prefixes,
+    find_backbone_prefix,
+    select_backbone,
+    strip_prefix,
+    unwrap_state_dict,
+)
 
 __all__ = [
+    'STATE_KEYS',
+    'STUDENT_BACKBONE_PATHS',
+    'TEACHER_BACKBONE_PATHS',
     'TRUST_ENV',
+    'LoadReport',
+    'PretrainedStrip',
     'UnsafeCheckpointError',
+    'add_prefix',
     'add_safe_checkpoint_globals',
+    'add_trusted_argument',
     'atomic_write_bytes',
     'atomic_write_text',
+    'backbone_prefixes',
     'checkpoint_trusted',
+    'exit_on_untrusted',
+    'find_backbone_prefix',
     'load_checkpoint',
+    'load_pretrained',
     'loading_policy',
+    'refusal_message',
     'safe_checkpoint_globals',
     'save_checkpoint_atomic',
+    'select_backbone',
     'set_checkpoint_trust',
+    'strip_prefix',
     'torch_load_safe',
+    'trust_from_args',
     'trusted_checkpoints',
+    'unwrap_state_dict',
 ]

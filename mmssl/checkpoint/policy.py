@@ -41,7 +41,22 @@ _extra_globals: List[Any] = []
 
 
 class UnsafeCheckpointError(pickle.UnpicklingError):
-    """A checkpoint pickles a type outside mmssl's allowlist."""
+    """A checkpoint pickles a type outside mmssl's allowlist.
+
+    Attributes:
+        source (str, optional): The refused file or URL.
+        refused (str, optional): What it pickles, e.g. ``'posix.system'``.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        source: Optional[str] = None,
+        refused: Optional[str] = None,
+    ) -> None:
+        super().__init__(message)
+        self.source = source
+        self.refused = refused
 
 
 # --------------------------------------------------------------------------
@@ -240,7 +255,9 @@ def _unsafe_error(
         'mmssl.checkpoint.load_checkpoint(path, trusted=True). To allow '
         'only this type, call '
         'mmssl.checkpoint.add_safe_checkpoint_globals([...]).'
-        f' (torch said: {said})'
+        f' (torch said: {said})',
+        source=source,
+        refused=what,
     )
 
 

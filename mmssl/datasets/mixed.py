@@ -157,6 +157,16 @@ class WeightedMixSampler(Sampler):
     and ``DistSamplerSeedHook`` call :meth:`set_epoch` before each epoch,
     so resuming at epoch ``e`` reproduces epoch ``e``.
 
+    Mid-epoch restore: :meth:`state_dict` holds the seed, the epoch and
+    the number of positions of the epoch's list already handed out (over
+    all ranks); a fresh sampler given it by :meth:`load_state_dict`
+    yields exactly the rest of that epoch (also with another world size),
+    then whole epochs again. The count is what this sampler's iterator
+    has yielded: a ``DataLoader`` with workers reads ahead of the
+    training step, so when restoring a training position pass
+    ``consumed=iterations_done_in_epoch * batch_size`` (per rank) to
+    :meth:`state_dict`.
+
     Args:
         dataset (Dataset): Usually a :class:`MixedDataset`.
         epoch_length (int, optional): Samples per epoch over all ranks.
@@ -188,6 +198,8 @@ class WeightedMixSampler(Sampler):
         self.seed = sync_random_seed() if seed is None else int(seed)
         self.round_up = round_up
         self.epoch = 0
+        self._start = 0  # this rank's first position on the next __iter__
+        self._consumed = 0  # positions the current iterator has yielded
         if round_up:
             self.num_samples = math.ceil(self.epoch_length / world_size)
         else:
@@ -213,13 +225,60 @@ class WeightedMixSampler(Sampler):
         idx = self.epoch_indices()[
             self.rank : self.total_size : self.world_size
         ]
-        return iter(idx.tolist())
+        start, self._start = self._start, 0  # a restore applies once
+        self._consumed = start
+        for i in idx[start:].tolist():
+            self._consumed += 1
+            yield i
 
     def __len__(self) -> int:
         return self.num_samples
 
     def set_epoch(self, epoch: int) -> None:
+        """Select the epoch; another epoch than a restored one starts at
+        its beginning."""
+        if int(epoch) != self.epoch:
+            self._start = 0
         self.epoch = int(epoch)
+
+    def state_dict(self, consumed: Optional[int] = None) -> dict:
+        """Where this epoch stands (plain ints, JSON-safe).
+
+        Args:
+            consumed (int, optional): Samples of this epoch this rank has
+                used; defaults to what the current iterator yielded. All
+                ranks are assumed to be at the same count.
+
+        Returns:
+            dict: ``seed``, ``epoch``, ``position`` (positions of the
+            epoch's list used over all ranks), ``epoch_length``, ``sizes``.
+        """
+        local = self._consumed if consumed is None else int(consumed)
+        return dict(
+            seed=self.seed,
+            epoch=self.epoch,
+            position=min(local * self.world_size, self.total_size),
+            epoch_length=self.epoch_length,
+            sizes=[int(n) for n in self.sizes],
+        )
+
+    def load_state_dict(self, state: dict) -> None:
+        """Continue the epoch of ``state`` where it stopped."""
+        mine = dict(epoch_length=self.epoch_length, sizes=list(self.sizes))
+        theirs = {k: state.get(k) for k in mine}
+        if theirs != mine:
+            raise ValueError(
+                f'Sampler state was saved for {theirs}, this sampler has '
+                f'{mine}: the epoch lists differ, so the position cannot '
+                'be restored.'
+            )
+        self.seed = int(state['seed'])
+        self.epoch = int(state['epoch'])
+        # positions p < position with p % world_size == rank are done
+        self._start = max(
+            0, -(-(int(state['position']) - self.rank) // self.world_size)
+        )
+        self._consumed = self._start
 
     def shares(self) -> List[float]:
         """Expected share of each dataset in an epoch."""

@@ -17,7 +17,12 @@ from .resume import (
     find_newest_checkpoint,
     resolve_resume,
 )
-from .signals import DEFAULT_SIGNALS, StopSignals, parse_signals
+from .signals import (
+    DEFAULT_SIGNALS,
+    AbortedBySignal,
+    StopSignals,
+    parse_signals,
+)
 from .slurm import (
     mpi_dist_env,
     parse_slurm_nodelist,
@@ -26,6 +31,7 @@ from .slurm import (
 )
 
 __all__ = [
+    'AbortedBySignal',
     'IncompleteCheckpointWarning',
     'checkpoint_candidates',
     'checkpoint_problem',

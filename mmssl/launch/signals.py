@@ -8,9 +8,12 @@ signal; the runner looks at it at the next iteration boundary, where all
 ranks agree, save a checkpoint and exit (see
 :mod:`mmssl.engine.runner.preemption`).
 
-After the first signal SIGINT gets the operating system's default action
-back: a second Ctrl-C ends the process at once, whatever it is doing
-(even waiting inside a collective), without a traceback.
+A second Ctrl-C aborts: it raises :class:`AbortedBySignal` (a
+``KeyboardInterrupt``) at once, and SIGINT gets the operating system's
+default action back, so a third one ends the process whatever it is
+doing. A SIGINT within ``repeat_after`` seconds of the first counts as the
+same Ctrl-C: torchrun forwards the Ctrl-C it receives itself to workers
+that the terminal already interrupted, so each worker sees it twice.
 
 Standard library only.
 """
@@ -18,6 +21,7 @@ Standard library only.
 import os
 import signal
 import threading
+import time
 from typing import Dict, Iterable, List, Optional, Sequence, Union
 
 DEFAULT_SIGNALS = ('SIGTERM', 'SIGUSR1', 'SIGINT')
@@ -61,8 +65,12 @@ def signal_name(signum: int) -> str:
         return f'signal {signum}'
 
 
+class AbortedBySignal(KeyboardInterrupt):
+    """A second Ctrl-C: stop now, without saving."""
+
+
 class StopSignals:
-    """Record the first of ``signals``; make a second Ctrl-C fatal.
+    """Record the first of ``signals``; abort on a second Ctrl-C.
 
     Args:
         signals (Sequence[str | int]): Signals to catch. Defaults to
@@ -70,6 +78,9 @@ class StopSignals:
         announce (bool): Write one line to stderr when the first signal
             arrives (with ``os.write``, safe inside a handler). Defaults
             to True.
+        repeat_after (float): A SIGINT this many seconds or more after the
+            first signal aborts; an earlier one is taken for the same
+            Ctrl-C delivered twice. Defaults to 1.0.
 
     Attributes:
         received (int | None): The first signal caught, None before.
@@ -79,10 +90,13 @@ class StopSignals:
         self,
         signals: Sequence[Union[str, int]] = DEFAULT_SIGNALS,
         announce: bool = True,
+        repeat_after: float = 1.0,
     ) -> None:
         self.signals = parse_signals(signals)
         self.announce = announce
+        self.repeat_after = repeat_after
         self.received: Optional[int] = None
+        self._first_at = 0.0
         self._previous: Dict[int, object] = {}
 
     @property
@@ -111,24 +125,36 @@ class StopSignals:
         self._previous = {}
 
     def _handle(self, signum: int, frame) -> None:
-        if self.received is not None:
-            return  # already stopping; SIGINT is fatal by now
-        self.received = signum
-        if signal.SIGINT in self._previous:
-            # A second Ctrl-C: the default action, immediate and quiet.
+        now = time.monotonic()
+        if self.received is None:
+            self.received, self._first_at = signum, now
+            self._announce(signum)
+            return
+        if (
+            signum == signal.SIGINT
+            and now - self._first_at >= self.repeat_after
+        ):
+            # a third Ctrl-C kills at once, even inside a C call
             signal.signal(signal.SIGINT, signal.SIG_DFL)
-        if self.announce:
-            again = (
-                ' (Ctrl-C again aborts without saving)'
-                if signal.SIGINT in self._previous
-                else ''
+            raise AbortedBySignal(
+                'aborted by a second Ctrl-C; nothing saved since the last '
+                'checkpoint'
             )
-            line = (
-                f'mmssl: {signal_name(signum)} received (pid '
-                f'{os.getpid()}); a checkpoint is saved at the end of '
-                f'this iteration{again}\n'
-            )
-            try:
-                os.write(2, line.encode())
-            except OSError:
-                pass
+
+    def _announce(self, signum: int) -> None:
+        if not self.announce:
+            return
+        again = (
+            ' (Ctrl-C again aborts without saving)'
+            if signal.SIGINT in self._previous
+            else ''
+        )
+        line = (
+            f'mmssl: {signal_name(signum)} received (pid {os.getpid()}); '
+            'a checkpoint is saved at the end of this iteration'
+            f'{again}\n'
+        )
+        try:
+            os.write(2, line.encode())
+        except OSError:
+            pass

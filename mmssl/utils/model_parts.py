@@ -4,23 +4,17 @@ Teacher-student and momentum methods keep two copies of the backbone. The
 one users want for evaluation and transfer is the teacher (DINO, iBOT,
 DINOv2) or the momentum encoder (BYOL, MoCo), which DINO (Caron et al.
 2021, https://arxiv.org/abs/2104.14294) showed to be the better one. The
-rules below are shared by the tools and :class:`KNNEvalHook` so they agree.
+rules below are shared by the tools and :class:`KNNEvalHook` so they agree;
+the same paths find the backbone in a state dict
+(:func:`mmssl.checkpoint.find_backbone_prefix`).
 """
 
 from torch import nn
 
-#: Backbone locations, tried in order; the first that exists wins. The same
-#: dotted paths are the state-dict key prefixes (plus a trailing dot).
-TEACHER_BACKBONE_PATHS: tuple[str, ...] = (
-    'teacher.backbone',  # DINO / iBOT / DINOv2 style teacher module
-    'teacher_backbone',
-    'target_net.module.0',  # mmpretrain BYOL: CosineEMA(Sequential(bb, nk))
-    'target_net.0',  # a plain Sequential(backbone, neck) target network
-    'momentum_encoder.module.0',  # mmpretrain MoCo v2 / v3
-    'momentum_encoder.0',
-    'teacher',  # the teacher is the backbone itself
+from mmssl.checkpoint.state_dict import (
+    STUDENT_BACKBONE_PATHS,
+    TEACHER_BACKBONE_PATHS,
 )
-STUDENT_BACKBONE_PATHS: tuple[str, ...] = ('backbone', 'student.backbone')
 
 
 def _get(module: nn.Module, path: str) -> nn.Module | None:
@@ -78,32 +72,3 @@ def _is_wrapper(model: nn.Module) -> bool:
         return is_model_wrapper(model)
     except ImportError:  # pragma: no cover
         return isinstance(model, (DataParallel, DistributedDataParallel))
-
-
-def backbone_prefix(keys, prefer_teacher: bool = True) -> str:
-    """The state-dict prefix of the backbone, by the rules of
-    :func:`find_backbone` (teacher / target / momentum first).
-
-    Args:
-        keys (Iterable[str]): State-dict keys of the whole algorithm.
-        prefer_teacher (bool): See :func:`find_backbone`.
-
-    Returns:
-        str: The prefix including its trailing dot, e.g. ``'backbone.'``.
-
-    Raises:
-        ValueError: No known backbone prefix occurs in ``keys``.
-    """
-    keys = list(keys)
-    paths = (
-        TEACHER_BACKBONE_PATHS if prefer_teacher else ()
-    ) + STUDENT_BACKBONE_PATHS
-    for p in paths:
-        prefix = p + '.'
-        if any(k.startswith(prefix) for k in keys):
-            return prefix
-    raise ValueError(
-        'Found no backbone weights in the checkpoint: none of the keys '
-        f'starts with {[p + "." for p in paths]}. First keys: {keys[:5]}. '
-        'Pass the prefix explicitly (e.g. --prefix backbone.).'
-    )

@@ -2,18 +2,26 @@
 
 The published file holds CPU tensors and plain metadata only (strings and
 numbers), so it loads with ``torch.load(weights_only=True)``; its name ends
-with the first 8 hex digits of its SHA-256, as OpenMMLab model zoos do.
+with the first 8 hex digits of its SHA-256, as OpenMMLab model zoos do. The
+source is read with :func:`mmssl.checkpoint.load_checkpoint`: an mmengine
+training checkpoint loads as is, anything else needs ``trusted=True``.
 """
 
 import datetime
 import hashlib
-import os
+import io
 import os.path as osp
 
 import torch
 
-from .model_loading import load_checkpoint_file, strip_prefix
-from .model_parts import backbone_prefix
+from mmssl.checkpoint import (
+    STATE_KEYS,
+    atomic_write_bytes,
+    find_backbone_prefix,
+    load_checkpoint,
+    strip_prefix,
+    unwrap_state_dict,
+)
 
 #: Top-level checkpoint entries that only matter to resume training.
 TRAINING_ONLY_KEYS = (
@@ -78,7 +86,7 @@ def publish_checkpoint(
     out: str,
     backbone_only: bool = False,
     prefix: str | None = None,
-    trusted: bool = False,
+    trusted: bool | None = None,
 ) -> tuple[str, dict]:
     """Write a published copy of ``src``; return its path and a summary.
 
@@ -88,35 +96,35 @@ def publish_checkpoint(
             ``-<sha256[:8]>.pth`` appended.
         backbone_only (bool): Keep only the backbone weights, prefix
             removed. The backbone is the teacher's when there is one (see
-            :data:`mmssl.utils.model_parts.TEACHER_BACKBONE_PATHS`).
+            :data:`mmssl.checkpoint.TEACHER_BACKBONE_PATHS`).
         prefix (str, optional): Backbone key prefix to use instead of the
             automatic choice, e.g. ``'backbone.'``.
-        trusted (bool): Load ``src`` fully (see
-            :func:`mmssl.utils.load_checkpoint_file`).
+        trusted (bool, optional): Fully unpickle ``src`` (trusted files
+            only); None follows ``MMSSL_TRUST_CHECKPOINT`` (see
+            :func:`mmssl.checkpoint.load_checkpoint`).
 
     Returns:
         tuple[str, dict]: The written path and ``dict(prefix, num_tensors,
         removed, sha256)``.
+
+    Raises:
+        UnsafeCheckpointError: ``src`` pickles a type outside the allowlist
+            and is not trusted.
     """
     from mmssl import __version__
 
-    ckpt = load_checkpoint_file(src, trusted=trusted)
-    state = ckpt['state_dict']
-    if state and all(k.startswith('module.') for k in state):
-        state = strip_prefix(state, 'module.')
+    ckpt = load_checkpoint(src, trusted=trusted)
+    state = unwrap_state_dict(ckpt)
     used_prefix = ''
     if backbone_only:
         if prefix is None:
-            used_prefix = backbone_prefix(state.keys())
+            used_prefix = find_backbone_prefix(state.keys())
         else:
             used_prefix = prefix if prefix.endswith('.') else prefix + '.'
         state = strip_prefix(state, used_prefix)
         if not state:
             raise ValueError(f'No key of {src} starts with "{used_prefix}".')
-    state = {
-        k: v.detach().cpu().clone() if torch.is_tensor(v) else v
-        for k, v in state.items()
-    }
+    state = {k: v.detach().cpu().clone() for k, v in state.items()}
     old_meta = ckpt.get('meta') or {}
     cfg_text = old_meta.get('cfg') if isinstance(old_meta, dict) else None
     if cfg_text is not None and not isinstance(cfg_text, str):
@@ -135,17 +143,20 @@ def publish_checkpoint(
         config=cfg_text,
         **_config_info(cfg_text),
     )
-    removed = sorted(k for k in ckpt if k not in ('state_dict', 'meta'))
+    removed = sorted(
+        k
+        for k, v in ckpt.items()
+        if k != 'meta' and k not in STATE_KEYS and not torch.is_tensor(v)
+    )
     published = dict(meta=_plain(meta), state_dict=state)
 
     base = out[:-4] if out.endswith('.pth') else out
-    if osp.dirname(base):
-        os.makedirs(osp.dirname(base), exist_ok=True)
-    tmp = base + '.tmp.pth'
-    torch.save(published, tmp)
-    digest = sha256_of(tmp)
+    buffer = io.BytesIO()
+    torch.save(published, buffer)
+    data = buffer.getvalue()
+    digest = hashlib.sha256(data).hexdigest()
     final = f'{base}-{digest[:8]}.pth'
-    os.replace(tmp, final)
+    atomic_write_bytes(data, final)
     return final, dict(
         prefix=used_prefix,
         num_tensors=len(state),

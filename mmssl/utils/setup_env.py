@@ -24,6 +24,7 @@ def register_all_modules(init_default_scope: bool = True) -> None:
     import mmpretrain.structures  # noqa: F401
     import mmpretrain.visualization  # noqa: F401
 
+    import mmssl.checkpoint  # noqa: F401  (PretrainedStrip)
     import mmssl.datasets  # noqa: F401
     import mmssl.engine  # noqa: F401
     import mmssl.evaluation  # noqa: F401

@@ -5,6 +5,9 @@ the ``demo_data_root`` fixture, 24 training images at batch 8 (3 iterations,
 one epoch), no workers and no validation, then checks that
 
 * every loss is finite and the total loss changes between iterations,
+* every trainable weight moved, momentum copies moved, and what a demo
+  keeps fixed did not (frozen parameters, target generators, the DINO
+  last layer during its frozen first epoch),
 * a checkpoint is written, and
 * it loads back into a freshly built model with identical weights.
 """
@@ -21,7 +24,7 @@ from mmengine.config import Config
 from mmengine.hooks import Hook
 from mmengine.runner import Runner
 
-from mmssl.checkpoint import load_checkpoint as load_checkpoint_safe
+from mmssl.checkpoint import load_checkpoint
 from mmssl.registry import DATASETS, MODELS
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
@@ -106,6 +109,62 @@ def tiny_demo_cfg(path: str, demo_root: str, work_dir: str) -> Config:
     return cfg
 
 
+#: prefixes of momentum (EMA) copies: requires_grad=False, but they move
+EMA_PREFIXES = ('teacher.', 'target_net.', 'encoder_k.', 'momentum_encoder.')
+#: requires_grad=False parameters that move on purpose, with the reason
+MOVES_ANYWAY = {
+    # mmpretrain's VQKD (BEiT v2 tokenizer) EMA-updates its codebook
+    # whenever it runs in training mode, inside BEiT v2 pretraining too
+    'target_generator.quantize.embedding.weight',
+}
+
+
+class WeightRecorder(Hook):
+    """Copies every parameter (and whether it is trainable) once the
+    weights are initialised, before any other hook runs."""
+
+    priority = 'HIGHEST'
+
+    def before_train(self, runner):
+        self.start = {
+            k: (v.detach().clone(), v.requires_grad)
+            for k, v in runner.model.named_parameters()
+        }
+
+
+def _fixed_by_design(name: str, cfg: Config) -> bool:
+    """Trainable-looking parameters the demo keeps fixed for this epoch:
+    the target generator (tokenizer, CLIP teacher: used without grad) and
+    the layers FreezeLastLayerHook freezes during its first epochs."""
+    if name.startswith('target_generator.'):
+        return True
+    for hook in cfg.get('custom_hooks', []):
+        if hook['type'] == 'FreezeLastLayerHook' and not name.startswith(
+            EMA_PREFIXES
+        ):
+            keys = hook.get('keys', ('last_layer',))
+            if hook.get('freeze_epochs', 1) >= 1 and any(
+                k in name for k in keys
+            ):
+                return True
+    return False
+
+
+def check_weights_moved(start: dict, model, cfg: Config) -> None:
+    moved_ema = []
+    for name, p in model.named_parameters():
+        before, trainable = start[name]
+        moved = not torch.equal(before, p.detach())
+        if name.startswith(EMA_PREFIXES):
+            moved_ema.append(moved)
+        elif _fixed_by_design(name, cfg) or not trainable:
+            assert not moved or name in MOVES_ANYWAY, f'{name} moved'
+        else:
+            assert moved, f'trainable {name} did not move'
+    if moved_ema:  # the momentum update ran
+        assert sum(moved_ema) > len(moved_ema) / 2, moved_ema
+
+
 class LossRecorder(Hook):
     """Keeps every iteration's log variables."""
 
@@ -125,7 +184,10 @@ def test_demo_config_trains(path, demo_data_root, tmp_path):
     runner = Runner.from_cfg(copy.deepcopy(cfg))
     recorder = LossRecorder()
     runner.register_hook(recorder, priority='LOWEST')
+    weights = WeightRecorder()
+    runner.register_hook(weights)
     runner.train()
+    check_weights_moved(weights.start, runner.model, cfg)
 
     losses = [r['loss'] for r in recorder.records]
     assert len(losses) >= 2
@@ -139,7 +201,7 @@ def test_demo_config_trains(path, demo_data_root, tmp_path):
     fresh = MODELS.build(cfg.model)
     # through mmssl's safe loader: every algorithm's checkpoint must hold
     # only types the allowlist accepts
-    state = load_checkpoint_safe(str(ckpt), map_location='cpu')
+    state = load_checkpoint(str(ckpt), map_location='cpu')
     fresh.load_state_dict(state['state_dict'], strict=True)
     trained = runner.model.state_dict()
     loaded = fresh.state_dict()

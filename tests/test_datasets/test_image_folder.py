@@ -112,24 +112,39 @@ def test_errors_are_clear(tmp_path):
         ImageFolderDataset(data_root=str(tmp_path))
 
 
-def test_cache_reused_and_invalidated(messy_root, tmp_path):
+def test_cache_reused_and_invalidated(messy_root, tmp_path, monkeypatch):
     import shutil
 
+    import mmssl.datasets.image_folder as image_folder
+
+    scans = []
+    real_scan = image_folder.scan_images
+
+    def counting_scan(*args, **kwargs):
+        scans.append(args[0])
+        return real_scan(*args, **kwargs)
+
+    monkeypatch.setattr(image_folder, 'scan_images', counting_scan)
     root = str(tmp_path / 'copy')
     shutil.copytree(messy_root[0], root)
     cache = str(tmp_path / 'index.npz')
     ds = ImageFolderDataset(data_root=root, cache_file=cache)
     n = len(ds)
-    assert osp.isfile(cache)
+    assert osp.isfile(cache) and scans == [root]
+    # second build: the index comes from the cache, the folder is not
+    # listed again
     ds2 = ImageFolderDataset(data_root=root, cache_file=cache)
-    assert ds2._load_cache() is not None and len(ds2) == n
+    assert scans == [root]
+    assert [ds2.get_img_path(i) for i in range(n)] == [
+        ds.get_img_path(i) for i in range(n)
+    ]
     # a new file deep in a nested folder changes that folder's mtime
     shutil.copy(
         osp.join(root, 'a', 'rgb8.png'),
         osp.join(root, 'a', 'nested', 'deeper', 'new.png'),
     )
     ds3 = ImageFolderDataset(data_root=root, cache_file=cache)
-    assert len(ds3) == n + 1
+    assert len(ds3) == n + 1 and scans == [root, root]
     ds4 = ImageFolderDataset(
         data_root=root, cache_file=cache, with_label=True
     )  # options are in the key

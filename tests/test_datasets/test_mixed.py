@@ -1,3 +1,5 @@
+import json
+
 import numpy as np
 import pytest
 from torch.utils.data import Dataset
@@ -77,10 +79,69 @@ def test_sampler_rank_disjoint_and_resume(monkeypatch):
     single = WeightedMixSampler(ds, epoch_length=300, seed=5)
     single.set_epoch(1)
     assert sorted(single) == sorted(flat)
-    # a fresh sampler (resume) at epoch 1 gives the same order
-    again = WeightedMixSampler(ds, epoch_length=300, seed=5)
-    again.set_epoch(1)
-    assert list(again) == list(single)
+
+
+def _sampler(monkeypatch, ds, rank, world, seed=5):
+    monkeypatch.setattr(
+        'mmssl.datasets.mixed.get_dist_info', lambda: (rank, world)
+    )
+    return WeightedMixSampler(ds, epoch_length=300, seed=seed)
+
+
+def test_sampler_mid_epoch_restore(monkeypatch):
+    """Take 70 indices of epoch 1, save the state (as JSON), build a fresh
+    sampler with another seed, load the state: it yields exactly the rest
+    of the uninterrupted epoch, then whole epochs again."""
+    ds = _mix((100, 200, 500))
+    full = _sampler(monkeypatch, ds, 0, 1)
+    full.set_epoch(1)
+    epoch1 = list(full)
+    full.set_epoch(2)
+    epoch2 = list(full)
+    s = _sampler(monkeypatch, ds, 0, 1)
+    s.set_epoch(1)
+    it = iter(s)
+    taken = [next(it) for _ in range(70)]
+    state = json.loads(json.dumps(s.state_dict()))
+    assert state['position'] == 70 and state['epoch'] == 1
+    fresh = _sampler(monkeypatch, ds, 0, 1, seed=None)
+    fresh.load_state_dict(state)
+    fresh.set_epoch(1)  # what DistSamplerSeedHook does before the epoch
+    rest = list(fresh)
+    assert taken + rest == epoch1 and len(rest) == 230
+    assert list(fresh) == epoch1  # the restore applied once
+    fresh.set_epoch(2)
+    assert list(fresh) == epoch2
+    # a state for other data is refused
+    other = _sampler(monkeypatch, _mix((100, 200, 501)), 0, 1)
+    with pytest.raises(ValueError, match='epoch lists differ'):
+        other.load_state_dict(state)
+
+
+def test_sampler_restore_with_another_world_size(monkeypatch):
+    """3 ranks stop after 21 samples each; 2 ranks continue: together
+    they yield exactly positions 63..299 of the epoch's list."""
+    ds = _mix((100, 200, 500))
+    whole = _sampler(monkeypatch, ds, 0, 1)
+    whole.set_epoch(1)
+    epoch1 = list(whole)
+    states = []
+    for rank in range(3):
+        s = _sampler(monkeypatch, ds, rank, 3)
+        s.set_epoch(1)
+        it = iter(s)
+        for _ in range(21):
+            next(it)
+        states.append(s.state_dict())
+    assert [st['position'] for st in states] == [63] * 3
+    rest = []
+    for rank in range(2):
+        s = _sampler(monkeypatch, ds, rank, 2, seed=0)
+        s.load_state_dict(states[0])
+        rest.append(list(s))
+    assert rest[0] == epoch1[64::2] and rest[1] == epoch1[63::2]
+    # explicit count from the training loop (workers read ahead)
+    assert s.state_dict(consumed=5)['position'] == 10
 
 
 def test_mixed_sets_source_metainfo(messy_root, tmp_path):

@@ -27,8 +27,8 @@ def _run(script, args, tmp_path, **env_extra):
         bin_dir,
         'python',
         f"""
-case "$1" in
-  *ports.py) echo 45678 ;;
+case "$*" in
+  "-m mmssl.launch.ports") echo 45678 ;;
   *) printf '%s\\n' "$@" > {log} ;;
 esac
 """,

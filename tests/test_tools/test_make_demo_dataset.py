@@ -1,7 +1,9 @@
 """The bundled demo data: sklearn digits as 32x32 PNG, fixed split."""
 
 import glob
+import hashlib
 import os.path as osp
+from pathlib import Path
 
 import cv2
 
@@ -21,10 +23,20 @@ def test_demo_dataset_layout_and_determinism(tmp_path):
     assert img.shape == (32, 32) and img.dtype.name == 'uint8'
     assert img.max() > 100  # ink is bright, not an empty image
     make_demo_dataset(str(tmp_path / 'b'))
-    rel = lambda root: sorted(  # noqa: E731
-        osp.relpath(f, root) for f in glob.glob(f'{root}/*/*/*.png')
-    )
-    assert rel(str(tmp_path / 'a')) == rel(str(tmp_path / 'b'))
+
+    def digests(root):
+        """Relative path -> SHA-256 of the file's bytes."""
+        return {
+            osp.relpath(f, root): hashlib.sha256(
+                Path(f).read_bytes()
+            ).hexdigest()
+            for f in glob.glob(f'{root}/*/*/*.png')
+        }
+
+    a, b = digests(str(tmp_path / 'a')), digests(str(tmp_path / 'b'))
+    assert len(a) == 1797
+    assert a == b  # same names and byte-identical files
+    assert len(set(a.values())) > 1700  # distinct pictures, not one
     train = {
         osp.basename(f)
         for f in glob.glob(str(tmp_path / 'a' / 'train' / '*' / '*.png'))

@@ -15,13 +15,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from mmssl.models.backbones import DINOVisionTransformer
-from mmssl.models.utils import (
+from mmssl.checkpoint.layouts import (
     dinov2_to_mmssl,
     dinov2_to_timm,
     mmssl_to_dinov2,
     mmssl_to_timm,
 )
+from mmssl.models.backbones import DINOVisionTransformer
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 EMBED, DEPTH, HEADS, PATCH, REGS, IMG = 64, 2, 4, 14, 2, 56
@@ -206,6 +206,32 @@ def build_tiny(regs=REGS, swiglu=False, **kwargs):
     return model.eval()
 
 
+def bicubic_resize_pos_embed(pos, out):
+    """(1, 1 + S*S, C) -> (1, 1 + out*out, C), written out in float64.
+
+    Keys' cubic convolution (a = -0.75), half-pixel centres (source
+    x = (i + 0.5) * S / out - 0.5), edge indices clamped: what a bicubic
+    resize to an exact size without antialiasing computes.
+    """
+    a, side = -0.75, math.isqrt(pos.shape[1] - 1)
+
+    def cubic(d):
+        d = abs(d)
+        if d <= 1:
+            return ((a + 2) * d - (a + 3)) * d * d + 1
+        return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a if d < 2 else 0.0
+
+    w = torch.zeros(out, side, dtype=torch.float64)
+    for i in range(out):
+        x = (i + 0.5) * side / out - 0.5
+        for j in range(math.floor(x) - 1, math.floor(x) + 3):
+            w[i, min(max(j, 0), side - 1)] += cubic(x - j)
+    grid = pos[0, 1:].double().reshape(side, side, -1)
+    new = torch.einsum('ih,jw,hwc->ijc', w, w, grid)  # (out, out, C)
+    new = new.reshape(1, out * out, -1)
+    return torch.cat([pos[:, :1].double(), new], dim=1).to(pos.dtype)
+
+
 @pytest.mark.parametrize(
     'swiglu,chunks', [(False, 0), (False, 2), (True, 0), (True, 1)]
 )
@@ -362,7 +388,12 @@ def test_training_checkpoint_and_pos_embed_resize(tmp_path):
     res = model.load_state_dict(state, strict=True)
     assert not res.missing_keys and not res.unexpected_keys
     assert model.pos_embed.shape == (1, 1 + 16 * 16, EMBED)
-    torch.testing.assert_close(model.pos_embed[:, 0], sd['pos_embed'][:, 0])
+    torch.testing.assert_close(
+        model.pos_embed,
+        bicubic_resize_pos_embed(sd['pos_embed'], 16),
+        atol=1e-5,
+        rtol=0,
+    )
 
 
 def test_pretrained_init_cfg_from_converted(tmp_path):
@@ -388,10 +419,10 @@ def test_pretrained_init_cfg_from_converted(tmp_path):
     )
     torch.testing.assert_close(model.mask_token, sd['mask_token'][0])
     model.eval()
-    # model grid is 16x16: its 37x37 pos-embed was resized at load, so
-    # compare at 224 px against the reference using the loaded weights
+    # model grid is 16x16: the 37x37 pos-embed is resized at load; the
+    # reference gets the same resize computed independently
     x = torch.randn(1, 3, 224, 224)
-    ref_sd = dict(sd, pos_embed=model.pos_embed.detach())
+    ref_sd = dict(sd, pos_embed=bicubic_resize_pos_embed(sd['pos_embed'], 16))
     ref_cls, _, ref_patch = ref_dinov2_forward(ref_sd, x)
     with torch.no_grad():
         out = model(x)[0]

@@ -1,14 +1,18 @@
 """publish_model: hash in the name, training state gone, backbone-only."""
 
 import hashlib
+import os
 import os.path as osp
+import pickle
 
 import pytest
 import torch
-from mmengine.logging import MessageHub
+from mmengine.logging import HistoryBuffer, MessageHub
+from test_checkpoint.payload import save_payload_checkpoint
 
+from mmssl.checkpoint import UnsafeCheckpointError, load_checkpoint
 from mmssl.registry import MODELS
-from mmssl.utils import backbone_prefix, load_config, publish_checkpoint
+from mmssl.utils import load_config, publish_checkpoint
 
 from ._utils import load_tool, tiny_config
 
@@ -50,7 +54,7 @@ def mocov3_ckpt(tmp_path_factory):
 def test_publish_full(mocov3_ckpt, tmp_path):
     src, _ = mocov3_ckpt
     tool = load_tool('model_converters/publish_model.py')
-    out = tool.main([src, str(tmp_path / 'mocov3.pth'), '--trusted'])
+    out = tool.main([src, str(tmp_path / 'mocov3.pth')])  # no --trusted
     digest = hashlib.sha256(open(out, 'rb').read()).hexdigest()
     assert osp.basename(out) == f'mocov3-{digest[:8]}.pth'
     # plain metadata and tensors only: loads with weights_only=True
@@ -62,21 +66,19 @@ def test_publish_full(mocov3_ckpt, tmp_path):
     assert meta['architecture']['type'] == 'VisionTransformer'
     assert (meta['epoch'], meta['iter']) == (3, 30)
     assert meta['mmssl_version'] and 'MoCoV3' in meta['config']
-    src_state = torch.load(src, weights_only=False)['state_dict']
+    src_state = load_checkpoint(src)['state_dict']
     assert set(ckpt['state_dict']) == set(src_state)
 
 
 def test_backbone_only_prefers_momentum_encoder(mocov3_ckpt, tmp_path, capsys):
     src, cfg = mocov3_ckpt
     tool = load_tool('model_converters/publish_model.py')
-    out = tool.main(
-        [src, str(tmp_path / 'bb'), '--backbone-only', '--trusted']
-    )
+    out = tool.main([src, str(tmp_path / 'bb'), '--backbone-only'])
     assert 'momentum_encoder.module.0.' in capsys.readouterr().out
     state = torch.load(out, weights_only=True)['state_dict']
     bare = MODELS.build(cfg.model.backbone)
     bare.load_state_dict(state, strict=True)
-    src_state = torch.load(src, weights_only=False)['state_dict']
+    src_state = load_checkpoint(src)['state_dict']
     key = 'patch_embed.projection.weight'
     assert torch.equal(
         state[key], src_state['momentum_encoder.module.0.' + key]
@@ -88,7 +90,6 @@ def test_backbone_only_prefers_momentum_encoder(mocov3_ckpt, tmp_path, capsys):
         str(tmp_path / 'online.pth'),
         backbone_only=True,
         prefix='backbone',
-        trusted=True,
     )
     state2 = torch.load(out2, weights_only=True)['state_dict']
     assert torch.equal(state2[key], src_state['backbone.' + key])
@@ -102,33 +103,36 @@ def test_backbone_only_prefers_momentum_encoder(mocov3_ckpt, tmp_path, capsys):
     assert torch.equal(fresh.state_dict()[key], state[key])
 
 
-def test_backbone_prefix_rules():
-    assert (
-        backbone_prefix(['backbone.a', 'teacher.backbone.a', 'neck.b'])
-        == 'teacher.backbone.'
-    )
-    assert (
-        backbone_prefix(['backbone.a', 'target_net.module.0.a'])
-        == 'target_net.module.0.'
-    )
-    assert backbone_prefix(['backbone.a', 'head.x']) == 'backbone.'
-    assert (
-        backbone_prefix(
-            ['teacher.backbone.a', 'backbone.a'], prefer_teacher=False
-        )
-        == 'backbone.'
-    )
-    with pytest.raises(ValueError, match='--prefix'):
-        backbone_prefix(['encoder.a', 'head.b'])
-
-
-def test_untrusted_pickle_gives_clear_error(mocov3_ckpt, tmp_path):
+def test_default_path_accepts_mmengine_checkpoint(mocov3_ckpt, tmp_path):
+    """No --trusted: mmengine's message hub (HistoryBuffer, numpy) loads."""
     src, _ = mocov3_ckpt
-    try:
-        from mmssl.checkpoint import load_checkpoint  # noqa: F401
+    with pytest.raises(pickle.UnpicklingError, match='HistoryBuffer'):
+        torch.load(src, weights_only=True)  # what plain torch refuses
+    assert isinstance(
+        load_checkpoint(src)['message_hub']['log_scalars']['train/loss'],
+        HistoryBuffer,
+    )
+    out, info = publish_checkpoint(src, str(tmp_path / 'p.pth'))
+    assert info['removed'] == ['message_hub', 'optimizer', 'param_schedulers']
+    assert osp.isfile(out)
 
-        pytest.skip('the project safe loader decides this case')
-    except ImportError:
-        pass
-    with pytest.raises(RuntimeError, match='--trusted'):
-        publish_checkpoint(src, str(tmp_path / 'x'))
+
+def test_untrusted_pickle_gives_clear_error(mocov3_ckpt, tmp_path, capsys):
+    """Anything else is refused, naming --trusted; the payload never runs."""
+    src, _ = mocov3_ckpt
+    marker = tmp_path / 'pwned'
+    evil = save_payload_checkpoint(
+        tmp_path / 'evil.pth', marker, load_checkpoint(src)
+    )
+    tool = load_tool('model_converters/publish_model.py')
+    with pytest.raises(SystemExit) as exc:
+        tool.main([evil, str(tmp_path / 'out')])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert 'posix.system' in err and '--trusted' in err
+    with pytest.raises(UnsafeCheckpointError, match='trusted=True'):
+        publish_checkpoint(evil, str(tmp_path / 'out'))
+    assert not marker.exists()
+    assert os.listdir(tmp_path) == ['evil.pth']  # nothing published
+    out = tool.main([evil, str(tmp_path / 'out'), '--trusted'])
+    assert marker.exists() and osp.isfile(out)

@@ -26,6 +26,8 @@ from mmengine.config import DictAction
 
 
 def parse_args(argv=None):
+    from mmssl.checkpoint import add_trusted_argument
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('config', help='config file')
     parser.add_argument('img', help='image file')
@@ -47,11 +49,7 @@ def parse_args(argv=None):
         help='dotted path of the ViT inside the model',
     )
     parser.add_argument('--device', default='cpu')
-    parser.add_argument(
-        '--trusted',
-        action='store_true',
-        help='load the checkpoint fully (own files only)',
-    )
+    add_trusted_argument(parser)
     parser.add_argument('--cfg-options', nargs='+', action=DictAction)
     return parser.parse_args(argv)
 
@@ -62,6 +60,7 @@ def main(argv=None) -> dict:
     import numpy as np
     import torch
 
+    from mmssl.checkpoint import exit_on_untrusted, trust_from_args
     from mmssl.utils import find_backbone, init_model, load_config
     from mmssl.visualization.attention import (
         _last_block,
@@ -77,9 +76,13 @@ def main(argv=None) -> dict:
     )
 
     cfg = load_config(args.config, args.cfg_options)
-    model = init_model(
-        cfg, args.checkpoint, device=args.device, trusted=args.trusted
-    )
+    with exit_on_untrusted():
+        model = init_model(
+            cfg,
+            args.checkpoint,
+            device=args.device,
+            trusted=trust_from_args(args),
+        )
     backbone, path = (
         find_backbone(model, path=args.backbone_path)
         if (args.backbone_path is not None)

@@ -32,6 +32,8 @@ DEFAULT_PIPELINE = [dict(type='LoadImageFromFile'), dict(type='PackInputs')]
 
 
 def parse_args(argv=None):
+    from mmssl.checkpoint import add_trusted_argument
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('config', help='config file')
     parser.add_argument('--checkpoint', help='checkpoint of the algorithm')
@@ -68,11 +70,7 @@ def parse_args(argv=None):
     parser.add_argument('--batch-size', type=int, default=64)
     parser.add_argument('--device', default='cpu')
     parser.add_argument('--seed', type=int, default=0)
-    parser.add_argument(
-        '--trusted',
-        action='store_true',
-        help='load the checkpoint fully (own files only)',
-    )
+    add_trusted_argument(parser)
     parser.add_argument('--cfg-options', nargs='+', action=DictAction)
     return parser.parse_args(argv)
 
@@ -131,9 +129,13 @@ def main(argv=None) -> dict:
     from mmengine.runner import Runner
     from torch.utils.data import ConcatDataset, Subset
 
+    from mmssl.checkpoint import (
+        TEACHER_BACKBONE_PATHS,
+        exit_on_untrusted,
+        trust_from_args,
+    )
     from mmssl.evaluation import extract_features
     from mmssl.utils import find_backbone, init_model, load_config
-    from mmssl.utils.model_parts import TEACHER_BACKBONE_PATHS
     from mmssl.visualization.tsne import (
         plot_embedding,
         run_tsne,
@@ -141,9 +143,13 @@ def main(argv=None) -> dict:
     )
 
     cfg = load_config(args.config, args.cfg_options)
-    model = init_model(
-        cfg, args.checkpoint, device=args.device, trusted=args.trusted
-    )
+    with exit_on_untrusted():
+        model = init_model(
+            cfg,
+            args.checkpoint,
+            device=args.device,
+            trusted=trust_from_args(args),
+        )
     sources = build_datasets(cfg, args)
 
     # subsample evenly over the sources, reproducibly

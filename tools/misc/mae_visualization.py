@@ -25,6 +25,8 @@ from mmengine.config import DictAction
 
 
 def parse_args(argv=None):
+    from mmssl.checkpoint import add_trusted_argument
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('img', help='image file')
     parser.add_argument('config', help='config of an MAE/SimMIM algorithm')
@@ -50,11 +52,7 @@ def parse_args(argv=None):
         help="input side (default: the backbone's)",
     )
     parser.add_argument('--seed', type=int, default=0)
-    parser.add_argument(
-        '--trusted',
-        action='store_true',
-        help='load the checkpoint fully (own files only)',
-    )
+    add_trusted_argument(parser)
     parser.add_argument('--cfg-options', nargs='+', action=DictAction)
     return parser.parse_args(argv)
 
@@ -64,6 +62,7 @@ def main(argv=None) -> str:
     import cv2
     import torch
 
+    from mmssl.checkpoint import exit_on_untrusted, trust_from_args
     from mmssl.utils import init_model, load_config
     from mmssl.visualization.mim_reconstruction import (
         mim_reconstruct,
@@ -78,7 +77,10 @@ def main(argv=None) -> str:
         )
     cfg = load_config(args.config, args.cfg_options)
     ckpt = None if args.checkpoint.lower() == 'none' else args.checkpoint
-    model = init_model(cfg, ckpt, device=args.device, trusted=args.trusted)
+    with exit_on_untrusted():
+        model = init_model(
+            cfg, ckpt, device=args.device, trusted=trust_from_args(args)
+        )
     style = mim_style(model)
     size = args.img_size or cfg.model.backbone.get('img_size', 224)
     size = size[0] if isinstance(size, (tuple, list)) else int(size)

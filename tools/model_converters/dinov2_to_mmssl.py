@@ -6,6 +6,10 @@ Accepts the torch.hub state dicts of facebookresearch/dinov2 (e.g.
 block-chunked variant (``blocks.<chunk>.N.*``) and DINOv2 training
 checkpoints (``teacher_checkpoint.pth``: the teacher backbone is taken).
 
+SRC is read with mmssl's safe loader (docs/en/checkpoints.md): tensors and
+what mmengine checkpoints hold load; a file that pickles anything else is
+refused unless you pass ``--trusted`` (only for files you trust).
+
 Example::
 
     python tools/model_converters/dinov2_to_mmssl.py \\
@@ -20,18 +24,19 @@ import os.path as osp
 import sys
 from typing import List, Optional
 
-import torch
-
 sys.path.insert(0, osp.abspath(osp.join(osp.dirname(__file__), '..', '..')))
 
-from mmssl.models.utils.vit_ckpt_convert import (  # noqa: E402
-    _DINOV2_MARKER,
+from mmssl.checkpoint import (  # noqa: E402
     add_prefix,
-    dinov2_to_mmssl,
-    load_checkpoint_file,
-    select_prefix,
-    unwrap_checkpoint,
+    add_trusted_argument,
+    exit_on_untrusted,
+    load_checkpoint,
+    save_checkpoint_atomic,
+    select_backbone,
+    trust_from_args,
+    unwrap_state_dict,
 )
+from mmssl.checkpoint.layouts import DINOV2_MARKER, dinov2_to_mmssl  # noqa: E402
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -56,19 +61,23 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
         action='store_true',
         help='drop unrecognised keys instead of failing',
     )
+    add_trusted_argument(parser, 'SRC')
     return parser.parse_args(argv)
 
 
 def main(argv: Optional[List[str]] = None) -> dict:
     args = parse_args(argv)
-    state = unwrap_checkpoint(load_checkpoint_file(args.src))
-    state = select_prefix(state, args.src_prefix, marker=_DINOV2_MARKER)
+    with exit_on_untrusted():
+        ckpt = load_checkpoint(args.src, trusted=trust_from_args(args))
+    state = select_backbone(
+        unwrap_state_dict(ckpt), args.src_prefix, marker=DINOV2_MARKER
+    )
     converted = dinov2_to_mmssl(state, strict=not args.no_strict)
     prefixes = args.prefix if args.prefix is not None else ['backbone.']
     out = add_prefix(converted, prefixes)
     depth = len({k.split('.')[1] for k in converted if k.startswith('layers')})
     regs = converted.get('register_tokens')
-    torch.save(
+    save_checkpoint_atomic(
         dict(
             state_dict=out,
             meta=dict(

@@ -4,6 +4,10 @@
 The output is a plain state dict loadable by the DINOv2 hub model of the
 same size (``model.load_state_dict(torch.load(DST))``).
 
+SRC is read with mmssl's safe loader (docs/en/checkpoints.md): tensors and
+what mmengine checkpoints hold load; a file that pickles anything else is
+refused unless you pass ``--trusted`` (only for files you trust).
+
 Example::
 
     python tools/model_converters/mmssl_to_dinov2.py \\
@@ -15,16 +19,18 @@ import os.path as osp
 import sys
 from typing import List, Optional
 
-import torch
-
 sys.path.insert(0, osp.abspath(osp.join(osp.dirname(__file__), '..', '..')))
 
-from mmssl.models.utils.vit_ckpt_convert import (  # noqa: E402
-    load_checkpoint_file,
-    mmssl_to_dinov2,
-    select_prefix,
-    unwrap_checkpoint,
+from mmssl.checkpoint import (  # noqa: E402
+    add_trusted_argument,
+    exit_on_untrusted,
+    load_checkpoint,
+    save_checkpoint_atomic,
+    select_backbone,
+    trust_from_args,
+    unwrap_state_dict,
 )
+from mmssl.checkpoint.layouts import MMSSL_MARKER, mmssl_to_dinov2  # noqa: E402
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -43,16 +49,19 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
         default=0,
         help='write the block-chunked layout with this many chunks',
     )
+    add_trusted_argument(parser, 'SRC')
     return parser.parse_args(argv)
 
 
 def main(argv: Optional[List[str]] = None) -> dict:
     args = parse_args(argv)
-    state = select_prefix(
-        unwrap_checkpoint(load_checkpoint_file(args.src)), args.src_prefix
+    with exit_on_untrusted():
+        ckpt = load_checkpoint(args.src, trusted=trust_from_args(args))
+    state = select_backbone(
+        unwrap_state_dict(ckpt), args.src_prefix, marker=MMSSL_MARKER
     )
     out = mmssl_to_dinov2(state, num_chunks=args.chunks)
-    torch.save(out, args.dst)
+    save_checkpoint_atomic(out, args.dst)
     print(
         f'Converted {len(state)} mmssl keys -> {len(out)} DINOv2 keys. '
         f'Saved {args.dst}'

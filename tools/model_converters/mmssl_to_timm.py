@@ -6,6 +6,10 @@ The output loads into the timm model of the same size, e.g.
 img_size=518)`` (or ``vit_small_patch14_reg4_dinov2`` with 4 registers).
 timm's class token absorbs its position embedding for register models.
 
+SRC is read with mmssl's safe loader (docs/en/checkpoints.md): tensors and
+what mmengine checkpoints hold load; a file that pickles anything else is
+refused unless you pass ``--trusted`` (only for files you trust).
+
 Example::
 
     python tools/model_converters/mmssl_to_timm.py \\
@@ -17,16 +21,18 @@ import os.path as osp
 import sys
 from typing import List, Optional
 
-import torch
-
 sys.path.insert(0, osp.abspath(osp.join(osp.dirname(__file__), '..', '..')))
 
-from mmssl.models.utils.vit_ckpt_convert import (  # noqa: E402
-    load_checkpoint_file,
-    mmssl_to_timm,
-    select_prefix,
-    unwrap_checkpoint,
+from mmssl.checkpoint import (  # noqa: E402
+    add_trusted_argument,
+    exit_on_untrusted,
+    load_checkpoint,
+    save_checkpoint_atomic,
+    select_backbone,
+    trust_from_args,
+    unwrap_state_dict,
 )
+from mmssl.checkpoint.layouts import MMSSL_MARKER, mmssl_to_timm  # noqa: E402
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -39,16 +45,19 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
         help='backbone prefix in SRC (default: auto-detect, teacher '
         'preferred)',
     )
+    add_trusted_argument(parser, 'SRC')
     return parser.parse_args(argv)
 
 
 def main(argv: Optional[List[str]] = None) -> dict:
     args = parse_args(argv)
-    state = select_prefix(
-        unwrap_checkpoint(load_checkpoint_file(args.src)), args.src_prefix
+    with exit_on_untrusted():
+        ckpt = load_checkpoint(args.src, trusted=trust_from_args(args))
+    state = select_backbone(
+        unwrap_state_dict(ckpt), args.src_prefix, marker=MMSSL_MARKER
     )
     out = mmssl_to_timm(state)
-    torch.save(out, args.dst)
+    save_checkpoint_atomic(out, args.dst)
     print(
         f'Converted {len(state)} mmssl keys -> {len(out)} timm keys. '
         f'Saved {args.dst}'

@@ -9,6 +9,10 @@ their prefix: the teacher's (``teacher.backbone.``), else the target or
 momentum network's (``target_net.module.0.``, ``momentum_encoder.module.0.``
 ...), else ``backbone.``. Load such a file downstream with
 ``init_cfg=dict(type='Pretrained', checkpoint=FILE)`` on the backbone.
+
+IN is read with mmssl's safe loader: an mmengine training checkpoint loads
+as is; a file that pickles other objects is refused unless ``--trusted``
+(only for files you trust; docs/en/checkpoints.md).
 """
 
 import os.path as _osp
@@ -36,26 +40,25 @@ def parse_args(argv=None):
         help='backbone key prefix to keep instead of the '
         'automatic choice, e.g. backbone.',
     )
-    parser.add_argument(
-        '--trusted',
-        action='store_true',
-        help='load IN fully (pickled objects); only for '
-        'files you made yourself',
-    )
+    from mmssl.checkpoint import add_trusted_argument
+
+    add_trusted_argument(parser, 'IN')
     return parser.parse_args(argv)
 
 
 def main(argv=None) -> str:
     args = parse_args(argv)
+    from mmssl.checkpoint import exit_on_untrusted, trust_from_args
     from mmssl.utils.publish import publish_checkpoint
 
-    path, info = publish_checkpoint(
-        args.in_file,
-        args.out_file,
-        backbone_only=args.backbone_only,
-        prefix=args.prefix,
-        trusted=args.trusted,
-    )
+    with exit_on_untrusted():
+        path, info = publish_checkpoint(
+            args.in_file,
+            args.out_file,
+            backbone_only=args.backbone_only,
+            prefix=args.prefix,
+            trusted=trust_from_args(args),
+        )
     if args.backbone_only:
         print(
             f'Backbone weights taken from keys starting with '

@@ -70,8 +70,9 @@ class SSLRunner(Runner):
       ``device_ids=None`` and SyncBN turned into BN (with a warning), so a
       GPU config can be debugged with CPU processes unchanged.
     * **Default hooks.** :class:`~mmssl.engine.hooks.DistLossAverageHook`
-      (log the mean loss over ranks) is added unless the config has it;
-      in a distributed run ``SyncBuffersHook`` too.
+      (log the mean loss over ranks) and
+      :class:`~.preemption.PreemptionHook` are added unless the config has
+      them; in a distributed run ``SyncBuffersHook`` too.
     * **Worker seeding.** Data-loader workers are seeded with
       :func:`mmssl.datasets.worker_seed.seed_worker` (fresh augmentations
       every epoch) unless the dataloader config names a

@@ -22,12 +22,12 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 import torch.utils.checkpoint as cp
 from mmcv.cnn.bricks.drop import build_dropout
 from mmengine.model.weight_init import trunc_normal_
 from mmpretrain.models.backbones import VisionTransformer
 
+from mmssl.checkpoint.layouts.pos_embed import resize_pos_embed
 from mmssl.registry import MODELS
 
 _ARCH_KEYS = {'embed_dims', 'num_layers', 'num_heads'}
@@ -292,43 +292,13 @@ class DINOVisionTransformer(VisionTransformer):
         ``interpolate_pos_encoding`` of the original hub models); otherwise
         it resizes to the exact size, optionally antialiased.
         """
-        src_h, src_w = self.patch_resolution
-        if tuple(grid) == (src_h, src_w):
-            return pos_embed
-        dim = pos_embed.shape[-1]
-        cls_pos = pos_embed[:, :1]
-        patch_pos = (
-            pos_embed[:, 1:]
-            .float()
-            .reshape(1, src_h, src_w, dim)
-            .permute(0, 3, 1, 2)
+        return resize_pos_embed(
+            pos_embed,
+            grid,
+            src_grid=self.patch_resolution,
+            offset=self.interpolate_offset,
+            antialias=self.interpolate_antialias,
         )
-        if self.interpolate_offset:
-            scale = (
-                (grid[0] + self.interpolate_offset) / src_h,
-                (grid[1] + self.interpolate_offset) / src_w,
-            )
-            patch_pos = F.interpolate(
-                patch_pos,
-                scale_factor=scale,
-                mode='bicubic',
-                antialias=self.interpolate_antialias,
-            )
-        else:
-            patch_pos = F.interpolate(
-                patch_pos,
-                size=tuple(grid),
-                mode='bicubic',
-                antialias=self.interpolate_antialias,
-            )
-        if tuple(patch_pos.shape[-2:]) != tuple(grid):
-            raise RuntimeError(
-                f'Position embedding resized to {tuple(patch_pos.shape[-2:])}'
-                f' instead of {tuple(grid)}; try interpolate_offset=0.'
-            )
-        # (1, C, h, w) -> (1, h*w, C)
-        patch_pos = patch_pos.flatten(2).transpose(1, 2)
-        return torch.cat([cls_pos, patch_pos.to(pos_embed.dtype)], dim=1)
 
     def interpolate_pos_encoding(self, grid: Tuple[int, int]) -> torch.Tensor:
         """Position embedding (1, 1 + h*w, C) for a ``grid`` of patches.
@@ -378,16 +348,12 @@ class DINOVisionTransformer(VisionTransformer):
             f'Resize pos_embed from {side}x{side} to '
             f'{self.patch_resolution[0]}x{self.patch_resolution[1]}.'
         )
-        dim = ckpt.shape[-1]
-        patch_pos = ckpt[:, 1:].float().reshape(1, side, side, dim)
-        patch_pos = F.interpolate(
-            patch_pos.permute(0, 3, 1, 2),
-            size=tuple(self.patch_resolution),
-            mode='bicubic',
+        state_dict[name] = resize_pos_embed(
+            ckpt,
+            self.patch_resolution,
+            src_grid=(side, side),
             antialias=self.interpolate_antialias,
         )
-        patch_pos = patch_pos.flatten(2).transpose(1, 2).to(ckpt.dtype)
-        state_dict[name] = torch.cat([ckpt[:, :1], patch_pos], dim=1)
 
     # ------------------------------------------------------------------
     # forward

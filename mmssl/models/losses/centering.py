@@ -27,42 +27,67 @@ def sinkhorn_knopp(
 ) -> Tensor:
     """Sinkhorn-Knopp normalised teacher targets (SwAV / DINOv2).
 
-    Starting from ``Q = exp(logits / T)^T`` (K x B), alternately normalise the
-    rows (each prototype gets total mass 1/K) and the columns (each sample
-    gets mass 1/B); the result is scaled so every sample's row sums to 1.
-    ``B`` is the number of rows summed over all ranks. For numerical safety
-    the global maximum logit is subtracted first (it cancels out in the
-    normalisation, so the result is unchanged).
+    Sinkhorn-Knopp (Cuturi 2013, https://arxiv.org/abs/1306.0895), as used
+    for self-supervised targets by SwAV (Caron et al. 2020,
+    https://arxiv.org/abs/2006.09882) and DINOv2: starting from
+    ``Q = exp(logits / T)`` (B x K), alternately normalise the prototypes
+    (columns: each prototype gets the same total mass over the whole
+    batch, summed over all ranks) and the samples (rows: each sample's
+    targets sum to 1), ``num_iters`` times, prototypes first.
+
+    Why the shifts are exact: every normalisation divides a column or a
+    row by its sum, so multiplying a column or a row of ``Q`` by a positive
+    constant before it changes nothing afterwards. Subtracting each
+    prototype's maximum logit over the batch (all-reduced MAX across
+    ranks) scales column k by ``exp(-max_k / T)``, which the first
+    prototype normalisation absorbs; subtracting each sample's maximum
+    scales row b, which the sample normalisation absorbs; the constants
+    ``1/K``, ``1/B`` and the total mass of the reference algorithm are
+    absorbed the same way and are left out. The first prototype
+    normalisation is done in log space (``logits - log(column sum)``), so
+    a prototype far below the global maximum keeps its mass instead of
+    underflowing to zero, and after the per-sample shift every sample has
+    an entry of at least ``1/B``. Later scalings are bounded by powers of
+    ``B * K``, so the float32 result equals an exact (float64, log-space)
+    Sinkhorn-Knopp at any logit range up to rounding; only a sample whose
+    logits all lie far below the others' loses relative precision, about
+    1e-7 times that offset / T, as in any float32 implementation.
+
+    Cost: one (B, K) float32 buffer, updated in place, plus one temporary
+    for the first column sums; one all-reduce of K numbers per prototype
+    normalisation plus one for the maxima.
 
     Args:
-        teacher_logits (Tensor): (B, K) teacher logits of this rank.
+        teacher_logits (Tensor): (B, K) teacher logits of this rank; B may
+            differ between ranks and may be 0.
         teacher_temp (float): Teacher temperature.
-        num_iters (int): Sinkhorn-Knopp iterations. Defaults to 3.
+        num_iters (int): Sinkhorn-Knopp iterations, >= 1. Defaults to 3.
 
     Returns:
-        Tensor: (B, K) targets; every row sums to 1.
+        Tensor: (B, K) float32 targets; every row sums to 1.
     """
-    logits = teacher_logits.float()
-    num_rows = torch.tensor(float(logits.shape[0]), device=logits.device)
-    all_reduce(num_rows)
-    max_logit = (
-        logits.max()
-        if logits.numel()
-        else torch.tensor(-1e30, device=logits.device)
-    ).clone()
-    all_reduce(max_logit, op='max')
-    q = torch.exp((logits - max_logit) / teacher_temp).t()  # (K, B)
-    k = q.shape[0]
-    total = q.sum()
-    all_reduce(total)
-    q = q / total
-    for _ in range(num_iters):
-        row_sums = q.sum(dim=1, keepdim=True)  # (K, 1), over all ranks
-        all_reduce(row_sums)
-        q = q / row_sums.clamp(min=torch.finfo(q.dtype).tiny) / k
-        q = q / q.sum(dim=0, keepdim=True) / num_rows
-    q = q * num_rows
-    return q.t()  # (B, K)
+    if num_iters < 1:
+        raise ValueError(f'num_iters must be >= 1, got {num_iters}.')
+    q = teacher_logits.to(torch.float32, copy=True)  # (B, K)
+    if q.shape[0]:
+        col_max = q.amax(dim=0)  # (K,)
+    else:  # no rows on this rank; the other ranks supply the maxima
+        col_max = q.new_full((q.shape[1],), float('-inf'))
+    all_reduce(col_max, op='max')
+    q.sub_(col_max).div_(teacher_temp)  # <= 0, max 0 on some rank
+    col_sums = torch.exp(q).sum(dim=0)  # (K,), >= 1 over all ranks
+    all_reduce(col_sums)
+    # log Q of the prototype-normalised matrix, each sample shifted first
+    # so that no sample underflows as a whole
+    q.sub_(q.amax(dim=1, keepdim=True)).sub_(col_sums.log_()).exp_()
+    q.div_(q.sum(dim=1, keepdim=True))
+    tiny = torch.finfo(q.dtype).tiny
+    for _ in range(num_iters - 1):
+        col_sums = q.sum(dim=0)  # (K,)
+        all_reduce(col_sums)
+        q.div_(col_sums.clamp_(min=tiny))
+        q.div_(q.sum(dim=1, keepdim=True))
+    return q
 
 
 class TeacherCentering(BaseModule):

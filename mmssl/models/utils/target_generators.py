@@ -6,7 +6,9 @@ pretrained *target* network. mmpretrain's ``DALLEEncoder``, ``VQKD`` and
 ``CLIPGenerator`` load that network's weights from a file or URL; if the file
 is missing the failure is a deep ``torch.load`` traceback or, worse, silent
 training against a random target. The ``Pretrained*Target`` classes below
-are the same modules but check the checkpoint first and say what to provide.
+are the same modules but check the checkpoint first and say what to provide,
+and load it under mmssl's checkpoint policy (:mod:`mmssl.checkpoint`): a
+file that pickles more than tensors is refused unless trusted.
 
 ``StandInCLIPTarget`` is a tiny, randomly initialised network with the
 outputs of ``CLIPGenerator``; demo configs use it so that MILAN, EVA and
@@ -23,6 +25,7 @@ from mmpretrain.models.selfsup.cae import DALLEEncoder
 from mmpretrain.models.selfsup.milan import CLIPGenerator
 from torch import nn
 
+from mmssl.checkpoint import loading_policy
 from mmssl.registry import MODELS
 
 _DOWNLOADS = {
@@ -86,7 +89,8 @@ class PretrainedCLIPTarget(CLIPGenerator):
         check_target_checkpoint(
             tokenizer_path, 'CLIP', 'model.target_generator.tokenizer_path'
         )
-        super().__init__(tokenizer_path)
+        with loading_policy(source=tokenizer_path):
+            super().__init__(tokenizer_path)
 
 
 def _init_cfg_checkpoint(init_cfg) -> Optional[str]:
@@ -95,8 +99,17 @@ def _init_cfg_checkpoint(init_cfg) -> Optional[str]:
     return None
 
 
+class _PolicyInitWeights:
+    """``init_weights`` (which loads ``init_cfg``) under the load policy."""
+
+    def init_weights(self) -> None:
+        source = str(_init_cfg_checkpoint(self.init_cfg))
+        with loading_policy(source=source):
+            super().init_weights()
+
+
 @MODELS.register_module()
-class PretrainedVQKDTarget(VQKD):
+class PretrainedVQKDTarget(_PolicyInitWeights, VQKD):
     """mmpretrain's ``VQKD`` tokenizer (BEiT v2,
     https://arxiv.org/abs/2208.06366) that insists on pretrained weights.
 
@@ -115,7 +128,7 @@ class PretrainedVQKDTarget(VQKD):
 
 
 @MODELS.register_module()
-class PretrainedDALLETarget(DALLEEncoder):
+class PretrainedDALLETarget(_PolicyInitWeights, DALLEEncoder):
     """mmpretrain's ``DALLEEncoder`` tokenizer (BEiT v1,
     https://arxiv.org/abs/2106.08254; CAE, https://arxiv.org/abs/2202.03026)
     that insists on pretrained weights.

@@ -55,9 +55,21 @@ def test_rgba_palette_exif_order(messy_root):
     )
     rgb = _load(root, 'a/rgb8.png', channel_order='rgb')
     np.testing.assert_array_equal(rgb, ref[..., ::-1])
-    # EXIF orientation 6: displayed = stored rotated 90 degrees clockwise.
+    # palette: each pixel is its index's palette colour, in BGR order
     from PIL import Image, ImageOps
 
+    with Image.open(osp.join(root, 'b/palette.png')) as im:
+        assert im.mode == 'P'
+        index = np.asarray(im)  # (H, W) palette indices
+        palette = im.getpalette()  # [r0, g0, b0, r1, ...]
+    expected = np.zeros(index.shape + (3,), np.uint8)
+    for y in range(index.shape[0]):
+        for x in range(index.shape[1]):
+            i = int(index[y, x])
+            expected[y, x] = palette[3 * i : 3 * i + 3][::-1]
+    assert len(np.unique(index)) > 10  # a real palette, not one colour
+    np.testing.assert_array_equal(_load(root, 'b/palette.png'), expected)
+    # EXIF orientation 6: displayed = stored rotated 90 degrees clockwise.
     rot = _load(root, 'b/exif_rot.JPEG').astype(float)
     with Image.open(osp.join(root, 'b/exif_rot.JPEG')) as im:
         assert im.size == (40, 24)  # stored landscape

@@ -82,6 +82,18 @@ class Proc:
             if text in line:
                 return line
 
+    def drain(self) -> None:
+        """Take in the lines printed so far, so wait_for sees new ones."""
+        while True:
+            try:
+                line = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if line is None:
+                self._queue.put(None)
+                return
+            self.lines.append(line)
+
     def finish(self, timeout: float = 240) -> int:
         """Wait for the exit, collect the rest of the output; the status."""
         try:

@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 
 import pytest
 from _procs import Proc, run, train_cmd
@@ -136,7 +137,7 @@ def test_second_run_refused_and_second_ctrl_c_aborts(demo_data_root, tmp_path):
             wd,
             demo_data_root,
             'train_cfg.max_iters=300',
-            "custom_hooks=[dict(type='SlowIterHook',seconds=0.5)]",
+            "custom_hooks=[dict(type='SlowIterHook',seconds=5.0)]",
         )
     )
     try:
@@ -150,14 +151,20 @@ def test_second_run_refused_and_second_ctrl_c_aborts(demo_data_root, tmp_path):
         assert '--work-dir' in second.output
         assert 'Iter(train)' not in second.output
 
-        # Ctrl-C twice: the first asks for a save, the second kills at once
+        # Ctrl-C twice, 1.2 s apart, early in a 5 s iteration: the first
+        # asks for a save at its end, the second aborts before that
+        first.drain()
+        first.wait_for('Iter(train) [')
+        time.sleep(0.5)  # that iteration's hooks are done: the next sleeps
         first.signal(signal.SIGINT)
         first.wait_for('SIGINT received')
+        time.sleep(1.2)
         first.signal(signal.SIGINT)
-        assert first.finish() == -signal.SIGINT
+        assert first.finish() == 130
     finally:
         first.kill()
+    assert 'mmssl: aborted by a second Ctrl-C' in first.output
     assert 'stopped at' not in first.output
     assert 'Traceback' not in first.output
     assert not glob.glob(osp.join(wd, 'iter_*.pth'))
-    assert osp.isfile(lock)  # left behind by the killed run
+    assert not osp.isfile(lock)  # released on the way out

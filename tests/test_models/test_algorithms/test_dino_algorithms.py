@@ -181,6 +181,7 @@ def test_ibot_losses_and_masks(separate):
         return orig(x, mask=mask)
 
     model.backbone.forward = spy
+    # the values of both terms: test_dino_family_values.py
     losses = model.loss(_views(), _samples())
     assert set(losses) == {'loss_dino', 'loss_ibot'}
     # global masks are crop-major (G*B, Hp*Wp): crop0-img0, crop0-img1, ...
@@ -210,6 +211,7 @@ def test_dinov2_three_losses_and_batch_one():
             loss_weights=dict(koleo=0.5),
         )
     )
+    # the values of the three terms: test_dino_family_values.py
     losses = model.loss(_views(), _samples())
     assert set(losses) == {'loss_dino', 'loss_ibot', 'loss_koleo'}
     assert model.loss_weights == dict(dino=1.0, ibot=1.0, koleo=0.5)

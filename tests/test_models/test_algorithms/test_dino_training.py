@@ -1,5 +1,6 @@
 """End-to-end DINO-family demo training: learning, and 2-process DDP."""
 
+import math
 import os
 import os.path as osp
 import socket
@@ -8,6 +9,7 @@ import pytest
 import torch
 import torch.multiprocessing as mp
 from mmengine.config import Config
+from mmengine.hooks import Hook
 from mmengine.runner import Runner
 
 ROOT = osp.dirname(
@@ -70,6 +72,47 @@ def test_ibot_demo_learns(demo_data_root, tmp_path):
     assert top1 > init_top1 + 3.0, (init_top1, top1)
 
 
+class _Copies(Hook):
+    """Copies all model parameters into ``log[where]``: after each
+    optimiser step (``'stepped'``, priority HIGHEST, before the EMA hook)
+    or after each EMA update (``'ema'``, LOWEST); the first also copies
+    them once after the weights are initialised (``log['start']``), after
+    adding ``teacher_noise`` * N(0, 1) to the teacher if given."""
+
+    def __init__(self, log: dict, where: str, teacher_noise: float = 0.0):
+        self.log, self.where = log, where
+        self.teacher_noise = teacher_noise
+        log[where] = []
+
+    @staticmethod
+    def _copy(runner):
+        return {
+            k: v.detach().clone() for k, v in runner.model.named_parameters()
+        }
+
+    def before_train(self, runner):
+        if self.where != 'stepped':
+            return
+        with torch.no_grad():
+            for p in runner.model.teacher.parameters():
+                p.add_(self.teacher_noise * torch.randn_like(p))
+        self.log['start'] = self._copy(runner)
+
+    def after_train_iter(self, runner, batch_idx, data_batch, outputs):
+        self.log[self.where].append((runner.iter, self._copy(runner)))
+
+
+def _runner_with_copies(cfg, teacher_noise=0.0):
+    cfg.val_cfg = cfg.val_dataloader = cfg.val_evaluator = None
+    runner = Runner.from_cfg(cfg)
+    log = {}
+    runner.register_hook(
+        _Copies(log, 'stepped', teacher_noise), priority='HIGHEST'
+    )
+    runner.register_hook(_Copies(log, 'ema'), priority='LOWEST')
+    return runner, log
+
+
 def test_nan_loss_skips_steps_then_stops(demo_data_root, tmp_path):
     """Injected NaN loss: no student step, no teacher update, clear stop."""
     cfg = _cfg(
@@ -82,18 +125,51 @@ def test_nan_loss_skips_steps_then_stops(demo_data_root, tmp_path):
             'train_dataloader.dataset.indices': 8,
         },
     )
-    cfg.val_cfg = cfg.val_dataloader = cfg.val_evaluator = None
-    runner = Runner.from_cfg(cfg)
-    model = runner.model
+    runner, log = _runner_with_copies(cfg)
     with pytest.raises(RuntimeError, match='max_consecutive_skips=2'):
         runner.train()
-    # train() initialised the weights; nothing moved since then
     assert runner.optim_wrapper.total_skips == 2
-    for name, p in model.backbone.state_dict().items():
-        torch.testing.assert_close(
-            model.teacher['backbone'].state_dict()[name], p
-        )
+    # the first skipped step ends its iteration, the second one stops
+    assert [it for it, _ in log['stepped']] == [0]
+    # student and teacher each equal their own weights after init
+    start = log['start']
+    assert any(k.startswith('teacher.') for k in start)
+    assert any(k.startswith('backbone.') for k in start)
+    for name, p in runner.model.named_parameters():
+        assert torch.equal(p, start[name]), name
     assert runner.message_hub.get_scalar('train/nan_skips').current() == 2
+
+
+def test_teacher_is_ema_of_stepped_student(demo_data_root, tmp_path):
+    """After each step, teacher = m * teacher + (1 - m) * new student with
+    DINO's cosine m (0.99 -> 1 over the run), and the student moved. The
+    teacher starts away from the student, so that m matters."""
+    cfg = _cfg(
+        demo_data_root,
+        tmp_path,
+        **{
+            'train_dataloader.batch_size': 4,
+            'train_dataloader.dataset.indices': 8,
+            'train_cfg.max_epochs': 1,
+        },
+    )
+    runner, log = _runner_with_copies(cfg, teacher_noise=0.1)
+    runner.train()
+    assert [it for it, _ in log['stepped']] == [0, 1]
+    before = log['start']
+    for (it, stepped), (_, ema) in zip(log['stepped'], log['ema']):
+        m = 1.0 - 0.01 * (1 + math.cos(math.pi * it / 2)) / 2
+        moved = []
+        for name, t in ema.items():
+            if not name.startswith('teacher.'):
+                continue
+            student = name[len('teacher.') :]
+            torch.testing.assert_close(
+                t, m * before[name] + (1 - m) * stepped[student], msg=name
+            )
+            moved.append(not torch.equal(stepped[student], before[student]))
+        assert sum(moved) > 0.5 * len(moved), moved  # the student stepped
+        before = ema
 
 
 def _free_port() -> int:

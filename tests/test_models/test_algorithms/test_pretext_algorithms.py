@@ -238,11 +238,34 @@ def test_odc_memory_update_centroids_and_small_clusters():
     sims = mem.centroids @ F.normalize(torch.tensor([0.5, 0.5]), dim=0)
     assert int(mem.labels[2]) == int(sims.argmax())
     assert float(change) == float(int(sims.argmax()) != 1)
-    # cluster 2 has 1 < min_cluster samples: dissolved then refilled
-    refilled = mem.deal_with_small_clusters()
-    assert refilled == [2] or 2 in refilled
-    assert int(mem.cluster_sizes().min()) >= 1
     assert 'memory.features' in {f'memory.{k}' for k in mem.state_dict()}
+
+
+def test_odc_small_cluster_dissolved_and_refilled():
+    """Cluster 2 (1 sample < min_cluster 2) is dissolved: its sample joins
+    the nearest remaining centroid (cluster 1), and id 2 is reused by
+    splitting the largest cluster (0: two tight pairs) by 2-means."""
+    from mmssl.models.algorithms.odc import ODCMemory
+
+    mem = ODCMemory(
+        num_samples=7, feat_dim=2, num_classes=3, momentum=0.5, min_cluster=2
+    )
+    degrees = torch.tensor([0.0, 2.0, 60.0, 62.0, 180.0, 182.0, 250.0])
+    rad = degrees * math.pi / 180
+    feats = torch.stack([rad.cos(), rad.sin()], dim=1)
+    mem.init_memory(feats, torch.tensor([0, 0, 0, 0, 1, 1, 2]))
+    assert mem.deal_with_small_clusters() == [2]
+    labels = mem.labels.tolist()
+    # sample 6 (250 deg) is 70 deg from cluster 1 (181 deg), 219 deg from
+    # cluster 0 (31 deg); the pairs {0, 1} and {2, 3} are split apart
+    assert labels[4:] == [1, 1, 1]
+    assert {tuple(labels[:2]), tuple(labels[2:4])} == {(0, 0), (2, 2)}
+    assert mem.cluster_sizes().tolist() == [2, 3, 2]
+    for k in range(3):  # centroids recomputed for the new clusters
+        members = feats[mem.labels == k]
+        torch.testing.assert_close(
+            mem.centroids[k], F.normalize(members.sum(0), dim=0)
+        )
 
 
 def test_odc_reweight_and_loss():

@@ -249,6 +249,55 @@ def test_drop_path_and_giant_swiglu_tiny():
     torch.testing.assert_close(model(x)[0], model(x)[0])  # no drop in eval
 
 
+@pytest.mark.parametrize('ffn_type', ['origin', 'swiglu_fused'])
+def test_drop_path_per_sample_in_training_only(ffn_type):
+    """Stochastic depth rises linearly to drop_path_rate: block 0 has 0,
+    block 1 has p = 0.6. In training, each sample's attention and FFN
+    branches of block 1 are, independently, dropped or kept and scaled
+    by 1 / (1 - p); in evaluation both are kept unscaled."""
+    keep = 1 - 0.6
+    model = tiny(
+        arch=dict(TINY, ffn_type=ffn_type), drop_path_rate=0.6, out_type='raw'
+    )
+    block = model.layers[1]
+    torch.manual_seed(0)
+    x = torch.randn(16, 3, 56, 56)
+
+    def ffn_branch(y):
+        return block.ffn(block.ln2(y), identity=torch.zeros_like(y))
+
+    model.eval()
+    with torch.no_grad():
+        h = model.layers[0](model.prepare_tokens(x)[0])
+        attn = block.attn(block.ln1(h))
+        y = h + attn
+        no_drop = model.ln1(y + ffn_branch(y))
+        eval_out = model(x)[0]
+        torch.testing.assert_close(eval_out, no_drop)
+        torch.testing.assert_close(model(x)[0], eval_out)
+        # training: one of four outcomes per sample (branches from eval)
+        options = {}
+        for ka in (0, 1):
+            ya = h + ka / keep * attn
+            for kf in (0, 1):
+                options[ka, kf] = ya + kf / keep * ffn_branch(ya)
+        model.train()
+        train_block = block(h)
+        seen = []
+        for b in range(len(x)):
+            match = [
+                k
+                for k, v in options.items()
+                if torch.allclose(train_block[b], v[b], atol=1e-5)
+            ]
+            assert len(match) == 1, (b, match)
+            seen += match
+        assert {ka for ka, _ in seen} == {0, 1}  # both drawn for attention
+        assert {kf for _, kf in seen} == {0, 1}  # and for the FFN
+        train_out = model(x)[0]
+    assert not torch.allclose(train_out, eval_out, atol=1e-3)
+
+
 def test_frozen_stages():
     model = tiny(frozen_stages=1)
     for name in ('cls_token', 'pos_embed', 'mask_token', 'register_tokens'):

@@ -1,3 +1,5 @@
+import math
+
 import torch
 
 from mmssl.registry import MODELS
@@ -31,6 +33,9 @@ def test_dino_head_shapes_and_weight_norm():
 
 
 def test_dino_head_trainable_gain_and_one_layer():
+    """nlayers=1: one Linear to the bottleneck (no BN, no GELU even with
+    use_bn), L2 normalisation, then prototypes g_k * v_k / |v_k| with a
+    trainable gain g; checked against a float64 loop computation."""
     head = MODELS.build(
         dict(
             type='DINOHead',
@@ -42,5 +47,40 @@ def test_dino_head_trainable_gain_and_one_layer():
             use_bn=True,
         )
     )
-    assert head.last_layer.parametrizations.weight.original0.requires_grad
-    assert head(torch.randn(2, 8)).shape == (2, 5)
+    assert len(head.mlp) == 1 and isinstance(head.mlp[0], torch.nn.Linear)
+    assert (head.mlp[0].in_features, head.mlp[0].out_features) == (8, 4)
+    params = head.last_layer.parametrizations.weight
+    assert params.original0.requires_grad
+    torch.manual_seed(0)
+    with torch.no_grad():  # a gain per prototype different from 1
+        params.original0.copy_(torch.rand(5, 1) + 0.5)
+        head.mlp[0].bias.normal_()
+    x = torch.randn(2, 8)
+    lin_w = head.mlp[0].weight.double().tolist()
+    lin_b = head.mlp[0].bias.double().tolist()
+    gain = params.original0.double().flatten().tolist()
+    v = params.original1.double().tolist()
+    expected = []
+    for row in x.double().tolist():
+        z = [
+            sum(a * c for a, c in zip(w, row)) + bb
+            for w, bb in zip(lin_w, lin_b)
+        ]
+        nz = math.sqrt(sum(c * c for c in z))
+        z = [c / nz for c in z]
+        expected.append(
+            [
+                g
+                * sum(a * c for a, c in zip(vk, z))
+                / math.sqrt(sum(c * c for c in vk))
+                for g, vk in zip(gain, v)
+            ]
+        )
+    out = head(x)
+    assert out.shape == (2, 5)
+    torch.testing.assert_close(
+        out.double(),
+        torch.tensor(expected, dtype=torch.float64),
+        rtol=1e-5,
+        atol=1e-6,
+    )

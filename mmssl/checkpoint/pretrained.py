@@ -1,4 +1,4 @@
-"""Load pretrained weights with prefix stripping and a clear key report."""
+"""Warm starts: load pretrained weights by key, with a clear key report."""
 
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
@@ -8,11 +8,10 @@ from mmengine.logging import print_log
 from mmengine.model import BaseModule, is_model_wrapper
 from torch import nn
 
-from mmssl.checkpoint import load_checkpoint
 from mmssl.registry import WEIGHT_INITIALIZERS
 
-# Sub-dicts searched, in order, when ``state_key='auto'``.
-AUTO_STATE_KEYS = ('state_dict', 'model', 'module', 'teacher')
+from .io import load_checkpoint
+from .state_dict import strip_prefix, unwrap_state_dict
 
 
 @dataclass
@@ -65,39 +64,6 @@ class LoadReport:
         return '\n'.join(lines)
 
 
-def _select_state_dict(
-    checkpoint: Any, state_key: Optional[str]
-) -> Dict[str, Any]:
-    if state_key == 'auto':
-        obj = checkpoint
-        # Descend through wrappers such as {'state_dict': {'model': ...}}.
-        while isinstance(obj, dict) and not any(
-            isinstance(v, torch.Tensor) for v in obj.values()
-        ):
-            key = next((k for k in AUTO_STATE_KEYS if k in obj), None)
-            if key is None:
-                break
-            obj = obj[key]
-    elif state_key:
-        obj = checkpoint
-        for part in state_key.split('.'):
-            if not isinstance(obj, dict) or part not in obj:
-                keys = list(obj)[:20] if isinstance(obj, dict) else type(obj)
-                raise KeyError(
-                    f'state_key={state_key!r}: no {part!r} in the '
-                    f'checkpoint; available keys: {keys}'
-                )
-            obj = obj[part]
-    else:
-        obj = checkpoint
-    if not isinstance(obj, dict):
-        raise TypeError(
-            f'Expected a state dict, got {type(obj).__name__}; '
-            'pick the sub-dict with state_key=...'
-        )
-    return {k: v for k, v in obj.items() if isinstance(v, torch.Tensor)}
-
-
 def _candidates(key: str, strip_prefixes: Sequence[str]) -> List[str]:
     """``key`` and the keys obtained by stripping prefixes from its front.
 
@@ -124,7 +90,7 @@ def load_pretrained(
     strip_prefixes: Sequence[str] = ('module.', 'backbone.'),
     state_key: Optional[str] = 'auto',
     map_location: Any = 'cpu',
-    trusted: bool = False,
+    trusted: Optional[bool] = None,
     logger: Any = 'current',
 ) -> LoadReport:
     """Load weights into ``model`` by key, skipping what does not fit.
@@ -149,14 +115,12 @@ def load_pretrained(
             Defaults to None.
         strip_prefixes (Sequence[str]): Prefixes to strip when that helps.
             Defaults to ``('module.', 'backbone.')``.
-        state_key (str, optional): Sub-dict holding the weights, dotted for
-            nesting (``'state_dict'``, ``'teacher'``, ``'model'``...).
-            ``'auto'`` descends through ``state_dict``/``model``/``module``/
-            ``teacher`` until tensors appear; None uses the dict as is.
-            Defaults to ``'auto'``.
+        state_key (str, optional): Sub-dict holding the weights, see
+            :func:`mmssl.checkpoint.unwrap_state_dict`. Defaults to
+            ``'auto'``.
         map_location: As for ``torch.load``. Defaults to ``'cpu'``.
-        trusted (bool): Fully unpickle the file (trusted files only).
-            Defaults to False.
+        trusted (bool, optional): Fully unpickle the file (trusted files
+            only). None follows ``MMSSL_TRUST_CHECKPOINT``. Defaults to None.
         logger: mmengine logger or name for the report. Defaults to
             ``'current'``.
 
@@ -166,15 +130,11 @@ def load_pretrained(
     source = checkpoint if isinstance(checkpoint, str) else '<dict>'
     if isinstance(checkpoint, str):
         checkpoint = load_checkpoint(
-            checkpoint, map_location=map_location, trusted=trusted or None
+            checkpoint, map_location=map_location, trusted=trusted
         )
-    state = _select_state_dict(checkpoint, state_key)
+    state = unwrap_state_dict(checkpoint, state_key)
     if prefix:
-        state = {
-            k[len(prefix) :]: v
-            for k, v in state.items()
-            if k.startswith(prefix)
-        }
+        state = strip_prefix(state, prefix)
         if not state:
             raise KeyError(
                 f'No checkpoint key starts with prefix={prefix!r} in {source}'

@@ -1,7 +1,7 @@
 # Copyright (c) mmssl contributors. All rights reserved.
-"""Key-layout conversion between DINOv2, timm and mmssl ViT checkpoints.
+"""DINOv2 <-> mmssl key layouts of the same ViT weights.
 
-Three layouts of the same ViT weights:
+The layouts (:mod:`.timm` adds timm's):
 
 - **DINOv2** (``torch.hub`` models of facebookresearch/dinov2): ``cls_token``,
   ``pos_embed``, ``register_tokens``, ``mask_token`` (1, C),
@@ -14,15 +14,11 @@ Three layouts of the same ViT weights:
   ``patch_embed.projection.*``, ``layers.N.{ln1,attn.qkv,attn.proj,
   attn.gamma1.weight,ln2,ffn.layers.0.0,ffn.layers.1,ffn.gamma2.weight}``
   (SwiGLU: ``ffn.w12``, ``ffn.w3``), ``ln1.*``.
-- **timm** (``vit_*_patch14_dinov2``): the DINOv2 layout without
-  ``mask_token``, SwiGLU as ``mlp.fc1``/``mlp.fc2``; models with registers
-  (``*_reg4_dinov2``) use ``reg_token`` and no position embedding on the
-  class token (``cls_token + pos_embed[:, 0]``, ``pos_embed[:, 1:]``).
 """
 
 import re
 from collections import OrderedDict
-from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, Mapping, Optional, Sequence, Tuple
 
 import torch
 
@@ -54,77 +50,10 @@ _TOP_MAP: Tuple[Tuple[str, str], ...] = (
 _DINOV2_BLOCK = re.compile(r'^blocks\.(\d+)\.(?:(\d+)\.)?(.+)$')
 _MMSSL_BLOCK = re.compile(r'^layers\.(\d+)\.(.+)$')
 
-#: Markers used to find the backbone inside a whole checkpoint.
-_DINOV2_MARKER = 'patch_embed.proj.weight'
-_MMSSL_MARKER = 'patch_embed.projection.weight'
-
-
-def unwrap_checkpoint(ckpt: Mapping) -> StateDict:
-    """Return the tensor dict of a checkpoint.
-
-    Accepts a plain state dict or one nested under ``'state_dict'``,
-    ``'model'``, ``'teacher'`` or ``'module'`` (mmengine, DINOv2 training
-    and ``teacher_checkpoint.pth`` files).
-    """
-    for key in ('state_dict', 'model', 'teacher', 'module'):
-        if key in ckpt and isinstance(ckpt[key], Mapping):
-            return unwrap_checkpoint(ckpt[key])
-    return dict(ckpt)
-
-
-def find_backbone_prefixes(state_dict: Mapping, marker: str) -> List[str]:
-    """Prefixes of every backbone in ``state_dict``, teacher ones first.
-
-    A backbone is recognised by its patch-embedding weight ``marker``.
-    """
-    prefixes = [k[: -len(marker)] for k in state_dict if k.endswith(marker)]
-    return sorted(prefixes, key=lambda p: ('teacher' not in p, len(p), p))
-
-
-def select_prefix(
-    state_dict: Mapping,
-    prefix: Optional[str] = None,
-    marker: str = _MMSSL_MARKER,
-) -> StateDict:
-    """Keep the keys under ``prefix`` (auto-detected if None), stripped.
-
-    With ``prefix=None`` the backbone is found by its patch-embedding key;
-    when several exist (student and teacher) the teacher is taken.
-
-    Raises:
-        KeyError: If no backbone is found under the prefix.
-    """
-    if prefix is None:
-        found = find_backbone_prefixes(state_dict, marker)
-        if not found:
-            raise KeyError(
-                f'No ViT backbone found: no key ends with {marker!r}. Pass '
-                'the prefix explicitly (e.g. --src-prefix backbone.).'
-            )
-        prefix = found[0]
-    out = {
-        k[len(prefix) :]: v
-        for k, v in state_dict.items()
-        if k.startswith(prefix)
-    }
-    if marker not in out:
-        raise KeyError(
-            f'No {marker!r} under prefix {prefix!r}; prefixes '
-            f'found: {find_backbone_prefixes(state_dict, marker)}'
-        )
-    return out
-
-
-def add_prefix(
-    state_dict: Mapping, prefixes: Iterable[str] = ('',)
-) -> StateDict:
-    """Copy ``state_dict`` once under each prefix (e.g. ``'backbone.'`` and
-    ``'teacher.backbone.'``)."""
-    out: StateDict = OrderedDict()
-    for prefix in prefixes:
-        for k, v in state_dict.items():
-            out[prefix + k] = v
-    return out
+#: Keys only a ViT backbone has, in each layout: the backbone finder's
+#: ``marker`` (:func:`mmssl.checkpoint.state_dict.backbone_prefixes`).
+DINOV2_MARKER = 'patch_embed.proj.weight'
+MMSSL_MARKER = 'patch_embed.projection.weight'
 
 
 def dinov2_to_mmssl(state_dict: Mapping, strict: bool = True) -> StateDict:
@@ -219,52 +148,6 @@ def mmssl_to_dinov2(
     return out
 
 
-def dinov2_to_timm(state_dict: Mapping) -> StateDict:
-    """Convert DINOv2 hub-layout weights to timm's ViT layout.
-
-    Mirrors timm's DINOv2 checkpoint filter: drop ``mask_token``; SwiGLU
-    ``mlp.w12``/``mlp.w3`` become ``mlp.fc1``/``mlp.fc2``; with registers
-    the class token absorbs its position embedding (timm ``no_embed_class``).
-    """
-    sd = dict(state_dict)
-    sd.pop('mask_token', None)
-    out: StateDict = OrderedDict()
-    if 'register_tokens' in sd:
-        out['reg_token'] = sd.pop('register_tokens')
-        pos = sd.pop('pos_embed')
-        out['cls_token'] = sd.pop('cls_token') + pos[:, :1]
-        out['pos_embed'] = pos[:, 1:]
-    for key, value in sd.items():
-        key = re.sub(r'^(blocks\.\d+\.mlp\.)w12\.', r'\1fc1.', key)
-        key = re.sub(r'^(blocks\.\d+\.mlp\.)w3\.', r'\1fc2.', key)
-        out[key] = value
-    return out
-
-
-def mmssl_to_timm(state_dict: Mapping) -> StateDict:
-    """Convert mmssl backbone weights to timm's ViT (``*_dinov2``) layout."""
-    return dinov2_to_timm(mmssl_to_dinov2(state_dict))
-
-
-def load_checkpoint_file(path: str) -> dict:
-    """``torch.load`` on CPU, tensors-only first.
-
-    Full unpickling (needed for mmengine checkpoints whose ``message_hub``
-    holds Python objects) is only tried when the safe load fails, with a
-    warning: convert only checkpoints you trust.
-    """
-    try:
-        return torch.load(path, map_location='cpu', weights_only=True)
-    except Exception:  # noqa: BLE001 - fall back to a full load below
-        import warnings
-
-        warnings.warn(
-            f'{path} holds non-tensor objects; loading it with '
-            'weights_only=False (only do this for trusted files).'
-        )
-        return torch.load(path, map_location='cpu', weights_only=False)
-
-
 def _map_sub(rest: str, table: Sequence[Tuple[str, str]]) -> Optional[str]:
     for src, dst in table:
         if rest == src or (src.endswith('.') and rest.startswith(src)):
@@ -273,13 +156,8 @@ def _map_sub(rest: str, table: Sequence[Tuple[str, str]]) -> Optional[str]:
 
 
 __all__ = [
-    'unwrap_checkpoint',
-    'find_backbone_prefixes',
-    'select_prefix',
-    'add_prefix',
+    'DINOV2_MARKER',
+    'MMSSL_MARKER',
     'dinov2_to_mmssl',
     'mmssl_to_dinov2',
-    'dinov2_to_timm',
-    'mmssl_to_timm',
-    'load_checkpoint_file',
 ]

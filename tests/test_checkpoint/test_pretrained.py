@@ -1,10 +1,13 @@
 """Pretrained loading with prefix stripping and the key report."""
 
+import pytest
 import torch
 from mmengine.model import BaseModule
 from torch import nn
 
-from mmssl.utils import load_pretrained
+from mmssl.checkpoint import UnsafeCheckpointError, load_pretrained
+
+from .payload import save_payload_checkpoint
 
 
 class TinyBackbone(nn.Module):
@@ -52,10 +55,8 @@ def test_ddp_saved_whole_algorithm_into_bare_backbone(tmp_path):
     own = set(backbone.state_dict())
     assert set(report.matched) == own
     assert report.missing == []
-    assert sorted(report.unexpected) == [
-        'module.neck.bias',
-        'module.neck.weight',
-    ]
+    # the DDP prefix is gone before matching
+    assert sorted(report.unexpected) == ['neck.bias', 'neck.weight']
     assert report.shape_mismatched == []
 
 
@@ -126,3 +127,24 @@ def test_pretrained_strip_initializer(tmp_path):
     model.init_weights()
     assert torch.equal(model.backbone.conv.weight, algo.backbone.conv.weight)
     assert torch.equal(model.backbone.bn.weight, algo.backbone.bn.weight)
+
+
+def test_payload_refused_by_load_pretrained_and_initializer(
+    tmp_path, unsafe_local_scheme
+):
+    marker = tmp_path / 'pwned'
+    algo = _randomize(TinyAlgo())
+    path = save_payload_checkpoint(
+        tmp_path / 'evil.pth', marker, {'state_dict': algo.state_dict()}
+    )
+    with pytest.raises(UnsafeCheckpointError, match='posix.system'):
+        load_pretrained(TinyAlgo(), path)
+    model = BaseModule(init_cfg=dict(type='PretrainedStrip', checkpoint=path))
+    model.backbone = TinyBackbone()
+    with pytest.raises(UnsafeCheckpointError, match='posix.system'):
+        model.init_weights()
+    assert not marker.exists()
+    dst = TinyAlgo()
+    load_pretrained(dst, path, trusted=True)
+    assert marker.exists()
+    assert torch.equal(dst.neck.weight, algo.neck.weight)

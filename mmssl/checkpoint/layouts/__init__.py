@@ -1,0 +1,26 @@
+"""Key layouts of the same weights in other projects, and the conversions.
+
+* :mod:`.dinov2`: facebookresearch/dinov2 hub and training files.
+* :mod:`.timm`: timm's ``vit_*_dinov2`` models.
+* :mod:`.pos_embed`: the one position-embedding resize.
+"""
+
+from .dinov2 import (
+    DINOV2_MARKER,
+    MMSSL_MARKER,
+    dinov2_to_mmssl,
+    mmssl_to_dinov2,
+)
+from .pos_embed import resize_pos_embed, square_grid
+from .timm import dinov2_to_timm, mmssl_to_timm
+
+__all__ = [
+    'DINOV2_MARKER',
+    'MMSSL_MARKER',
+    'dinov2_to_mmssl',
+    'dinov2_to_timm',
+    'mmssl_to_dinov2',
+    'mmssl_to_timm',
+    'resize_pos_embed',
+    'square_grid',
+]
