@@ -97,10 +97,11 @@ model = dict(
     ),
 )
 # the queue of past features starts at epoch 2; prototypes stay frozen for
-# the first 20 iterations (5005 on ImageNet)
+# the first 20 iterations (5005 on ImageNet). SwAVQueueHook is mmpretrain's
+# SwAVHook with the queue kept in checkpoints (exact mid-epoch resume).
 custom_hooks = [
     dict(
-        type='SwAVHook',
+        type='SwAVQueueHook',
         priority='VERY_HIGH',
         batch_size=64,
         epoch_queue_starts=2,

@@ -10,7 +10,13 @@ another part of mmssl.
 from .env import LAUNCHERS, choose_backend, dist_env
 from .lock import LOCK_NAME, RunLock, WorkDirBusyError
 from .ports import find_free_port, is_port_free
-from .resume import find_newest_checkpoint, resolve_resume
+from .resume import (
+    IncompleteCheckpointWarning,
+    checkpoint_candidates,
+    checkpoint_problem,
+    find_newest_checkpoint,
+    resolve_resume,
+)
 from .signals import (
     DEFAULT_SIGNALS,
     AbortedBySignal,
@@ -26,6 +32,9 @@ from .slurm import (
 
 __all__ = [
     'AbortedBySignal',
+    'IncompleteCheckpointWarning',
+    'checkpoint_candidates',
+    'checkpoint_problem',
     'DEFAULT_SIGNALS',
     'LAUNCHERS',
     'LOCK_NAME',

@@ -1,44 +1,151 @@
-"""Finding the checkpoint ``--resume`` continues from."""
+"""Finding the checkpoint ``--resume`` continues from.
+
+Only complete checkpoints are chosen: every candidate is checked as a
+zip archive in torch's format (end-of-archive directory present, a
+``data.pkl`` record, every record's CRC-32 right), newest first, and a
+torn or partial file is named in a warning and passed over. Standard
+library only (``zipfile``): this runs before torch is imported.
+"""
 
 import glob
+import os
 import os.path as osp
 import re
-from typing import Optional, Tuple
+import warnings
+import zipfile
+from typing import Dict, List, Optional, Tuple
 
 _CKPT_NUMBER = re.compile(r'(?:epoch|iter)_(\d+)\.pth$')
 
 
-def find_newest_checkpoint(work_dir: str) -> Optional[str]:
-    """The newest checkpoint of a work dir, or None.
+class IncompleteCheckpointWarning(UserWarning):
+    """A checkpoint file was passed over because it is torn or partial."""
 
-    mmengine's CheckpointHook writes the path of the last checkpoint it
-    saved into ``<work_dir>/last_checkpoint``; that file wins when the path
-    it names exists (absolute, or relative to ``work_dir``). Otherwise the
-    ``epoch_N.pth`` / ``iter_N.pth`` file with the latest modification time
-    (then the largest N) is used, so a run killed between saving the
-    checkpoint and updating ``last_checkpoint`` still resumes.
+
+def checkpoint_problem(path: str, check_crc: bool = True) -> Optional[str]:
+    """Why ``path`` is not a complete torch checkpoint, or None if it is.
+
+    ``torch.save`` writes a zip archive whose central directory comes
+    last, so a file cut short by a kill, a full disk or a lost write has
+    none and fails to open; a file with zeroed or garbled blocks (power
+    loss before fsync) fails the CRC-32 of its records.
+
+    Args:
+        path (str): The file.
+        check_crc (bool): Read every record and compare its CRC-32 (reads
+            the whole file, about a second per GB). Defaults to True.
+
+    Returns:
+        str | None: A short reason, or None when the file is complete.
+    """
+    try:
+        size = os.path.getsize(path)
+        with zipfile.ZipFile(path) as archive:
+            infos = archive.infolist()
+            if not any(
+                i.filename.rsplit('/', 1)[-1] == 'data.pkl' for i in infos
+            ):
+                return 'a zip archive without data.pkl, not a torch file'
+            for info in infos:
+                if info.header_offset + info.compress_size > size:
+                    return f'record {info.filename} runs past the end'
+            if not check_crc:
+                return None
+            for info in infos:
+                # torch may be told not to compute CRCs (then all are 0)
+                if info.CRC == 0 and info.file_size:
+                    continue
+                with archive.open(info) as f:
+                    while f.read(1 << 22):
+                        pass
+    except zipfile.BadZipFile as exc:
+        return f'not a complete zip archive ({exc}): torn or partial write'
+    except (OSError, EOFError, ValueError) as exc:
+        return f'unreadable ({type(exc).__name__}: {exc})'
+    return None
+
+
+def _pointer_target(work_dir: str) -> Optional[str]:
+    """The existing file ``<work_dir>/last_checkpoint`` names, if any."""
+    marker = osp.join(work_dir, 'last_checkpoint')
+    if not osp.isfile(marker):
+        return None
+    with open(marker) as f:
+        named = f.read().strip()
+    if not named:
+        return None
+    # absolute, relative to the work dir, or the same name after a move
+    for path in (
+        named,
+        osp.join(work_dir, named),
+        osp.join(work_dir, osp.basename(named)),
+    ):
+        if osp.isfile(path):
+            return osp.abspath(path)
+    return None
+
+
+def checkpoint_candidates(work_dir: str) -> List[str]:
+    """Checkpoints of a work dir, newest first (not yet validated).
+
+    ``epoch_N.pth`` / ``iter_N.pth`` files of the work dir, and the file
+    ``last_checkpoint`` names with the ones beside it (mmengine's
+    CheckpointHook may save to another ``out_dir``), ordered by
+    modification time, then the file ``last_checkpoint`` names, then N.
 
     Args:
         work_dir (str): The run's work directory.
 
     Returns:
+        list[str]: Paths, newest first.
+    """
+    pointed = _pointer_target(work_dir)
+    folders = {osp.abspath(work_dir)}
+    if pointed is not None:
+        folders.add(osp.dirname(pointed))
+    keys: Dict[str, Tuple] = {}
+    for folder in sorted(folders):
+        for path in glob.glob(osp.join(folder, '*.pth')):
+            match = _CKPT_NUMBER.search(osp.basename(path))
+            if match and osp.isfile(path):
+                path = osp.abspath(path)
+                keys[path] = (
+                    osp.getmtime(path),
+                    path == pointed,
+                    int(match.group(1)),
+                )
+    if pointed is not None and pointed not in keys:
+        keys[pointed] = (osp.getmtime(pointed), True, -1)
+    return sorted(keys, key=keys.__getitem__, reverse=True)
+
+
+def find_newest_checkpoint(
+    work_dir: str, check_crc: bool = True
+) -> Optional[str]:
+    """The newest complete checkpoint of a work dir, or None.
+
+    Candidates come from :func:`checkpoint_candidates`; the first one
+    :func:`checkpoint_problem` accepts wins. Each one passed over is named,
+    with the reason, in an :class:`IncompleteCheckpointWarning`.
+
+    Args:
+        work_dir (str): The run's work directory.
+        check_crc (bool): See :func:`checkpoint_problem`. Defaults to True.
+
+    Returns:
         str | None: Path of the checkpoint, None when there is none.
     """
-    marker = osp.join(work_dir, 'last_checkpoint')
-    if osp.isfile(marker):
-        with open(marker) as f:
-            named = f.read().strip()
-        for path in (named, osp.join(work_dir, osp.basename(named))):
-            if named and osp.isfile(path):
-                return path
-    candidates = []
-    for path in glob.glob(osp.join(work_dir, '*.pth')):
-        match = _CKPT_NUMBER.search(osp.basename(path))
-        if match:
-            candidates.append((osp.getmtime(path), int(match.group(1)), path))
-    if not candidates:
-        return None
-    return max(candidates)[2]
+    for path in checkpoint_candidates(work_dir):
+        problem = checkpoint_problem(path, check_crc)
+        if problem is None:
+            return path
+        warnings.warn(
+            f'--resume: skipping {path}: {problem}; trying an older '
+            'checkpoint.',
+            IncompleteCheckpointWarning,
+            stacklevel=2,
+        )
+    return None
 
 
 def resolve_resume(
@@ -68,9 +175,9 @@ def resolve_resume(
             return (
                 False,
                 None,
-                f'--resume: no checkpoint found in {work_dir} (no '
-                'last_checkpoint file and no epoch_*.pth/iter_*.pth); '
-                'training starts from scratch.',
+                f'--resume: no complete checkpoint found in {work_dir} '
+                '(no last_checkpoint file and no complete epoch_*.pth/'
+                'iter_*.pth); training starts from scratch.',
             )
         return True, ckpt, f'--resume: resuming from {ckpt}'
     if not osp.isfile(resume):

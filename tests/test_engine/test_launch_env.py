@@ -202,8 +202,10 @@ def test_launch_imports_without_torch():
 
 
 def _touch(path, mtime):
-    with open(path, 'w') as f:
-        f.write('x')
+    """A small but complete torch checkpoint with the given mtime."""
+    import torch
+
+    torch.save({'meta': {}, 'w': torch.arange(4)}, path)
     os.utime(path, (mtime, mtime))
 
 
@@ -215,18 +217,29 @@ def test_find_newest_checkpoint(tmp_path):
     _touch(osp.join(wd, 'epoch_10.pth'), now - 5)
     _touch(osp.join(wd, 'best.pth'), now)
     assert find_newest_checkpoint(wd) == osp.join(wd, 'epoch_10.pth')
-    # last_checkpoint wins when it names an existing file ...
+    # last_checkpoint's file is a candidate like the others: the newest
+    # complete file wins (a kill between saving and updating the pointer
+    # leaves the pointer one save behind)
     with open(osp.join(wd, 'last_checkpoint'), 'w') as f:
         f.write(osp.join(wd, 'epoch_2.pth'))
+    assert find_newest_checkpoint(wd) == osp.join(wd, 'epoch_10.pth')
+    # it wins a tie, also when the work dir moved (same file name)
+    os.utime(osp.join(wd, 'epoch_2.pth'), (now - 5, now - 5))
     assert find_newest_checkpoint(wd) == osp.join(wd, 'epoch_2.pth')
-    # ... also when the work dir moved (same file name)
     with open(osp.join(wd, 'last_checkpoint'), 'w') as f:
         f.write('/old/place/epoch_2.pth')
     assert find_newest_checkpoint(wd) == osp.join(wd, 'epoch_2.pth')
-    # ... else the newest epoch/iter file
+    # a pointer to nothing is ignored
     with open(osp.join(wd, 'last_checkpoint'), 'w') as f:
         f.write('/old/place/epoch_99.pth')
     assert find_newest_checkpoint(wd) == osp.join(wd, 'epoch_10.pth')
+    # a checkpoint saved to another out_dir, named by the pointer
+    other = tmp_path / 'elsewhere'
+    other.mkdir()
+    _touch(str(other / 'iter_7.pth'), now - 1)
+    with open(osp.join(wd, 'last_checkpoint'), 'w') as f:
+        f.write(str(other / 'iter_7.pth'))
+    assert find_newest_checkpoint(wd) == str(other / 'iter_7.pth')
 
 
 def test_resolve_resume(tmp_path):

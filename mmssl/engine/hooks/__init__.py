@@ -1,8 +1,4 @@
-from .atomic_checkpoint_hook import (
-    AtomicCheckpointHook,
-    get_rng_state,
-    set_rng_state,
-)
+from .atomic_checkpoint_hook import AtomicCheckpointHook
 from .bad_file_hook import BadFileCounter, BadFileSummaryHook, collect_skipped
 from .deepcluster_hook import DeepClusterHook
 from .dist_loss_average_hook import DistLossAverageHook
@@ -10,13 +6,12 @@ from .freeze_last_layer_hook import FreezeLastLayerHook
 from .knn_eval_hook import KNNEvalHook
 from .odc_hook import ODCHook
 from .pretrained_init_hook import PretrainedInitHook
+from .swav_queue_hook import SwAVQueueHook
 from .teacher_ema_hook import TeacherEMAHook
 from .teacher_temp_warmup_hook import TeacherTempWarmupHook
 
 __all__ = [
     'AtomicCheckpointHook',
-    'get_rng_state',
-    'set_rng_state',
     'BadFileSummaryHook',
     'BadFileCounter',
     'collect_skipped',
@@ -26,6 +21,7 @@ __all__ = [
     'KNNEvalHook',
     'ODCHook',
     'PretrainedInitHook',
+    'SwAVQueueHook',
     'TeacherEMAHook',
     'TeacherTempWarmupHook',
 ]

@@ -50,6 +50,20 @@ class BadFileCounter:
         self.new, self.pending_samples = {}, 0
         return fresh
 
+    def state_dict(self) -> Dict:
+        """Everything counted so far, as builtins (this rank's unsynced
+        entries folded in: a resume must not count them twice)."""
+        bad = dict(self.bad)
+        for path, reason in self.new.items():
+            bad.setdefault(path, reason)
+        return dict(bad=bad, samples=self.samples + self.pending_samples)
+
+    def load_state_dict(self, state: Dict) -> None:
+        """Continue counting from :meth:`state_dict`'s output."""
+        self.bad = dict(state['bad'])
+        self.samples = int(state['samples'])
+        self.new, self.pending_samples = {}, 0
+
 
 @HOOKS.register_module()
 class BadFileSummaryHook(Hook):
@@ -68,11 +82,28 @@ class BadFileSummaryHook(Hook):
     """
 
     priority = 'LOW'
+    CKPT_KEY = 'bad_files'
 
     def __init__(self, interval: int = 50, max_bad_ratio: float = 0.05):
         self.interval = interval
         self.max_bad_ratio = max_bad_ratio
         self.counter = BadFileCounter()
+        self._loaded: Optional[Dict] = None
+
+    def before_save_checkpoint(self, runner, checkpoint: dict) -> None:
+        # Saved by rank 0 only: other ranks' files found since the last
+        # gather are counted again after a resume, when seen again.
+        checkpoint[self.CKPT_KEY] = self.counter.state_dict()
+
+    def after_load_checkpoint(self, runner, checkpoint: dict) -> None:
+        self._loaded = checkpoint.get(self.CKPT_KEY)
+
+    def before_train(self, runner) -> None:
+        # Only a resume (not ``load_from``) continues the counts; the
+        # runner has set the iteration from the checkpoint by now.
+        if self._loaded is not None and runner.iter > 0:
+            self.counter.load_state_dict(self._loaded)
+        self._loaded = None
 
     def after_train_iter(
         self, runner, batch_idx, data_batch=None, outputs=None

@@ -68,8 +68,12 @@ class DeepClusterHook(Hook):
     def before_train_epoch(self, runner) -> None:
         model = _unwrap(runner.model)
         sampler = getattr(runner.train_dataloader, 'sampler', None)
-        if runner.epoch % self.interval != 0:
-            # e.g. after a resume: reuse the labels saved in the checkpoint
+        loop = getattr(runner, 'train_loop', None)
+        resumed_inside = getattr(loop, 'resume_batches', 0) > 0
+        if runner.epoch % self.interval != 0 or resumed_inside:
+            # Not a clustering epoch, or the rest of an epoch resumed from a
+            # checkpoint: reuse the labels saved in the checkpoint (those
+            # this epoch was clustered with).
             if hasattr(sampler, 'set_labels'):
                 sampler.set_labels(model.pseudo_labels.cpu())
             return

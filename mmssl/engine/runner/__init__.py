@@ -9,6 +9,7 @@ from .distributed import (
     setup_distributed_cfg,
 )
 from .feature_loops import FeatureTestLoop, FeatureValLoop
+from .loops import ResumableEpochBasedTrainLoop, ResumableIterBasedTrainLoop
 from .preemption import PreemptionHook, TrainingStopped, exit_status
 from .runner import CPUAwareRunner, SSLRunner, build_runner
 
@@ -16,6 +17,8 @@ __all__ = [
     'CPUAwareRunner',
     'FeatureTestLoop',
     'FeatureValLoop',
+    'ResumableEpochBasedTrainLoop',
+    'ResumableIterBasedTrainLoop',
     'PreemptionHook',
     'SSLRunner',
     'TooFewSamplesError',

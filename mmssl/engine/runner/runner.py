@@ -29,6 +29,7 @@ from mmssl.launch.signals import DEFAULT_SIGNALS, StopSignals
 from mmssl.registry import RUNNERS
 
 from .distributed import cpu_model_wrapper_cfg
+from .loops import resumable_loop_cfg
 
 LOOP_STATE_KEY = 'loop_state'
 
@@ -185,6 +186,13 @@ class SSLRunner(Runner):
                 ),
             )
         return Runner.build_dataloader(dataloader, seed, diff_rank_seed)
+
+    def build_train_loop(self, loop):
+        """mmengine's plain train loops become mmssl's resumable ones.
+
+        See :func:`mmssl.engine.runner.loops.resumable_loop_cfg`.
+        """
+        return super().build_train_loop(resumable_loop_cfg(loop))
 
     # ------------------------------------------------------------ train
     def train(self) -> nn.Module:

@@ -1,0 +1,153 @@
+"""Skipping consumed batches unloaded; per-sample seeds; RNG helpers."""
+
+import random
+
+import numpy as np
+import pytest
+import torch
+from torch.utils.data import BatchSampler, DataLoader, Dataset
+
+from mmssl.checkpoint import torch_load_safe
+from mmssl.engine.runner.resumable_data import (
+    ResumableData,
+    SeededSamples,
+    SkipBatchSampler,
+)
+from mmssl.engine.runner.rng import (
+    get_rng_state,
+    seed_epoch,
+    set_rng_state,
+)
+
+
+class _Draws(Dataset):
+    """Item i: (i, a draw from numpy's, python's and torch's global RNG);
+    records every index it is asked for."""
+
+    def __init__(self, n: int = 10) -> None:
+        self.n = n
+        self.loaded = []
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, idx):
+        self.loaded.append(idx)
+        return (
+            idx,
+            float(np.random.rand()),
+            random.random(),
+            float(torch.rand(())),
+        )
+
+
+def _loader(dataset, batch_size=3, drop_last=False) -> DataLoader:
+    sampler = torch.utils.data.SequentialSampler(dataset)
+    return DataLoader(
+        dataset,
+        batch_sampler=BatchSampler(sampler, batch_size, drop_last),
+        collate_fn=list,
+    )
+
+
+def test_skip_batch_sampler_drops_leading_batches_only():
+    inner = BatchSampler(range(10), 3, drop_last=False)
+    sampler = SkipBatchSampler(inner, tag=False)
+    assert list(sampler) == [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9]]
+    sampler.skip = 2
+    assert len(sampler) == 2
+    assert list(sampler) == [[6, 7, 8], [9]]
+    sampler.skip = 5
+    assert list(sampler) == [] and len(sampler) == 0
+
+
+def test_skip_batch_sampler_tags_positions_of_the_whole_epoch():
+    inner = BatchSampler([7, 7, 3, 5, 1], 2, drop_last=False)
+    sampler = SkipBatchSampler(inner, tag=True)
+    sampler.epoch, sampler.skip = 4, 1
+    # a repeated index gets distinct positions; skipped ones count
+    assert list(sampler) == [[(4, 2, 3), (4, 3, 5)], [(4, 4, 1)]]
+
+
+def test_resumed_epoch_loads_no_skipped_sample_and_matches():
+    full_set, part_set = _Draws(), _Draws()
+    full = ResumableData(_loader(full_set), sample_seeds=True)
+    part = ResumableData(_loader(part_set), sample_seeds=True)
+    straight = list(full.iterate(epoch=1, skip=0, seed=5, rank=0))
+    torch.rand(3), np.random.rand(), random.random()  # unrelated draws
+    resumed = list(part.iterate(epoch=1, skip=2, seed=5, rank=0))
+    assert part_set.loaded == [6, 7, 8, 9]  # batches 0-1 never loaded
+    assert resumed == straight[2:]  # same samples, same random draws
+
+
+def test_sample_seeds_depend_on_seed_epoch_rank_not_global_state():
+    def epoch(seed=5, epoch=1, rank=0):
+        data = ResumableData(_loader(_Draws(4), 4), sample_seeds=True)
+        return list(data.iterate(epoch, 0, seed, rank))[0]
+
+    torch.manual_seed(0)
+    base = epoch()
+    torch.manual_seed(1), np.random.seed(1), random.seed(1)
+    assert epoch() == base
+    for other in (epoch(seed=6), epoch(epoch=2), epoch(rank=1)):
+        assert [s[1:] for s in other] != [s[1:] for s in base]
+    # items of one epoch differ from each other
+    assert len({s[1] for s in base}) == 4
+
+
+def test_sample_seeding_leaves_training_process_rng_alone():
+    data = ResumableData(_loader(_Draws(6)), sample_seeds=True)
+    state = get_rng_state()
+    list(data.iterate(0, 0, 0, 0))
+    after = get_rng_state()
+    assert after['python'] == state['python']
+    assert torch.equal(after['numpy']['key'], state['numpy']['key'])
+    assert after['numpy']['pos'] == state['numpy']['pos']
+    # the loader draws its base seed from torch's generator, as usual
+    set_rng_state(state)
+    torch.empty((), dtype=torch.int64).random_()
+    assert torch.equal(after['torch'], torch.get_rng_state())
+
+
+def test_without_sample_seeds_items_come_from_the_global_stream():
+    dataset = _Draws(3)
+    data = ResumableData(_loader(dataset), sample_seeds=False)
+    np.random.seed(11)
+    expected = np.random.rand()
+    np.random.seed(11)
+    assert list(data.iterate(0, 0, 0, 0))[0][0][1] == expected
+
+
+def test_seeded_samples_getitem_equals_batched_load():
+    dataset = SeededSamples(_Draws(5), seed=1, rank=0)
+    assert dataset[(0, 3, 2)] == dataset.__getitems__([(0, 3, 2)])[0]
+    assert dataset[(0, 3, 2)] != dataset[(0, 4, 2)]
+
+
+def test_iterable_or_unbatched_loader_is_refused():
+    with pytest.raises(TypeError, match='batch size'):
+        ResumableData(DataLoader(_Draws(), batch_size=None), True)
+
+
+def test_seed_epoch_is_a_function_of_its_arguments():
+    def draws(*args):
+        seed_epoch(*args)
+        return (random.random(), np.random.rand(), torch.rand(2).tolist())
+
+    assert draws(0, 3, 1) == draws(0, 3, 1)
+    assert draws(0, 3, 1) != draws(0, 4, 1) != draws(0, 3, 0)
+    assert draws(0, 3, 1) != draws(1, 3, 1)
+
+
+def test_rng_state_roundtrip_through_safe_loader(tmp_path):
+    np.random.normal()  # leave a cached gaussian in numpy's state
+    state = get_rng_state()
+    expected = (random.random(), np.random.rand(3), torch.rand(3))
+    path = str(tmp_path / 'rng.pth')
+    torch.save({'rng': state}, path)
+    random.random(), np.random.rand(7), torch.rand(5)  # move on
+    set_rng_state(torch_load_safe(path)['rng'])  # weights-only load
+    again = (random.random(), np.random.rand(3), torch.rand(3))
+    assert again[0] == expected[0]
+    np.testing.assert_array_equal(again[1], expected[1])
+    assert torch.equal(again[2], expected[2])
