@@ -30,6 +30,11 @@ from mmssl.registry import RUNNERS
 
 from .distributed import cpu_model_wrapper_cfg
 from .loops import resumable_loop_cfg
+from .rank_buffers import (
+    RANK_BUFFERS_KEY,
+    gather_rank_buffers,
+    restore_rank_buffers,
+)
 
 LOOP_STATE_KEY = 'loop_state'
 
@@ -93,6 +98,9 @@ class SSLRunner(Runner):
       ``signal_cfg.exit_code`` says otherwise).
       ``checkpoint_every_minutes = N`` adds a safety checkpoint every N
       minutes.
+    * **Every rank's buffers** (per-rank BatchNorm statistics) travel in
+      the checkpoint and come back to their rank on resume
+      (:mod:`.rank_buffers`).
     * **One run per work dir.** Rank 0 holds ``mmssl-run.lock`` in the
       work dir while training (:mod:`mmssl.launch.lock`); a second run
       there raises :class:`~mmssl.launch.lock.WorkDirBusyError`.
@@ -100,6 +108,8 @@ class SSLRunner(Runner):
 
     stop_signals: Optional[StopSignals] = None
     _run_lock: Optional[RunLock] = None
+    _rank_buffers: Optional[List[Dict]] = None
+    _loaded_rank_buffers: Optional[List[Dict]] = None
 
     # ------------------------------------------------------------ build
     def wrap_model(self, model_wrapper_cfg: Optional[Dict], model: nn.Module):
@@ -291,12 +301,18 @@ class SSLRunner(Runner):
                 filename, map_location, strict, revise_keys
             )
         self._loaded_loop_state = checkpoint.get(LOOP_STATE_KEY)
+        self._loaded_rank_buffers = checkpoint.get(RANK_BUFFERS_KEY)
         return checkpoint
 
     def resume(self, filename: str, *args, **kwargs) -> None:
-        """mmengine's resume, then the train loop's own state."""
-        self._loaded_loop_state = None
+        """mmengine's resume, then each rank's buffers and the loop state."""
+        self._loaded_loop_state = self._loaded_rank_buffers = None
         super().resume(filename, *args, **kwargs)
+        # this rank's own buffers (e.g. BatchNorm statistics), not rank 0's
+        restore_rank_buffers(
+            self.model, self._loaded_rank_buffers, self.logger
+        )
+        self._loaded_rank_buffers = None
         state, self._loaded_loop_state = self._loaded_loop_state, None
         loop = self.train_loop
         if state is not None and hasattr(loop, 'load_state_dict'):
@@ -325,6 +341,8 @@ class SSLRunner(Runner):
             loop = self._train_loop
             if hasattr(loop, 'state_dict'):
                 kwargs['checkpoint'][LOOP_STATE_KEY] = loop.state_dict()
+            if self._rank_buffers is not None:
+                kwargs['checkpoint'][RANK_BUFFERS_KEY] = self._rank_buffers
         super().call_hook(fn_name, **kwargs)
 
     def save_checkpoint(
@@ -343,6 +361,29 @@ class SSLRunner(Runner):
         process killed during the save leaves the previous files intact
         and nothing partial under a checkpoint's name.
         """
+        # every rank's buffers, gathered here: the parent is master_only
+        self._rank_buffers = gather_rank_buffers(self.model)
+        try:
+            self._save_checkpoint_atomic(
+                out_dir,
+                filename,
+                file_client_args,
+                *args,
+                backend_args=backend_args,
+                **kwargs,
+            )
+        finally:
+            self._rank_buffers = None
+
+    def _save_checkpoint_atomic(
+        self,
+        out_dir: str,
+        filename: str,
+        file_client_args: Optional[dict] = None,
+        *args,
+        backend_args: Optional[dict] = None,
+        **kwargs,
+    ) -> None:
         local = file_client_args is None and isinstance(
             get_file_backend(out_dir, backend_args=backend_args),
             LocalBackend,
