@@ -180,6 +180,7 @@ def test_free_port():
         capture_output=True,
         text=True,
         check=True,
+        timeout=60,
     )
     assert 1024 < int(out.stdout) < 65536
 
