@@ -19,6 +19,7 @@ no rendezvous depends on a port that someone else may take first.
 
 import contextlib
 import datetime
+import faulthandler
 import importlib
 import multiprocessing
 import multiprocessing.connection
@@ -73,15 +74,23 @@ def init_gloo(rank: int, world_size: int, init_method: str) -> None:
     )
 
 
-def _run_rank(
-    rank: int, target: tuple, path: list, args: tuple, errors: str
-) -> None:
-    """Rank entry point: import the test's worker by name and run it; on an
-    exception, leave the traceback for :func:`spawn` and exit with 1."""
+def _run_rank(rank: int, target: tuple, setup: dict, args: tuple) -> None:
+    """Rank entry point: take the test's environment, import its worker by
+    name and run it. Output goes to ``rank<r>.log`` in ``setup['logs']``;
+    SIGUSR1 dumps every thread's stack there; an exception is left in
+    ``rank<r>.err`` for :func:`spawn`."""
+    log = os.path.join(setup['logs'], f'rank{rank}')
+    with open(log + '.log', 'w') as out:
+        os.dup2(out.fileno(), 1)
+        os.dup2(out.fileno(), 2)
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     try:
         import torch
 
-        for entry in reversed(path):  # the test modules' folders
+        os.environ.clear()  # the test's environment, as with 'spawn'
+        os.environ.update(setup['env'])
+        os.chdir(setup['cwd'])
+        for entry in reversed(setup['path']):  # the test modules' folders
             if entry not in sys.path:
                 sys.path.insert(0, entry)
         torch.set_num_threads(1)  # the ranks share the machine's cores
@@ -89,37 +98,54 @@ def _run_rank(
         fn = getattr(importlib.import_module(module), name)
         fn(rank, *args)
     except Exception:
-        with open(os.path.join(errors, f'rank{rank}'), 'w') as f:
+        with open(log + '.err', 'w') as f:
             f.write(traceback.format_exc())
         sys.exit(1)
 
 
-def _wait(procs: list, deadline: float, errors: str, what: str) -> None:
+def _tail(path: str, size: int = 3000) -> str:
+    with contextlib.suppress(OSError), open(path, errors='replace') as f:
+        return f.read()[-size:]
+    return ''
+
+
+def _report(procs: list, logs: str, logs_too: bool) -> str:
+    parts = []
+    for rank, proc in enumerate(procs):
+        base = os.path.join(logs, f'rank{rank}')
+        if logs_too:
+            out = _tail(base + '.log')
+            parts.append(f'-- rank {rank} output (tail):\n{out}')
+        if os.path.exists(base + '.err'):
+            parts.append(f'-- rank {rank} raised:\n{_tail(base + ".err")}')
+        elif proc.exitcode not in (None, 0):
+            parts.append(f'-- rank {rank}: exit code {proc.exitcode}')
+    return '\n'.join(parts)
+
+
+def _wait(procs: list, deadline: float, logs: str, what: str) -> None:
     """Return when all ``procs`` exited with 0; fail the test as soon as
     one exits otherwise, or when ``deadline`` passes."""
     while True:
-        failed = [p for p in procs if p.exitcode not in (None, 0)]
-        if failed:
+        if any(p.exitcode not in (None, 0) for p in procs):
             time.sleep(1)  # let a peer's error land, to report it too
-            report = []
-            for rank, proc in enumerate(procs):
-                path = os.path.join(errors, f'rank{rank}')
-                if os.path.exists(path):
-                    with open(path) as f:
-                        report.append(f'-- rank {rank}:\n{f.read()}')
-                elif proc.exitcode not in (None, 0):
-                    report.append(f'-- rank {rank}: exit code {proc.exitcode}')
-            pytest.fail(f'{what} failed:\n' + '\n'.join(report), pytrace=False)
+            report = _report(procs, logs, logs_too=False)
+            pytest.fail(f'{what} failed:\n{report}', pytrace=False)
         pending = [p for p in procs if p.exitcode is None]
         if not pending:
             return
         left = deadline - time.monotonic()
         if left <= 0:
+            for proc in pending:  # where is it stuck?
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(proc.pid, signal.SIGUSR1)
+            time.sleep(2)
             alive = [r for r, p in enumerate(procs) if p.exitcode is None]
             pytest.fail(
-                f'{what}: ranks {alive} of {len(procs)} still running at '
-                'the deadline (a hang: a collective waiting for a rank that '
-                'never joins?); killed them',
+                f'{what}: ranks {alive} still running at the deadline (a '
+                'hang, e.g. a collective waiting for a rank that never '
+                'joins); killed them. Their stacks and output:\n'
+                + _report(procs, logs, logs_too=True),
                 pytrace=False,
             )
         multiprocessing.connection.wait([p.sentinel for p in pending], left)
@@ -131,10 +157,11 @@ def spawn(
     """Run ``fn(rank, *args)`` in ``nprocs`` fresh processes and wait.
 
     ``fn`` must be a module-level function of an importable module (a test
-    module is). A rank that raises fails the test with its traceback; ranks
-    still running after ``timeout`` seconds fail it with a message naming
-    them. Whatever happens, also when the test is interrupted, no rank nor
-    any of its DataLoader workers is left behind.
+    module is); the ranks see the test's environment variables, working
+    folder and ``sys.path``. A rank that raises fails the test with its
+    traceback; ranks still running after ``timeout`` seconds fail it with
+    their stacks. Whatever happens, also when the test is interrupted, no
+    rank nor any of its DataLoader workers is left behind.
 
     Args:
         fn (Callable): Worker, called as ``fn(rank, *args)``.
@@ -147,16 +174,18 @@ def spawn(
     deadline = time.monotonic() + timeout
     target = (fn.__module__, fn.__qualname__)
     procs = []
-    with tempfile.TemporaryDirectory() as errors:
+    with tempfile.TemporaryDirectory() as logs:
+        setup = dict(
+            env=dict(os.environ), cwd=os.getcwd(), path=sys.path, logs=logs
+        )
         try:
             for rank in range(nprocs):
                 proc = ctx.Process(
-                    target=_run_rank,
-                    args=(rank, target, list(sys.path), args, errors),
+                    target=_run_rank, args=(rank, target, setup, args)
                 )
                 procs.append(proc)
                 proc.start()
-            _wait(procs, deadline, errors, f'{fn.__qualname__} x{nprocs}')
+            _wait(procs, deadline, logs, f'{fn.__qualname__} x{nprocs}')
         finally:
             for proc in procs:
                 # started and not reaped yet: its pid is still its own
