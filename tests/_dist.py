@@ -94,6 +94,10 @@ def _run_rank(rank: int, target: tuple, setup: dict, args: tuple) -> None:
             if entry not in sys.path:
                 sys.path.insert(0, entry)
         torch.set_num_threads(1)  # the ranks share the machine's cores
+        # a forkserver child defaults to forkserver for its own children:
+        # DataLoader workers would re-import everything, slowly. Fork them,
+        # as in a rank started by torchrun.
+        multiprocessing.set_start_method('fork', force=True)
         module, name = target
         fn = getattr(importlib.import_module(module), name)
         fn(rank, *args)

@@ -37,8 +37,8 @@ def _worker(rank, world_size, init_method, out_dir):
     )
     for hook in hooks:
         hook.after_train_iter(runner, 0, None, outputs)
-    result['logged'] = {
-        k: hub.get_scalar(f'train/{k}').current()
+    result['logged'] = {  # plain floats, for torch.load(weights_only)
+        k: float(hub.get_scalar(f'train/{k}').current())
         for k in ('loss', 'loss_b', 'acc')
     }
 
