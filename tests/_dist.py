@@ -101,6 +101,8 @@ def _run_rank(rank: int, target: tuple, setup: dict, args: tuple) -> None:
         module, name = target
         fn = getattr(importlib.import_module(module), name)
         fn(rank, *args)
+        if torch.distributed.is_initialized():  # a clean exit for gloo
+            torch.distributed.destroy_process_group()
     except Exception:
         with open(log + '.err', 'w') as f:
             f.write(traceback.format_exc())
