@@ -9,6 +9,10 @@ import pytest
 ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
+# shared test helpers (``import _dist``), whatever pytest's import mode
+TESTS = osp.dirname(osp.abspath(__file__))
+if TESTS not in sys.path:
+    sys.path.insert(1, TESTS)
 
 # Keep torch from fighting over the CI machine's two cores.
 os.environ.setdefault('OMP_NUM_THREADS', '2')

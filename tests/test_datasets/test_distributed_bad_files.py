@@ -1,20 +1,11 @@
 """Two CPU processes (gloo) with DataLoader workers over a folder with bad
 files: iteration finishes and the bad files are counted across ranks."""
 
-import os
-import socket
-
 import pytest
-import torch.multiprocessing as mp
+from _dist import file_init_method, init_gloo, spawn
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
-
-
-def _worker(rank, world, port, root, out):
+def _worker(rank, world, init_method, root, out):
     import torch.distributed as dist
     from mmengine.dataset import DefaultSampler, default_collate
     from torch.utils.data import DataLoader
@@ -25,8 +16,7 @@ def _worker(rank, world, port, root, out):
     register_all_modules()
     from mmssl.datasets import ImageFolderDataset
 
-    os.environ.update(MASTER_ADDR='127.0.0.1', MASTER_PORT=str(port))
-    dist.init_process_group('gloo', rank=rank, world_size=world)
+    init_gloo(rank, world, init_method)
     ds = ImageFolderDataset(
         data_root=root,
         max_bad_ratio=1.0,
@@ -68,13 +58,7 @@ def _worker(rank, world, port, root, out):
 def test_two_process_gloo_with_workers_skips_bad_files(messy_root, tmp_path):
     root, files = messy_root
     out = str(tmp_path / 'summary.txt')
-    mp.start_processes(
-        _worker,
-        args=(2, _free_port(), root, out),
-        nprocs=2,
-        join=True,
-        start_method='fork',
-    )
+    spawn(_worker, 2, file_init_method(tmp_path), root, out)
     lines = open(out).read().splitlines()
     n_bad, samples = map(int, lines[0].split())
     assert n_bad == 3  # zero-byte, truncated, text: each counted once

@@ -1,88 +1,66 @@
 """Two gloo processes: logged losses are rank means, samplers reseeded."""
 
 import os.path as osp
-import traceback
 from types import SimpleNamespace
 
 import pytest
 import torch
-import torch.multiprocessing as mp
+from _dist import file_init_method, init_gloo, spawn
 from mmengine.config import Config
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 
 
-def _worker(rank, world_size, port, queue):
-    try:
-        import torch.distributed as dist
-        from mmengine.dataset import DefaultSampler
-        from mmengine.hooks import DistSamplerSeedHook, RuntimeInfoHook
-        from mmengine.logging import MessageHub
-        from mmengine.runner import get_priority
+def _worker(rank, world_size, init_method, out_dir):
+    import torch.distributed as dist
+    from mmengine.dataset import DefaultSampler
+    from mmengine.hooks import DistSamplerSeedHook, RuntimeInfoHook
+    from mmengine.logging import MessageHub
+    from mmengine.runner import get_priority
 
-        from mmssl.engine.hooks import DistLossAverageHook
+    from mmssl.engine.hooks import DistLossAverageHook
 
-        dist.init_process_group(
-            'gloo',
-            init_method=f'tcp://127.0.0.1:{port}',
-            rank=rank,
-            world_size=world_size,
+    init_gloo(rank, world_size, init_method)
+    result = {}
+
+    # (a) logged outputs are averaged before RuntimeInfoHook reads them
+    hub = MessageHub.get_instance(f'found-test-{rank}')
+    runner = SimpleNamespace(iter=0, message_hub=hub)
+    outputs = {
+        'loss': torch.tensor(2.0 * (rank + 1), requires_grad=True),
+        'loss_b': torch.tensor([1.0, 5.0])[rank],
+        'acc': float(rank),
+    }
+    hooks = sorted(
+        [RuntimeInfoHook(), DistLossAverageHook()],
+        key=lambda h: get_priority(h.priority),
+    )
+    for hook in hooks:
+        hook.after_train_iter(runner, 0, None, outputs)
+    result['logged'] = {  # plain floats, for torch.load(weights_only)
+        k: float(hub.get_scalar(f'train/{k}').current())
+        for k in ('loss', 'loss_b', 'acc')
+    }
+
+    # (b) the sampler is reseeded each epoch; ranks are disjoint
+    sampler = DefaultSampler(list(range(20)), shuffle=True)
+    loop = SimpleNamespace(dataloader=SimpleNamespace(sampler=sampler))
+    seed_hook = DistSamplerSeedHook()
+    orders = []
+    for epoch in range(2):
+        seed_hook.before_train_epoch(
+            SimpleNamespace(train_loop=loop, epoch=epoch)
         )
-        result = {}
-
-        # (a) logged outputs are averaged before RuntimeInfoHook reads them
-        hub = MessageHub.get_instance(f'found-test-{rank}')
-        runner = SimpleNamespace(iter=0, message_hub=hub)
-        outputs = {
-            'loss': torch.tensor(2.0 * (rank + 1), requires_grad=True),
-            'loss_b': torch.tensor([1.0, 5.0])[rank],
-            'acc': float(rank),
-        }
-        hooks = sorted(
-            [RuntimeInfoHook(), DistLossAverageHook()],
-            key=lambda h: get_priority(h.priority),
-        )
-        for hook in hooks:
-            hook.after_train_iter(runner, 0, None, outputs)
-        result['logged'] = {
-            k: hub.get_scalar(f'train/{k}').current()
-            for k in ('loss', 'loss_b', 'acc')
-        }
-
-        # (b) the sampler is reseeded each epoch; ranks are disjoint
-        sampler = DefaultSampler(list(range(20)), shuffle=True)
-        loop = SimpleNamespace(dataloader=SimpleNamespace(sampler=sampler))
-        seed_hook = DistSamplerSeedHook()
-        orders = []
-        for epoch in range(2):
-            seed_hook.before_train_epoch(
-                SimpleNamespace(train_loop=loop, epoch=epoch)
-            )
-            orders.append(list(sampler))
-        result['orders'] = orders
-        queue.put((rank, result))
-        dist.destroy_process_group()
-    except Exception:  # report instead of hanging the parent
-        queue.put((rank, traceback.format_exc()))
+        orders.append(list(sampler))
+    result['orders'] = orders
+    torch.save(result, osp.join(out_dir, f'rank{rank}.pth'))
+    dist.destroy_process_group()
 
 
 @pytest.mark.slow
-def test_two_gloo_processes():
-    from mmssl.launch import find_free_port
-
-    ctx = mp.get_context('spawn')
-    queue = ctx.Queue()
-    port = find_free_port()
-    procs = [
-        ctx.Process(target=_worker, args=(r, 2, port, queue)) for r in range(2)
-    ]
-    for p in procs:
-        p.start()
-    results = dict(queue.get(timeout=180) for _ in procs)
-    for p in procs:
-        p.join(timeout=60)
-    for rank in range(2):
-        assert isinstance(results[rank], dict), results[rank]
+def test_two_gloo_processes(tmp_path):
+    spawn(_worker, 2, file_init_method(tmp_path), str(tmp_path))
+    results = [torch.load(tmp_path / f'rank{r}.pth') for r in range(2)]
 
     for rank in range(2):
         logged = results[rank]['logged']

@@ -2,11 +2,11 @@
 
 import os
 import os.path as osp
-import subprocess
 import textwrap
 
 import pytest
 import torch
+from _dist import run_retrying_port_clash
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 DEMO = 'configs/simclr/simclr_resnet18-w16_1xb64-10e_demo.py'
@@ -70,9 +70,9 @@ def test_dist_train_two_cpu_processes(demo_data_root, tmp_path):
         "custom_imports=dict(imports=['dump_rank_weights'])",
         "custom_hooks=[dict(type='DumpRankWeightsHook')]",
     ]
-    proc = subprocess.run(
-        cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
-    )
+    # the script picks a free port, then torchrun binds it: another program
+    # may take it in between, so a clash is retried (bounded in total)
+    proc = run_retrying_port_clash(cmd, cwd=ROOT, env=env, timeout=300)
     log = proc.stdout + proc.stderr
     assert proc.returncode == 0, log[-4000:]
     # a free port was picked (PORT unset)

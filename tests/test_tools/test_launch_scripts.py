@@ -3,10 +3,10 @@
 import os
 import os.path as osp
 import stat
-import subprocess
 import sys
 
 import pytest
+from _dist import reserved_port, run
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 SCRIPTS = ['dist_train.sh', 'dist_test.sh', 'slurm_train.sh', 'slurm_test.sh']
@@ -49,12 +49,8 @@ esac
     }
     env['PATH'] = f'{bin_dir}:{env["PATH"]}'
     env.update(env_extra)
-    proc = subprocess.run(
-        ['bash', osp.join(ROOT, 'tools', script), *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
+    proc = run(
+        ['bash', osp.join(ROOT, 'tools', script), *args], env=env, timeout=60
     )
     assert proc.returncode == 0, proc.stderr
     return log.read_text().splitlines(), proc.stdout
@@ -63,8 +59,8 @@ esac
 @pytest.mark.parametrize('script', SCRIPTS)
 def test_scripts_parse_and_show_usage(script, tmp_path):
     path = osp.join(ROOT, 'tools', script)
-    assert subprocess.run(['bash', '-n', path]).returncode == 0
-    proc = subprocess.run(['bash', path], capture_output=True, text=True)
+    assert run(['bash', '-n', path], timeout=30).returncode == 0
+    proc = run(['bash', path], timeout=60)
     assert proc.returncode == 2 and 'usage' in proc.stderr
 
 
@@ -166,8 +162,6 @@ def test_slurm_test(tmp_path):
 
 def test_init_distributed_from_slurm_variables(tmp_path):
     """A real (1-process, gloo) process group from faked SLURM vars."""
-    from mmssl.launch import find_free_port
-
     code = (
         'from mmssl.engine.runner import init_distributed;'
         'import os, torch.distributed as d;'
@@ -183,14 +177,9 @@ def test_init_distributed_from_slurm_variables(tmp_path):
         SLURM_LOCALID='0',
         SLURM_NODELIST='localhost',
         PYTHONPATH=ROOT,
-        MASTER_PORT=str(find_free_port()),
     )
-    proc = subprocess.run(
-        [sys.executable, '-c', code],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    with reserved_port() as port:  # held until the child has listened
+        env['MASTER_PORT'] = str(port)
+        proc = run([sys.executable, '-c', code], env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "(0, 1, 0, 'gloo') localhost gloo" in proc.stdout

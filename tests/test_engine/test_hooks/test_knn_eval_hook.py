@@ -6,6 +6,7 @@ import os.path as osp
 import pytest
 import torch
 import torch.nn.functional as F
+from _dist import file_init_method, init_gloo, spawn
 from mmengine.config import Config
 from mmengine.runner import Runner
 from torch import nn
@@ -191,13 +192,11 @@ class _ToyModel(nn.Module):
         return x.flatten(1)[:, :2] * self.w  # (B, 2): [i, i]
 
 
-def _dist_worker(rank, world_size, port, out_file):
+def _dist_worker(rank, world_size, init_method, out_file):
     import torch.distributed as torch_dist
     from mmengine.runner import Runner
 
-    torch_dist.init_process_group(
-        'gloo', f'tcp://127.0.0.1:{port}', rank=rank, world_size=world_size
-    )
+    init_gloo(rank, world_size, init_method)
     loader = Runner.build_dataloader(
         dict(
             batch_size=2,
@@ -218,15 +217,8 @@ def _dist_worker(rank, world_size, port, out_file):
 def test_features_gathered_in_order_across_ranks(tmp_path):
     """2 gloo ranks, 7 samples (padded to 8 by the sampler): rank 0 gets
     all 7 in dataset order, without the padding duplicate."""
-    import socket
-
-    import torch.multiprocessing as mp
-
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        port = s.getsockname()[1]
     out = str(tmp_path / 'gathered.pth')
-    mp.spawn(_dist_worker, args=(2, port, out), nprocs=2)
+    spawn(_dist_worker, 2, file_init_method(tmp_path), out)
     results = torch.load(out)
     assert [int(f[0]) for f, _ in results] == list(range(7))
     assert [label for _, label in results] == [i % 3 for i in range(7)]

@@ -1,7 +1,9 @@
-"""NaN guard: skip non-finite steps, stop after too many in a row."""
+"""NaN guard: skip non-finite steps, stop after too many in a row, and
+skip on every rank together when only one rank sees the NaN."""
 
 import pytest
 import torch
+from _dist import file_init_method, init_gloo, spawn
 from mmengine.optim import build_optim_wrapper
 
 from mmssl.engine.optimizers import NaNGuardOptimWrapper
@@ -92,3 +94,60 @@ def test_build_from_config_with_layer_decay_and_lr_mult():
     assert wds['head.mlp.0.bias'] == 0.0
     assert wds['head.mlp.0.weight'] == pytest.approx(0.04)
     assert not any(n.startswith('teacher.') for n in lrs)
+
+
+def _two_rank_worker(rank: int, init_method: str, out_dir: str) -> None:
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    init_gloo(rank, 2, init_method)
+    torch.manual_seed(0)  # the same initial weights on both ranks
+    model = torch.nn.Linear(3, 1)
+    ddp = DDP(model)
+    wrapper = _wrapper(model)
+    x = torch.arange(12.0).reshape(4, 3) / 10 + rank  # each rank its data
+
+    def weights():
+        return [p.detach().clone() for p in model.parameters()]
+
+    out = dict(x=x, initial=weights())
+    loss = ddp(x).sum()
+    # the NaN appears on rank 1 only; rank 0's loss is finite
+    wrapper.update_params(loss * float('nan') if rank == 1 else loss)
+    out.update(
+        after_nan=weights(),
+        skipped=wrapper.last_step_skipped,
+        total_skips=wrapper.total_skips,
+        grads_cleared=all(
+            p.grad is None or not p.grad.any() for p in model.parameters()
+        ),
+    )
+    wrapper.update_params(ddp(x).sum())  # finite on both ranks
+    out.update(after_finite=weights(), skipped2=wrapper.last_step_skipped)
+    torch.save(out, f'{out_dir}/rank{rank}.pth')
+    torch.distributed.destroy_process_group()
+
+
+@pytest.mark.slow
+def test_nan_on_one_rank_skips_the_step_on_every_rank(tmp_path):
+    """2 gloo ranks under DDP, a NaN loss on rank 1 only: both ranks skip
+    (weights equal and unchanged, gradients cleared), and the next finite
+    step moves both by the same, hand-computed SGD update."""
+    spawn(_two_rank_worker, file_init_method(tmp_path), str(tmp_path))
+    r0, r1 = (torch.load(tmp_path / f'rank{r}.pth') for r in range(2))
+    for res in (r0, r1):
+        assert res['skipped'] and res['total_skips'] == 1
+        assert res['grads_cleared']
+        assert not res['skipped2']
+        for before, after in zip(res['initial'], res['after_nan']):
+            assert torch.equal(after, before)  # no step on either rank
+    # both ranks started from the same weights
+    for a, b in zip(r0['initial'], r1['initial']):
+        assert torch.equal(a, b)
+    # loss = sum of the 4 outputs: dL/dW = column sums of x, dL/db = 4;
+    # DDP averages the two ranks' gradients; SGD with lr 0.1
+    w, b = (t.double() for t in r0['initial'])
+    grad_w = (r0['x'].double().sum(0) + r1['x'].double().sum(0)) / 2
+    expected = [w - 0.1 * grad_w, b - 0.1 * 4.0]
+    for res in (r0, r1):
+        for got, want in zip(res['after_finite'], expected):
+            torch.testing.assert_close(got.double(), want, atol=1e-6, rtol=0)

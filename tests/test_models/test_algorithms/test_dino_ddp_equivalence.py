@@ -10,13 +10,11 @@ all-reduced, so the targets must be those of the whole batch. KoLeo is
 per-rank by design (as in DINOv2) and weighted 0 here.
 """
 
-import os
 import os.path as osp
-import socket
 
 import pytest
 import torch
-import torch.multiprocessing as mp
+from _dist import file_init_method, init_gloo, spawn
 from mmpretrain.structures import DataSample
 
 K = 16
@@ -116,10 +114,8 @@ def _state(model, loss):
     )
 
 
-def _worker(rank, port, out_dir):
-    os.environ.update(MASTER_ADDR='127.0.0.1', MASTER_PORT=str(port))
-    torch.set_num_threads(1)
-    torch.distributed.init_process_group('gloo', rank=rank, world_size=WORLD)
+def _worker(rank, init_method, out_dir):
+    init_gloo(rank, WORLD, init_method)
     from mmengine.model import MMDistributedDataParallel
 
     views, masks = _batch()
@@ -138,15 +134,9 @@ def _worker(rank, port, out_dir):
     torch.distributed.destroy_process_group()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.slow
 def test_two_ranks_equal_one_process_with_the_whole_batch(tmp_path):
-    mp.spawn(_worker, args=(_free_port(), str(tmp_path)), nprocs=WORLD)
+    spawn(_worker, file_init_method(tmp_path), str(tmp_path), nprocs=WORLD)
     views, masks = _batch()
     for algo in ALGOS:
         ref = _state(

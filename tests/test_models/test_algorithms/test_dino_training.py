@@ -3,11 +3,10 @@
 import math
 import os
 import os.path as osp
-import socket
 
 import pytest
 import torch
-import torch.multiprocessing as mp
+from _dist import file_init_method, init_gloo, spawn
 from mmengine.config import Config
 from mmengine.hooks import Hook
 from mmengine.runner import Runner
@@ -172,26 +171,13 @@ def test_teacher_is_ema_of_stepped_student(demo_data_root, tmp_path):
         before = ema
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
-
-
-def _worker(rank, world_size, port, data_root, work_dir):
+def _worker(rank, world_size, init_method, data_root, work_dir):
     os.environ.update(
-        MASTER_ADDR='127.0.0.1',
-        MASTER_PORT=str(port),
-        RANK=str(rank),
-        LOCAL_RANK=str(rank),
-        WORLD_SIZE=str(world_size),
+        RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world_size)
     )
-    torch.set_num_threads(1)
     # mmengine's own init_dist calls torch.cuda.set_device: on CPU the
     # gloo group is created here and the Runner reuses it.
-    torch.distributed.init_process_group(
-        'gloo', rank=rank, world_size=world_size
-    )
+    init_gloo(rank, world_size, init_method)
     from mmssl.utils import register_all_modules
 
     register_all_modules()
@@ -231,12 +217,7 @@ def test_dinov2_demo_two_process_gloo_with_cp(demo_data_root, tmp_path):
     """2-process CPU DDP (gloo) with activation checkpointing and a
     multi-crop student (the backbone runs twice per step): trains, and
     both ranks end with identical student, teacher and loss centres."""
-    mp.spawn(
-        _worker,
-        args=(2, _free_port(), demo_data_root, tmp_path),
-        nprocs=2,
-        join=True,
-    )
+    spawn(_worker, 2, file_init_method(tmp_path), demo_data_root, tmp_path)
     s0 = torch.load(tmp_path / 'rank0.pth')
     s1 = torch.load(tmp_path / 'rank1.pth')
     assert s0.keys() == s1.keys()

@@ -1,24 +1,16 @@
 """Memory banks stay identical across ranks (2 CPU processes, gloo)."""
 
 import os
-import socket
 
 import pytest
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 import torch.nn.functional as F
+from _dist import file_init_method, init_gloo, spawn
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]
-
-
-def _worker(rank: int, port: int, out_dir: str) -> None:
-    os.environ.update(MASTER_ADDR='127.0.0.1', MASTER_PORT=str(port))
-    dist.init_process_group('gloo', rank=rank, world_size=2)
+def _worker(rank: int, init_method: str, out_dir: str) -> None:
+    init_gloo(rank, 2, init_method)
     from mmssl.models.algorithms.npid import NPID
     from mmssl.models.algorithms.odc import ODCMemory
 
@@ -53,7 +45,7 @@ def _worker(rank: int, port: int, out_dir: str) -> None:
 
 @pytest.mark.slow
 def test_banks_gather_updates_from_every_rank(tmp_path):
-    mp.spawn(_worker, args=(_free_port(), str(tmp_path)), nprocs=2)
+    spawn(_worker, file_init_method(tmp_path), str(tmp_path))
     r0, r1 = (torch.load(tmp_path / f'rank{i}.pth') for i in range(2))
     assert torch.equal(r0['npid'], r1['npid'])
     assert torch.equal(r0['odc'], r1['odc'])

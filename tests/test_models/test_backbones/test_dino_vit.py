@@ -2,12 +2,11 @@
 activation checkpointing, attention maps, layer depth, presets)."""
 
 import copy
-import os
-import socket
 
 import pytest
 import torch
 import torch.nn.functional as F
+from _dist import file_init_method, init_gloo, spawn
 
 from mmssl.models.backbones import DINOVisionTransformer, count_dino_vit_params
 from mmssl.registry import MODELS
@@ -371,14 +370,11 @@ def test_layer_depth_and_layer_decay_constructor():
     assert lrs['head.weight'] == 1.0
 
 
-def _ddp_worker(rank, world_size, port, result_file):
+def _ddp_worker(rank, world_size, init_method, result_file):
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    os.environ['MASTER_ADDR'] = '127.0.0.1'
-    os.environ['MASTER_PORT'] = str(port)
-    torch.set_num_threads(1)
-    dist.init_process_group('gloo', rank=rank, world_size=world_size)
+    init_gloo(rank, world_size, init_method)
     torch.manual_seed(0)
     model = DINOVisionTransformer(
         arch=dict(embed_dims=16, num_layers=2, num_heads=2),
@@ -420,19 +416,6 @@ def test_ddp_with_cp_two_forwards_per_step(tmp_path):
     """Non-reentrant checkpointing under DDP with a block run twice per
     step: backward must not raise 'Expected to mark a variable ready only
     once'."""
-    import torch.multiprocessing as mp
-
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        port = s.getsockname()[1]
     result = tmp_path / 'ddp.pth'
-    # 'fork' avoids re-importing torch/mmpretrain in the children (spawn
-    # costs ~1 min on a busy 2-core machine); the workers use gloo on CPU.
-    mp.start_processes(
-        _ddp_worker,
-        args=(2, port, str(result)),
-        nprocs=2,
-        join=True,
-        start_method='fork',
-    )
+    spawn(_ddp_worker, 2, file_init_method(tmp_path), str(result))
     assert torch.load(result)['diff'] == 0
