@@ -134,3 +134,33 @@ def test_freeze_last_layer_needs_params():
         FreezeLastLayerHook().before_train(
             _runner(model, optim_wrapper=wrapper)
         )
+
+
+# Added to kill the mutants that survived tools/dev/mutation_test.py (see
+# docs/en/contributing.md).
+def test_teacher_ema_edges_wrapped_model_and_messages():
+    from mmssl.engine.hooks.teacher_ema_hook import cosine_momentum
+
+    # no iterations: the end value; one iteration: start, then end
+    assert cosine_momentum(0, 0, 0.99, 1.0) == 1.0
+    assert cosine_momentum(0, 1, 0.99, 1.0) == pytest.approx(0.99)
+    assert cosine_momentum(1, 1, 0.99, 1.0) == pytest.approx(1.0)
+    # 0 and 1 are valid momenta; outside [0, 1] the error names the value
+    TeacherEMAHook(momentum=0.0, end_momentum=1.0)
+    with pytest.raises(
+        ValueError, match=r'^momentum must be in \[0, 1\], got 1.5\.$'
+    ):
+        TeacherEMAHook(momentum=1.5)
+    with pytest.raises(
+        ValueError, match=r'^end_momentum must be in \[0, 1\], got -0.1\.$'
+    ):
+        TeacherEMAHook(end_momentum=-0.1)
+    # a wrapped model (DataParallel works on the CPU): the module is updated
+    model = _Teacher()
+    runner = _runner(torch.nn.DataParallel(model), it=0, max_iters=10)
+    hook = TeacherEMAHook(momentum=0.9, end_momentum=1.0)
+    hook.before_train(runner)
+    hook.after_train_iter(runner, 0)
+    assert model.momenta == [pytest.approx(0.9)]
+    with pytest.raises(TypeError, match=r'update_teacher\(\); got Linear\.$'):
+        TeacherEMAHook().before_train(_runner(torch.nn.Linear(1, 1)))

@@ -151,3 +151,86 @@ def test_nan_on_one_rank_skips_the_step_on_every_rank(tmp_path):
     for res in (r0, r1):
         for got, want in zip(res['after_finite'], expected):
             torch.testing.assert_close(got.double(), want, atol=1e-6, rtol=0)
+
+
+# Added to kill the mutants that survived tools/dev/mutation_test.py (see
+# docs/en/contributing.md).
+def test_skip_decided_by_the_all_reduced_flag(monkeypatch):
+    """A finite loss here but a NaN on another rank: this rank skips too.
+
+    The other rank is simulated by an all_reduce that adds its flag (1);
+    the real two-process run is in the distributed NaN-guard test.
+    """
+    import mmssl.engine.optimizers.nan_guard_optim_wrapper as guard
+
+    seen = []
+
+    def other_rank_has_nan(data, op='sum', group=None):
+        assert op == 'sum'
+        seen.append(data.clone())
+        data.add_(1.0)
+
+    monkeypatch.setattr(guard, 'all_reduce', other_rank_has_nan)
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 1)
+    w0 = model.weight.detach().clone()
+    wrapper = _wrapper(model)
+    wrapper.update_params(model(torch.randn(4, 3)).sum())
+    assert [t.tolist() for t in seen] == [[0.0]]  # this rank: finite
+    assert wrapper.last_step_skipped and wrapper.total_skips == 1
+    assert torch.equal(model.weight, w0)
+
+
+def test_defaults_kwargs_scalar_and_messages(monkeypatch):
+    from mmengine.logging import MessageHub, MMLogger
+
+    from mmssl.engine.optimizers import NaNGuardCPUAmpOptimWrapper
+
+    model = torch.nn.Linear(3, 1)
+    assert _wrapper(model).max_consecutive_skips == 10
+    assert not _wrapper(model).last_step_skipped
+    sgd = torch.optim.SGD(model.parameters(), lr=0.1)
+    assert (
+        NaNGuardCPUAmpOptimWrapper(optimizer=sgd).max_consecutive_skips == 10
+    )
+    cpu_amp = NaNGuardCPUAmpOptimWrapper(
+        max_consecutive_skips=2, optimizer=sgd
+    )
+    assert cpu_amp.max_consecutive_skips == 2
+    assert _wrapper(model, max_consecutive_skips=1).max_consecutive_skips == 1
+    with pytest.raises(
+        ValueError, match=r'^max_consecutive_skips must be >= 1, got 0\.$'
+    ):
+        _wrapper(model, max_consecutive_skips=0)
+    # step_kwargs and zero_kwargs reach optimizer.step and zero_grad
+    calls = []
+    wrapper = _wrapper(model)
+    x = torch.randn(4, 3)
+    wrapper.update_params(
+        model(x).sum(),
+        step_kwargs=dict(closure=lambda: calls.append(1)),
+        zero_kwargs=dict(set_to_none=False),
+    )
+    assert calls == [1]
+    assert torch.equal(model.weight.grad, torch.zeros_like(model.weight))
+    # each skip: the nan_skips scalar and a warning with both counts
+    warnings = []
+    logger = MMLogger.get_current_instance()
+    monkeypatch.setattr(logger, 'warning', warnings.append)
+    wrapper.update_params(model(x).sum() * float('nan'))
+    hub = MessageHub.get_current_instance()
+    assert hub.get_scalar('train/nan_skips').current() == 1
+    assert warnings == [
+        'Non-finite loss (nan) on at least one rank: optimiser step and '
+        'teacher update skipped (1 in a row, 1 in total).'
+    ]
+    stop = _wrapper(model, max_consecutive_skips=1)
+    with pytest.raises(RuntimeError) as err:
+        stop.update_params(model(x).sum() * float('inf'))
+    assert str(err.value) == (
+        'The loss was non-finite for 1 consecutive iterations '
+        '(max_consecutive_skips=1); stopping. Try a lower learning rate, '
+        'gradient clipping (optim_wrapper.clip_grad), fp32 instead of fp16 '
+        '(--amp off or bf16), a batch size > 1 for KoLeo, or check the '
+        'data for broken images.'
+    )
