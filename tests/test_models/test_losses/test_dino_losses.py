@@ -344,14 +344,16 @@ def test_sinkhorn_and_centre_on_two_ranks_equal_one_process(monkeypatch):
         torch.testing.assert_close(c, 0.1 * logits.mean(0))
 
 
-def test_sinkhorn_default_and_zero_iterations_match_loops():
+def test_sinkhorn_default_and_one_iteration_match_loops():
     torch.manual_seed(7)
     logits = torch.randn(6, 4)
-    for iters in (0, 3):
+    for iters in (1, 3):
         naive = torch.tensor(_naive_sinkhorn(logits.tolist(), 0.5, iters))
         torch.testing.assert_close(
             sinkhorn_knopp(logits, 0.5, num_iters=iters), naive
         )
+    with pytest.raises(ValueError, match='num_iters must be >= 1, got 0'):
+        sinkhorn_knopp(logits, 0.5, num_iters=0)
     naive3 = torch.tensor(_naive_sinkhorn(logits.tolist(), 0.5, 3))
     torch.testing.assert_close(sinkhorn_knopp(logits, 0.5), naive3)
 

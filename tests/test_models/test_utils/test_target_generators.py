@@ -4,9 +4,9 @@ import os.path as osp
 
 import pytest
 import torch
-from mmengine.config import Config
 
 from mmssl.registry import MODELS
+from mmssl.utils.config_compat import load_config_file
 
 ROOT = osp.dirname(
     osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
@@ -65,7 +65,7 @@ def test_stand_in_clip_target_shapes():
 
 
 def test_mmpretrain_config_base_resolves():
-    cfg = Config.fromfile(
+    cfg = load_config_file(
         osp.join(
             ROOT, 'configs/mocov2/mocov2_resnet50_8xb32-coslr-200e_in1k.py'
         )
