@@ -96,15 +96,17 @@ def test_kill9_in_saves_resumes_from_newest_complete(tmp_path):
         tmp_before = set(glob.glob(osp.join(wd, '.*.tmp')))
         proc = ctx.Process(target=crash_train.run, args=(wd, 10**6, atomic, k))
         proc.start()
-        record = _wait_for(
-            lambda: _read_json(osp.join(wd, 'starts', f'{k}.json')),
-            60,
-            f'start {k}',
-            _Forked(proc),
-        )
-        time.sleep(rng.uniform(0.3, 1.2))
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.join(30)
+        try:
+            record = _wait_for(
+                lambda: _read_json(osp.join(wd, 'starts', f'{k}.json')),
+                60,
+                f'start {k}',
+                _Forked(proc),
+            )
+            time.sleep(rng.uniform(0.3, 1.2))
+        finally:  # also on a failure: a live child would hang pytest's exit
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.join(30)
         assert proc.exitcode == -signal.SIGKILL
 
         # the start chose the newest complete checkpoint ...

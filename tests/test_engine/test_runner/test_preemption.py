@@ -16,10 +16,11 @@ import sys
 import time
 
 import pytest
+from _dist import reserved_port
 from _procs import Proc, run, train_cmd
 
 from mmssl.checkpoint import load_checkpoint
-from mmssl.launch import LOCK_NAME, find_free_port
+from mmssl.launch import LOCK_NAME
 
 pytestmark = pytest.mark.slow
 
@@ -99,26 +100,27 @@ def test_all_ranks_stop_together_when_one_is_signalled(
 ):
     """Two gloo processes; only rank 1 gets Ctrl-C; both save-and-stop."""
     wd = str(tmp_path / 'wd')
-    port = str(find_free_port())
     procs = []
-    for rank in (0, 1):
-        env = dict(
-            RANK=str(rank),
-            LOCAL_RANK=str(rank),
-            WORLD_SIZE='2',
-            MASTER_ADDR='127.0.0.1',
-            MASTER_PORT=port,
-            CUDA_VISIBLE_DEVICES='',
-        )
-        cmd = train_cmd(wd, demo_data_root, '--launcher', 'pytorch')
-        procs.append(Proc(cmd, env=env))
-    try:
-        procs[0].wait_for('Iter(train) [ 5/30]')
-        procs[1].signal(signal.SIGINT)
-        codes = [p.finish() for p in procs]
-    finally:
-        for p in procs:
-            p.kill()
+    # the port stays reserved until rank 0's store listens on it
+    with reserved_port() as port:
+        try:
+            for rank in (0, 1):
+                env = dict(
+                    RANK=str(rank),
+                    LOCAL_RANK=str(rank),
+                    WORLD_SIZE='2',
+                    MASTER_ADDR='127.0.0.1',
+                    MASTER_PORT=str(port),
+                    CUDA_VISIBLE_DEVICES='',
+                )
+                cmd = train_cmd(wd, demo_data_root, '--launcher', 'pytorch')
+                procs.append(Proc(cmd, env=env))
+            procs[0].wait_for('Iter(train) [ 5/30]')
+            procs[1].signal(signal.SIGINT)
+            codes = [p.finish() for p in procs]
+        finally:
+            for p in procs:
+                p.kill()
     assert codes == [130, 130], procs[0].output[-3000:]
     # rank 0 never got a signal: it stopped because rank 1 did
     assert 'SIGINT received' in procs[1].output
