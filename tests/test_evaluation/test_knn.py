@@ -184,3 +184,89 @@ def test_gathered_knn_results_do_not_carry_batch_storage():
     # 16 x 32 floats plus ~0.4 kB of pickle overhead per tensor; with the
     # views it was the whole storage per sample, 16 x 526 kB
     assert size < 64 * 1024, size
+
+
+# Added to kill the mutants that survived tools/dev/mutation_test.py (see
+# docs/en/contributing.md).
+def _unit_rows(x):
+    return x / x.norm(dim=1, keepdim=True)
+
+
+def test_knn_defaults_empty_query_and_messages():
+    torch.manual_seed(1)
+    bank, query = torch.randn(30, 4), torch.randn(3, 4)
+    labels = torch.randint(0, 3, (30,))
+    # defaults: k=20 neighbours, T=0.07, against an independent sum
+    sims = _unit_rows(query) @ _unit_rows(bank).T
+    top_sim, top_idx = sims.topk(20, dim=1)
+    expected = torch.zeros(3, 3)
+    for qi in range(3):
+        for s, i in zip(top_sim[qi].tolist(), top_idx[qi].tolist()):
+            expected[qi, labels[i]] += math.exp(s / 0.07)
+    scores = weighted_knn_scores(query, bank, labels, 3)
+    torch.testing.assert_close(scores, expected, rtol=1e-4, atol=0)
+    # no queries: (0, num_classes) scores, and accuracy refuses them
+    empty = weighted_knn_scores(torch.zeros(0, 4), bank, labels, 3)
+    assert empty.shape == (0, 3)
+    with pytest.raises(ValueError, match=r'^No query samples to evaluate\.$'):
+        topk_accuracy(empty, torch.zeros(0, dtype=torch.long))
+    assert topk_accuracy(torch.tensor([[0.2, 0.8]]), torch.tensor([1])) == {
+        'top1': 100.0,
+        'top5': 100.0,
+    }
+    with pytest.raises(
+        ValueError,
+        match=r'^The kNN feature bank is empty: the labelled train split '
+        r'gave no samples\.$',
+    ):
+        weighted_knn_scores(query, torch.zeros(0, 4), torch.zeros(0), 3)
+
+
+def test_knn_metric_settings_roles_labels_and_log(monkeypatch):
+    import importlib
+
+    m = KNNAccuracy()
+    assert (m.k, m.temperature, m.prefix, m.collect_device) == (
+        20,
+        0.07,
+        'knn',
+        'cpu',
+    )
+    m = KNNAccuracy(prefix='probe', collect_device='gpu')
+    assert (m.prefix, m.collect_device) == ('probe', 'gpu')
+    # class 0 has two neighbours at cos 0.6, class 2 one at cos 0.95: at
+    # T=0.07 the close one wins, at T=10 the two far ones do
+    samples = [
+        dict(feat=torch.tensor([0.6, 0.8]), gt_label=torch.tensor([0])),
+        dict(feat=torch.tensor([0.6, -0.8]), gt_label=torch.tensor([0])),
+        dict(feat=torch.tensor([0.95, 0.3122]), gt_label=torch.tensor([2])),
+        dict(feat=torch.tensor([1.0, 0.0]), gt_label=torch.tensor([0])),
+    ]
+    for s in samples[:3]:
+        s['knn_role'] = 'bank'  # the last one has no role: a query
+    logs = []
+    module = importlib.import_module('mmssl.evaluation.metrics.knn_accuracy')
+    monkeypatch.setattr(
+        module, 'print_log', lambda msg, logger: logs.append((msg, logger))
+    )
+    for temperature, top1 in ((0.07, 0.0), (10.0, 100.0)):
+        m = KNNAccuracy(k=3, temperature=temperature, topk=(1,))
+        m.process(None, samples)
+        assert [r[1:] for r in m.results] == [
+            (0, True),
+            (0, True),
+            (2, True),
+            (0, False),
+        ]
+        assert m.compute_metrics(m.results) == {'top1': top1}
+    assert logs[-1] == (
+        'kNN (k=3, T=10.0) on 1 queries against a bank of 3: top1=100.00',
+        'current',
+    )
+    with pytest.raises(
+        ValueError,
+        match=r'^KNNAccuracy needs bank and query samples, got 3 bank and 0 '
+        r'query samples\. Use a KNNDataset with a labelled `bank` \(train\) '
+        r'and `query` \(val\) split\.$',
+    ):
+        m.compute_metrics(m.results[:3])

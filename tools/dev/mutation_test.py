@@ -148,7 +148,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument('--jobs', type=int, default=os.cpu_count() or 2)
     p.add_argument('--include-slow', action='store_true')
     p.add_argument('--out', default=str(ROOT / 'work_dirs' / 'mutation'))
-    p.add_argument('--keep', action='store_true', help='keep the copy')
+    p.add_argument(
+        '--keep',
+        action='store_true',
+        help='keep the copy, with the mutants/ of run N as mutants-N',
+    )
     p.add_argument(
         '--run-timeout',
         type=float,
@@ -328,9 +332,11 @@ def main(argv=None) -> int:
             for module in modules:
                 counts = report.collect(copy, module)
                 counts.update(tests=list(tests), lifted=lifted[module])
-                counts['seconds_group'] = round(seconds)
+                counts.update(run=index, seconds_group=round(seconds))
                 results[module] = counts
             print(f'    done in {seconds / 60:.1f} min', flush=True)
+            if args.keep:  # the next run starts from an empty mutants/
+                (copy / 'mutants').rename(copy / f'mutants-{index}')
             meta['load_end'] = report.load_average()
             report.write_outputs(out, results, meta)  # after every group
     except RuntimeError as e:

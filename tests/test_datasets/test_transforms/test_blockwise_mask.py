@@ -76,3 +76,155 @@ def test_stack_contract_after_packing():
     batch = default_collate([pipe(dict(img=img)) for _ in range(2)])
     masks = torch.stack([s.mask for s in batch['data_samples']])
     assert masks.shape == (2, 2, 4, 4) and masks.dtype == torch.bool
+
+
+# Added to kill the mutants that survived tools/dev/mutation_test.py (see
+# docs/en/contributing.md). The block rule is driven by scripted draws:
+# ``uniform(low, high)`` returns ``low + f * (high - low)`` for the next
+# scripted fraction ``f`` (and fails when the script is used up, so any
+# extra draw fails the test); ``randint`` returns its largest value, which
+# puts every block in the bottom-right corner.
+class _OutOfDraws(Exception):
+    pass
+
+
+def _script(monkeypatch, fractions):
+    left, calls = list(fractions), []
+
+    def uniform(low=0.0, high=1.0, size=None):
+        calls.append((low, high))
+        if not left:
+            raise _OutOfDraws(calls)
+        return low + left.pop(0) * (high - low)
+
+    def randint(low, high=None, size=None, dtype=int):
+        if high is None:  # numpy: randint(n) draws from [0, n)
+            low, high = 0, low
+        return high - 1
+
+    monkeypatch.setattr(np.random, 'uniform', uniform)
+    monkeypatch.setattr(np.random, 'randint', randint)
+    return left, calls
+
+
+def _grid(shape, cells):
+    out = np.zeros(shape, dtype=bool)
+    for r, c in cells:
+        out[r, c] = True
+    return out
+
+
+def test_block_rule_with_scripted_draws(monkeypatch):
+    # area 4, aspect 1 (f=0.5 of the log range): a 2x2 block at the corner
+    left, _ = _script(monkeypatch, [0.0, 0.5])
+    m = blockwise_mask((4, 4), 4)
+    assert m.dtype == np.bool_ and not left
+    assert np.array_equal(m, _grid((4, 4), [(2, 2), (2, 3), (3, 2), (3, 3)]))
+    # aspect 0.3: h = round(sqrt(4 * 0.3)) = 1, w = round(sqrt(4 / 0.3)) = 4
+    _script(monkeypatch, [0.0, 0.0])
+    assert np.array_equal(
+        blockwise_mask((4, 4), 4),
+        _grid((4, 4), [(3, 0), (3, 1), (3, 2), (3, 3)]),
+    )
+    # aspect 1 / 0.3: a 4x1 column
+    _script(monkeypatch, [0.0, 1.0])
+    assert np.array_equal(
+        blockwise_mask((4, 4), 4),
+        _grid((4, 4), [(0, 3), (1, 3), (2, 3), (3, 3)]),
+    )
+    # a block as large as the grid, and a block adding a single cell
+    _script(monkeypatch, [0.0, 0.5])
+    assert blockwise_mask((2, 2), 4).all()
+    _script(monkeypatch, [0.0, 0.5])
+    m = blockwise_mask((2, 2), 1, min_num_patches=1)
+    assert np.array_equal(m, _grid((2, 2), [(1, 1)]))
+    # nothing fits (2x2 adds 4 > 3 cells): exactly 10 tries, then stop
+    left, calls = _script(monkeypatch, [0.5] * 20)
+    assert not blockwise_mask((2, 2), 3).any()
+    assert not left and len(calls) == 20
+    # the area is drawn from [min_num_patches, min(target, max_num_patches)]
+    _, calls = _script(monkeypatch, [])
+    with pytest.raises(_OutOfDraws):
+        blockwise_mask((4, 4), 8, min_num_patches=1, max_num_patches=2)
+    assert calls == [(1, 2)]
+
+
+def test_generator_passes_its_settings_and_draws(monkeypatch):
+    import importlib
+
+    module = importlib.import_module(
+        'mmssl.datasets.transforms.blockwise_mask'
+    )
+    calls = []
+
+    def spy(grid, num, min_num, max_num, aspect):
+        calls.append((grid, num, min_num, max_num, aspect))
+        return np.zeros(grid, dtype=bool)
+
+    monkeypatch.setattr(module, 'blockwise_mask', spy)
+    gen = BlockwiseMaskGenerator(
+        patch_size=8,
+        mask_ratio=(0.5, 0.5),
+        mask_prob=1.0,
+        min_num_patches=2,
+        max_num_patches=3,
+        min_aspect=0.5,
+    )
+    imgs = [np.zeros((32, 24, 3), np.uint8)] * 2 + [np.zeros((8, 8, 3))]
+    out = gen(dict(img=imgs, num_global_crops=2))
+    assert out['mask'].shape == (2, 4, 3)
+    assert calls == [((4, 3), 6, 2, 3, (0.5, 2.0))] * 2
+    # a crop is masked when the draw is below mask_prob (not at it)
+    monkeypatch.setattr(np.random, 'rand', lambda: 0.5)
+    calls.clear()
+    BlockwiseMaskGenerator(mask_prob=0.5)(_results())
+    assert calls == []
+    # one image, not a list; no num_global_crops: every image is global
+    one = BlockwiseMaskGenerator(patch_size=8)(dict(img=imgs[0]))
+    assert one['mask'].shape == (1, 4, 3)
+    two = BlockwiseMaskGenerator(patch_size=8)(dict(img=imgs[:2]))
+    assert two['mask'].shape == (2, 4, 3)
+    # the size comes from the first crop
+    small = [np.zeros((16, 16, 3))] + [np.zeros((8, 8, 3))]
+    first = BlockwiseMaskGenerator(patch_size=8)(
+        dict(img=small, num_global_crops=1)
+    )
+    assert first['mask'].shape == (1, 2, 2)
+
+
+def test_generator_defaults_bounds_and_messages():
+    assert repr(BlockwiseMaskGenerator()) == (
+        'BlockwiseMaskGenerator(patch_size=16, mask_ratio=(0.1, 0.5), '
+        'mask_prob=0.5, min_num_patches=4, '
+        f'aspect=(0.3, {1 / 0.3}))'
+    )
+    assert BlockwiseMaskGenerator()(_results())['mask'].shape == (2, 14, 14)
+    for ratio in [(0.0, 0.5), (0.3, 0.3), (0.5, 1.0)]:  # bounds included
+        BlockwiseMaskGenerator(mask_ratio=ratio)
+    BlockwiseMaskGenerator(patch_size=1)
+    with pytest.raises(ValueError, match='mask_ratio'):
+        BlockwiseMaskGenerator(mask_ratio=(0.5, 1.5))
+    with pytest.raises(
+        ValueError, match=r'^mask_prob must be in \[0, 1\], got 1.5\.$'
+    ):
+        BlockwiseMaskGenerator(mask_prob=1.5)
+    with pytest.raises(
+        ValueError, match=r'^patch_size must be >= 1, got 0\.$'
+    ):
+        BlockwiseMaskGenerator(patch_size=0)
+    # one patch tall or wide is enough; zero patches in either is an error
+    gen = BlockwiseMaskGenerator(patch_size=16, mask_prob=0.0)
+    assert gen(dict(img=[np.zeros((16, 48, 3))]))['mask'].shape == (1, 1, 3)
+    assert gen(dict(img=[np.zeros((48, 16, 3))]))['mask'].shape == (1, 3, 1)
+    with pytest.raises(
+        ValueError,
+        match=r'^Global crops of 8x48 are smaller than one 16-pixel patch; '
+        r'raise the global crop size or lower patch_size\.$',
+    ):
+        gen(dict(img=[np.zeros((8, 48, 3))]))
+    with pytest.raises(
+        ValueError,
+        match=r'^Global crops must share one size, got \(32, 32\) and '
+        r'\(16, 16\)\.$',
+    ):
+        gen(dict(img=[np.zeros((32, 32, 3)), np.zeros((16, 16, 3))]))

@@ -206,6 +206,7 @@ def test_defaults_kwargs_scalar_and_messages(monkeypatch):
     calls = []
     wrapper = _wrapper(model)
     x = torch.randn(4, 3)
+    hub = MessageHub.get_instance('nan_guard_scalar_test')  # now current
     wrapper.update_params(
         model(x).sum(),
         step_kwargs=dict(closure=lambda: calls.append(1)),
@@ -213,12 +214,12 @@ def test_defaults_kwargs_scalar_and_messages(monkeypatch):
     )
     assert calls == [1]
     assert torch.equal(model.weight.grad, torch.zeros_like(model.weight))
-    # each skip: the nan_skips scalar and a warning with both counts
+    # the nan_skips scalar after every step; a warning at each skip
+    assert hub.get_scalar('train/nan_skips').current() == 0
     warnings = []
     logger = MMLogger.get_current_instance()
     monkeypatch.setattr(logger, 'warning', warnings.append)
     wrapper.update_params(model(x).sum() * float('nan'))
-    hub = MessageHub.get_current_instance()
     assert hub.get_scalar('train/nan_skips').current() == 1
     assert warnings == [
         'Non-finite loss (nan) on at least one rank: optimiser step and '
