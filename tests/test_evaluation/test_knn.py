@@ -196,15 +196,16 @@ def test_knn_defaults_empty_query_and_messages():
     torch.manual_seed(1)
     bank, query = torch.randn(30, 4), torch.randn(3, 4)
     labels = torch.randint(0, 3, (30,))
-    # defaults: k=20 neighbours, T=0.07, against an independent sum
+    # defaults: k=20 neighbours (seen at T=1), T=0.07, against plain sums
     sims = _unit_rows(query) @ _unit_rows(bank).T
     top_sim, top_idx = sims.topk(20, dim=1)
-    expected = torch.zeros(3, 3)
-    for qi in range(3):
-        for s, i in zip(top_sim[qi].tolist(), top_idx[qi].tolist()):
-            expected[qi, labels[i]] += math.exp(s / 0.07)
-    scores = weighted_knn_scores(query, bank, labels, 3)
-    torch.testing.assert_close(scores, expected, rtol=1e-4, atol=0)
+    for kwargs, t in ((dict(temperature=1.0), 1.0), (dict(k=20), 0.07)):
+        expected = torch.zeros(3, 3)
+        for qi in range(3):
+            for s, i in zip(top_sim[qi].tolist(), top_idx[qi].tolist()):
+                expected[qi, labels[i]] += math.exp(s / t)
+        scores = weighted_knn_scores(query, bank, labels, 3, **kwargs)
+        torch.testing.assert_close(scores, expected, rtol=1e-5, atol=0)
     # no queries: (0, num_classes) scores, and accuracy refuses them
     empty = weighted_knn_scores(torch.zeros(0, 4), bank, labels, 3)
     assert empty.shape == (0, 3)
@@ -250,7 +251,7 @@ def test_knn_metric_settings_roles_labels_and_log(monkeypatch):
         module, 'print_log', lambda msg, logger: logs.append((msg, logger))
     )
     for temperature, top1 in ((0.07, 0.0), (10.0, 100.0)):
-        m = KNNAccuracy(k=3, temperature=temperature, topk=(1,))
+        m = KNNAccuracy(k=3, temperature=temperature, topk=(1, 5))
         m.process(None, samples)
         assert [r[1:] for r in m.results] == [
             (0, True),
@@ -258,9 +259,10 @@ def test_knn_metric_settings_roles_labels_and_log(monkeypatch):
             (2, True),
             (0, False),
         ]
-        assert m.compute_metrics(m.results) == {'top1': top1}
+        assert m.compute_metrics(m.results) == {'top1': top1, 'top5': 100.0}
     assert logs[-1] == (
-        'kNN (k=3, T=10.0) on 1 queries against a bank of 3: top1=100.00',
+        'kNN (k=3, T=10.0) on 1 queries against a bank of 3: '
+        'top1=100.00, top5=100.00',
         'current',
     )
     with pytest.raises(
