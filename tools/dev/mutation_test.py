@@ -104,11 +104,19 @@ MODULE_TESTS: dict[str, tuple[str, ...]] = {
         'tests/test_engine/test_optimizers/test_nan_guard.py',
         'tests/test_models/test_algorithms/test_dino_training.py',
     ),
-    'mmssl/utils/checkpoint_io.py': (
-        'tests/test_utils/test_checkpoint_io.py',
+    # checkpoint policy and I/O (moved from mmssl/utils/checkpoint_io.py)
+    'mmssl/checkpoint/policy.py': (
+        'tests/test_checkpoint/test_policy.py',
+        'tests/test_checkpoint/test_io.py',
     ),
-    'mmssl/engine/hooks/atomic_checkpoint_hook.py': (
-        'tests/test_engine/test_hooks/test_atomic_checkpoint_hook.py',
+    'mmssl/checkpoint/io.py': (
+        'tests/test_checkpoint/test_policy.py',
+        'tests/test_checkpoint/test_io.py',
+    ),
+    # RNG save/restore (moved from AtomicCheckpointHook to the loops)
+    'mmssl/engine/runner/rng.py': (
+        'tests/test_engine/test_runner/test_resumable_data.py',
+        'tests/test_engine/test_runner/test_loops.py',
     ),
     'mmssl/datasets/transforms/multi_crop.py': (
         'tests/test_datasets/test_transforms/test_multi_crop.py',
