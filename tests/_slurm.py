@@ -22,10 +22,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
+from mmssl.launch import find_free_port
+
 BINARIES = ('slurmctld', 'slurmd', 'munged', 'sbatch', 'scontrol', 'squeue')
 MUNGE_SOCKET = '/run/munge/munge.socket.2'
-CTLD_PORT = 16817
-SLURMD_PORT = 16818
 
 
 def missing_binaries() -> List[str]:
@@ -79,11 +79,11 @@ class SlurmCluster:
         )
 
 
-def _conf(root: str, host: str, cpus: int) -> str:
+def _conf(root: str, host: str, cpus: int, ports: tuple) -> str:
     return f"""ClusterName=mmssltest
 SlurmctldHost={host}(127.0.0.1)
-SlurmctldPort={CTLD_PORT}
-SlurmdPort={SLURMD_PORT}
+SlurmctldPort={ports[0]}
+SlurmdPort={ports[1]}
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
@@ -139,7 +139,11 @@ def start_cluster(root: str, timeout: float = 60) -> SlurmCluster:
     host = socket.gethostname().split('.')[0]
     conf = osp.join(root, 'slurm.conf')
     with open(conf, 'w') as f:
-        f.write(_conf(root, host, os.cpu_count() or 1))
+        # free ports: two test sessions on one machine never share daemons
+        ports = (find_free_port(), find_free_port())
+        while ports[1] == ports[0]:
+            ports = (ports[0], find_free_port())
+        f.write(_conf(root, host, os.cpu_count() or 1, ports))
     env = dict(os.environ, SLURM_CONF=conf)
     for var in [
         k for k in env if k.startswith('SLURM_') and k != 'SLURM_CONF'
