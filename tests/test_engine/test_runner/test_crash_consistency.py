@@ -180,7 +180,21 @@ def test_kill9_tools_train_resumes_from_newest_complete(
                         f'a checkpoint of run {k}',
                         proc,
                     )
-                    time.sleep(rng.uniform(0.0, 1.5))
+                    # a random moment, but no later than the save of
+                    # iteration 3 (k + 1): on a fast machine 1.5 s can be
+                    # the rest of the run, and the next start then finds
+                    # nothing left to do (no checkpoint, no resume to check)
+                    delay, start = rng.uniform(0.0, 1.5), time.monotonic()
+                    cap = f'Saving checkpoint at {3 * (k + 1)} iterations'
+                    _wait_for(
+                        lambda: (
+                            time.monotonic() - start >= delay
+                            or cap in log.read_text()
+                        ),
+                        240,
+                        f'the kill moment of run {k}',
+                        proc,
+                    )
                     proc.kill()
                 rc = proc.wait(timeout=240)
             finally:
