@@ -54,6 +54,10 @@ class SlurmCluster:
             check=check,
         )
 
+    def logs(self, lines: int = 20) -> str:
+        """The last ``lines`` of the daemons' logs, for failure messages."""
+        return _log_tails(self.root, lines)
+
     def job_state(self, job_id: str) -> str:
         """``JobState`` of a job (``PENDING``, ``RUNNING``, ...)."""
         out = self.run('scontrol', 'show', 'job', job_id, check=False)
@@ -162,14 +166,19 @@ def start_cluster(root: str, timeout: float = 60) -> SlurmCluster:
         if out.returncode == 0 and out.stdout.strip() == 'idle':
             return cluster
         time.sleep(0.5)
+    logs = cluster.logs()
+    stop_cluster(cluster)
+    raise RuntimeError(f'the test SLURM node did not become idle:\n{logs}')
+
+
+def _log_tails(root: str, lines: int) -> str:
     logs = ''
     for name in ('slurmctld.log', 'slurmd.log'):
         path = osp.join(root, name)
         if osp.isfile(path):
             with open(path) as f:
-                logs += f'--- {name}\n' + ''.join(f.readlines()[-20:])
-    stop_cluster(cluster)
-    raise RuntimeError(f'the test SLURM node did not become idle:\n{logs}')
+                logs += f'--- {name}\n' + ''.join(f.readlines()[-lines:])
+    return logs
 
 
 def _pid(path: str) -> Optional[int]:

@@ -113,7 +113,7 @@ def test_usr1_saves_requeues_and_resumes_exactly(
     ref = _submit(cluster, tmp_path, 'ref', demo_data_root, ref_dir)
     cluster.wait_state(ref, ('COMPLETED', 'FAILED', 'CANCELLED'), 300)
     text = _out_text(tmp_path, 'ref', ref)
-    assert cluster.job_state(ref) == 'COMPLETED', text[-3000:]
+    assert cluster.job_state(ref) == 'COMPLETED', text[-3000:] + cluster.logs()
 
     # The same job, signalled in epoch 2.
     work_dir = str(tmp_path / 'run')
@@ -136,7 +136,11 @@ def test_usr1_saves_requeues_and_resumes_exactly(
     cluster.run('scontrol', 'update', f'JobId={job}', 'StartTime=now')
     cluster.wait_state(job, ('COMPLETED', 'FAILED', 'CANCELLED'), 300)
     text = _out_text(tmp_path, 'run', job)
-    assert cluster.job_state(job) == 'COMPLETED', text[-3000:]
+    # once seen FAILED right after the requeue, with no restart in the
+    # job output (not reproduced since): the daemons' logs say why
+    assert cluster.job_state(job) == 'COMPLETED', text[-3000:] + cluster.logs(
+        60
+    )
 
     # One line on the signal, the requeue, then an automatic resume.
     stop = re.search(r'stopped at epoch (\d+), iter (\d+) on SIGUSR1', text)
