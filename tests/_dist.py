@@ -226,7 +226,8 @@ def _tree(pid: int) -> list:
 
 
 def kill_tree(pid: int) -> None:
-    """SIGKILL ``pid`` and all its descendants.
+    """SIGKILL ``pid`` and all its descendants; wait (10 s at most) until
+    they are dead.
 
     Everything is stopped first (a stopped process cannot fork), until no
     new descendant appears, then killed, so nothing escapes by being
@@ -244,6 +245,19 @@ def kill_tree(pid: int) -> None:
     for p in stopped:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(p, signal.SIGKILL)
+    # a killed process still runs its exit (closing files and sockets), for
+    # a while on a loaded machine: wait until it is gone or a zombie
+    deadline = time.monotonic() + 10
+    while any(_running(p) for p in stopped) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f'/proc/{pid}/stat') as f:
+            return f.read().rsplit(')', 1)[1].split()[0] != 'Z'
+    except OSError:
+        return False
 
 
 def run(

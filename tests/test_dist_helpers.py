@@ -13,11 +13,20 @@ import pytest
 
 
 def _alive(pid: int) -> bool:
+    """Not dead yet (own reading of /proc, independent of _dist's)."""
     try:
         with open(f'/proc/{pid}/stat') as f:
             return f.read().rsplit(')', 1)[1].split()[0] != 'Z'
     except FileNotFoundError:
         return False
+
+
+def _status(pid: int) -> str:
+    try:
+        with open(f'/proc/{pid}/status') as f:
+            return f.read()[:400]
+    except FileNotFoundError:
+        return 'gone'
 
 
 def _raises_on_rank_1(rank: int) -> None:
@@ -62,7 +71,7 @@ def test_spawn_kills_a_hung_rank_at_the_deadline(tmp_path):
     assert 'ranks [0] still running at the deadline' in str(info.value)
     assert 'in _hangs' in str(info.value)  # its stack
     pid = int((tmp_path / 'pid0').read_text())
-    assert not _alive(pid)
+    assert not _alive(pid), _status(pid)
 
 
 def test_run_kills_the_whole_tree_on_timeout(tmp_path):
@@ -72,7 +81,8 @@ def test_run_kills_the_whole_tree_on_timeout(tmp_path):
         _dist.run(['bash', '-c', script], timeout=6)  # bash starts in 6 s
     assert 'did not finish within 6 s' in str(info.value)
     assert 'started' in str(info.value)  # the output tail
-    assert not _alive(int(pids.read_text()))  # the grandchild too
+    pid = int(pids.read_text())
+    assert not _alive(pid), _status(pid)  # the grandchild too
 
 
 def test_run_retrying_port_clash(tmp_path):
