@@ -14,6 +14,7 @@ select/cons_tres, no GPUs (so no gres), NodeAddr=127.0.0.1.
 
 import os
 import os.path as osp
+import re
 import shutil
 import signal
 import socket
@@ -57,6 +58,20 @@ class SlurmCluster:
     def logs(self, lines: int = 20) -> str:
         """The last ``lines`` of the daemons' logs, for failure messages."""
         return _log_tails(self.root, lines)
+
+    def node_state(self) -> str:
+        """``sinfo`` state of the one node (``idle``, ``allocated``, ...)."""
+        out = self.run('sinfo', '-h', '-o', '%T', check=False)
+        return out.stdout.strip() if out.returncode == 0 else 'unknown'
+
+    def steps_done(self, job_id: str) -> int:
+        """How many steps of ``job_id`` slurmd has reported finished."""
+        path = osp.join(self.root, 'slurmd.log')
+        if not osp.isfile(path):
+            return 0
+        with open(path) as f:
+            text = f.read()
+        return len(re.findall(rf'\[{job_id}\.\w+\] done with job', text))
 
     def job_state(self, job_id: str) -> str:
         """``JobState`` of a job (``PENDING``, ``RUNNING``, ...)."""

@@ -133,6 +133,22 @@ def test_usr1_saves_requeues_and_resumes_exactly(
         'the requeue message',
     )
     cluster.wait_state(job, ('PENDING',), 60)
+    # SLURM's own requeue delay (about 2 min) keeps the relaunch well
+    # apart from the kill. Forcing it at once failed in CI (job FAILED,
+    # no second run in its output). slurmd fails a batch launch while a
+    # step of the same job still runs on the node ("already running, do
+    # not launch second copy"), and refuses one whose credential is not
+    # newer than the job's revocation, in whole seconds ("already killed").
+    # Wait until slurmd has torn down both steps of the first run and the
+    # node is idle, then let the clock move on.
+    _wait_for(
+        lambda: (
+            cluster.steps_done(job) >= 2 and cluster.node_state() == 'idle'
+        ),
+        120,
+        'the first run of the job to be torn down',
+    )
+    time.sleep(2)
     cluster.run('scontrol', 'update', f'JobId={job}', 'StartTime=now')
     cluster.wait_state(job, ('COMPLETED', 'FAILED', 'CANCELLED'), 300)
     text = _out_text(tmp_path, 'run', job)
