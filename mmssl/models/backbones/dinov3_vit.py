@@ -267,6 +267,12 @@ class DINOv3ViT(BaseBackbone):
         nn.init.zeros_(self.mask_token)
         self.rope_embed.reset_periods()
 
+    def train(self, mode: bool = True) -> 'DINOv3ViT':
+        """Set train/eval mode; returns self (mmpretrain's BaseBackbone
+        returns None)."""
+        super().train(mode)
+        return self
+
     # ------------------------------------------------------------------
     # forward
     def prepare_tokens(
