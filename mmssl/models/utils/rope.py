@@ -114,7 +114,7 @@ class RoPE2D(nn.Module):
         """Recompute ``periods`` from ``base``."""
         self.periods.copy_(rope_periods(self.head_dims, self.base))
 
-    def _coords(self, H: int, W: int, device: torch.device) -> Tensor:
+    def _coords(self, H: int, W: int, dtype: torch.dtype) -> Tensor:
         """Patch-centre coordinates (H*W, 2) in [-1, 1], rows first."""
         if self.normalize_coords == 'separate':
             denom_h, denom_w = H, W
@@ -122,7 +122,7 @@ class RoPE2D(nn.Module):
             denom_h = denom_w = max(H, W)
         else:
             denom_h = denom_w = min(H, W)
-        kw = dict(device=device, dtype=torch.float32)
+        kw = dict(device=self.periods.device, dtype=dtype)
         rows = torch.arange(0.5, H, **kw) / denom_h
         cols = torch.arange(0.5, W, **kw) / denom_w
         grid = torch.meshgrid(rows, cols, indexing='ij')
@@ -143,11 +143,13 @@ class RoPE2D(nn.Module):
         return coords
 
     def forward(self, H: int, W: int) -> Tuple[Tensor, Tensor]:
-        """Return ``(sin, cos)``, each (H*W, head_dims), float32."""
-        coords = self._coords(H, W, self.periods.device)
+        """Return ``(sin, cos)``, each (H*W, head_dims), in float32 (float64
+        for a float64 model), whatever the model's compute dtype."""
+        dtype = torch.promote_types(self.periods.dtype, torch.float32)
+        coords = self._coords(H, W, dtype)
         if self.training:
             coords = self._augment(coords)
-        periods = self.periods.float()
+        periods = self.periods.to(dtype)
         # (H*W, 2, D/4) -> (H*W, D/2): row angles, then column angles
         angles = 2 * math.pi * coords[:, :, None] / periods[None, None, :]
         angles = angles.flatten(1, 2).repeat(1, 2)  # (H*W, D)
