@@ -187,6 +187,10 @@ def test_hf_transformers_weights_match_reference(name):
     assert not any('k_proj.bias' in k for k in hf)
     mm = hf_dinov3_to_mmssl(hf)
     assert 'rope_embed.periods' not in mm
+    # the missing key bias stays masked (zero) when training goes on
+    for i in range(VARIANTS[name][0]['depth']):
+        mask = mm[f'layers.{i}.attn.qkv.bias_mask']
+        assert torch.equal(mask, sd[f'blocks.{i}.attn.qkv.bias_mask'])
     res = model.load_state_dict(mm, strict=True)
     assert not res.missing_keys and not res.unexpected_keys
     assert_matches_reference(model, sd, torch.randn(1, 3, 160, 256))
