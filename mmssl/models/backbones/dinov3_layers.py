@@ -145,6 +145,22 @@ class SwiGLUFFN(nn.Module):
         return self.w3(F.silu(self.w1(x)) * self.w2(x))
 
 
+class PatchEmbed(nn.Module):
+    """Non-overlapping ``patch_size`` convolution; remainders are cut."""
+
+    def __init__(self, in_channels: int, embed_dims: int, patch_size: int):
+        super().__init__()
+        self.patch_size = patch_size
+        self.projection = nn.Conv2d(
+            in_channels, embed_dims, patch_size, stride=patch_size
+        )
+
+    def forward(self, x: Tensor) -> Tuple[Tensor, Tuple[int, int]]:
+        x = self.projection(x)  # (B, C, Hp, Wp)
+        grid = (x.shape[2], x.shape[3])
+        return x.flatten(2).transpose(1, 2), grid  # (B, Hp*Wp, C)
+
+
 class DINOv3Block(nn.Module):
     """Pre-norm block ``x + ls1(attn(ln1(x)))``, ``x + ls2(ffn(ln2(x)))``.
 
@@ -209,6 +225,7 @@ __all__ = [
     'LayerScale',
     'MaskedBiasLinear',
     'Mlp',
+    'PatchEmbed',
     'RoPEAttention',
     'SwiGLUFFN',
     'swiglu_hidden_dims',

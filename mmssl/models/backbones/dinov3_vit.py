@@ -28,7 +28,12 @@ from torch import Tensor
 from mmssl.models.utils.rope import RoPE2D
 from mmssl.registry import MODELS
 
-from .dinov3_layers import DINOv3Block, LayerScale, MaskedBiasLinear
+from .dinov3_layers import (
+    DINOv3Block,
+    LayerScale,
+    MaskedBiasLinear,
+    PatchEmbed,
+)
 
 _ARCH_KEYS = {'embed_dims', 'num_layers', 'num_heads'}
 _OUT_TYPES = {'raw', 'cls_token', 'featmap', 'avg_featmap'}
@@ -42,22 +47,6 @@ def _arch(C: int, L: int, H: int, ratio: float = 4, **extra) -> dict:
         feedforward_channels=int(C * ratio),
         **extra,
     )
-
-
-class _PatchEmbed(nn.Module):
-    """Non-overlapping ``patch_size`` convolution; remainders are cut."""
-
-    def __init__(self, in_channels: int, embed_dims: int, patch_size: int):
-        super().__init__()
-        self.patch_size = patch_size
-        self.projection = nn.Conv2d(
-            in_channels, embed_dims, patch_size, stride=patch_size
-        )
-
-    def forward(self, x: Tensor) -> Tuple[Tensor, Tuple[int, int]]:
-        x = self.projection(x)  # (B, C, Hp, Wp)
-        grid = (x.shape[2], x.shape[3])
-        return x.flatten(2).transpose(1, 2), grid  # (B, Hp*Wp, C)
 
 
 @MODELS.register_module()
@@ -173,7 +162,7 @@ class DINOv3ViT(BaseBackbone):
             out_indices = [out_indices]
         self.out_indices = [i % L for i in out_indices]
 
-        self.patch_embed = _PatchEmbed(in_channels, C, patch_size)
+        self.patch_embed = PatchEmbed(in_channels, C, patch_size)
         self.cls_token = nn.Parameter(torch.zeros(1, 1, C))
         self.num_register_tokens = num_register_tokens
         self.num_extra_tokens = 1 + num_register_tokens
