@@ -196,3 +196,12 @@ def test_hf_transformers_weights_match_reference(name):
     assert_matches_reference(model, sd, torch.randn(1, 3, 160, 256))
     with pytest.raises(KeyError, match='pooler'):
         hf_dinov3_to_mmssl({**hf, 'pooler.dense.weight': torch.zeros(1)})
+
+
+@pytest.mark.parametrize('name', ['', 'proj.', 'projection.'])
+def test_hf_patch_embedding_names(name):
+    """transformers versions name the patch convolution differently."""
+    w = torch.randn(EMBED, 3, 16, 16)
+    out = hf_dinov3_to_mmssl({f'embeddings.patch_embeddings.{name}weight': w})
+    assert list(out) == ['patch_embed.projection.weight']
+    assert out['patch_embed.projection.weight'] is w

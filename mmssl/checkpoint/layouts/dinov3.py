@@ -168,6 +168,7 @@ _HF_TOP_MAP: Tuple[Tuple[str, str], ...] = (
     ('embeddings.register_tokens', 'register_tokens'),
     ('embeddings.mask_token', 'mask_token'),
     ('embeddings.patch_embeddings.proj.', 'patch_embed.projection.'),
+    ('embeddings.patch_embeddings.projection.', 'patch_embed.projection.'),
     ('embeddings.patch_embeddings.', 'patch_embed.projection.'),
     ('norm.', 'norm.'),
 )
