@@ -1,0 +1,391 @@
+# Copyright (c) mmssl contributors. All rights reserved.
+"""The DINOv3 Vision Transformer backbone.
+
+Siméoni et al., 2025, `DINOv3 <https://arxiv.org/abs/2508.10104>`_: a ViT
+with no learned position embedding but 2D axial rotary embeddings (RoPE)
+on the patch tokens only, so it takes any input size without resizing
+anything; register ("storage") tokens; LayerScale; an MLP or SwiGLU FFN;
+the key part of the qkv bias masked to zero; optionally separate final
+norms for the CLS/register tokens. Token order ``[CLS, REG_1..REG_R,
+PATCH_1..PATCH_N]``, patches row-major.
+
+The feature API is that of :class:`~mmssl.models.DINOVisionTransformer`
+(``prepare_tokens``, mask token, ``out_type``, ``num_extra_tokens``,
+non-reentrant ``with_cp``, ``get_layer_depth``,
+``get_last_selfattention``), so the DINO, iBOT and DINOv2 algorithms and
+the kNN / attention tools use it unchanged.
+"""
+
+from typing import List, Optional, Sequence, Tuple, Union
+
+import torch
+import torch.nn as nn
+import torch.utils.checkpoint as cp
+from mmengine.model.weight_init import trunc_normal_
+from mmpretrain.models.backbones.base_backbone import BaseBackbone
+from torch import Tensor
+
+from mmssl.models.utils.rope import RoPE2D
+from mmssl.registry import MODELS
+
+from .dinov3_layers import (
+    DINOv3Block,
+    LayerScale,
+    MaskedBiasLinear,
+    PatchEmbed,
+)
+
+_ARCH_KEYS = {'embed_dims', 'num_layers', 'num_heads'}
+_OUT_TYPES = {'raw', 'cls_token', 'featmap', 'avg_featmap'}
+
+
+def _arch(C: int, L: int, H: int, ratio: float = 4, **extra) -> dict:
+    return dict(
+        embed_dims=C,
+        num_layers=L,
+        num_heads=H,
+        feedforward_channels=int(C * ratio),
+        **extra,
+    )
+
+
+@MODELS.register_module()
+class DINOv3ViT(BaseBackbone):
+    """DINOv3 ViT with RoPE, registers, LayerScale and masked K-bias.
+
+    Args:
+        arch (str | dict): ``'small'`` (S/16), ``'small_plus'`` (S+/16,
+            SwiGLU), ``'base'`` (B/16), ``'large'`` (L/16), ``'huge_plus'``
+            (H+/16), ``'7b'``, or a dict with ``embed_dims``,
+            ``num_layers``, ``num_heads`` and optionally
+            ``feedforward_channels`` (default 4x), ``ffn_type`` (``'mlp'``
+            or ``'swiglu'``), ``swiglu_align`` (8), ``qkv_bias`` (True),
+            ``untie_global_and_local_cls_norm`` (False).
+        patch_size (int): Patch size. Defaults to 16.
+        in_channels (int): Image channels. Defaults to 3.
+        num_register_tokens (int): Register (storage) tokens R. Defaults
+            to 4 (all released models).
+        layer_scale_init_value (float): LayerScale init; 0 disables it.
+            Defaults to 1e-5.
+        drop_path_rate (float): Stochastic depth, the same rate in every
+            block as in DINOv3. Defaults to 0.
+        norm_eps (float): LayerNorm epsilon. Defaults to 1e-5 (released).
+        mask_k_bias (bool): Zero the key part of the qkv bias through the
+            ``attn.qkv.bias_mask`` buffer. Defaults to True.
+        untie_cls_and_patch_norms (bool): A separate final ``cls_norm`` for
+            CLS and registers. Defaults to False (all released models).
+        untie_global_and_local_cls_norm (bool, optional): Hold a
+            ``local_cls_norm`` as the released ViT-7B and ViT-L SAT-493M
+            do; DINOv3 uses it on local crops in training only, so it is
+            kept for loading/saving and not used by :meth:`forward`.
+            Defaults to None (the arch's value).
+        rope_base (float): RoPE period base. Defaults to 100.
+        rope_normalize_coords (str): See :class:`RoPE2D`.
+        rope_shift_coords, rope_jitter_coords (float, optional): Training
+            coordinate augmentations. Default to None.
+        rope_rescale_coords (float, optional): Training coordinate rescale;
+            the released models used 2. Defaults to 2.
+        out_type (str): ``'cls_token'`` (B, C), ``'raw'`` (B, 1 + R + N, C),
+            ``'featmap'`` (B, C, Hp, Wp) or ``'avg_featmap'`` (B, C).
+        out_indices (int | Sequence[int]): Blocks whose outputs are
+            returned, each through the final norm(s). Defaults to -1.
+        final_norm (bool): Apply the final norm(s). Defaults to True.
+        with_cp (bool): Non-reentrant activation checkpointing per block.
+        init_cfg (dict, optional): mmengine init config.
+    """
+
+    arch_zoo = {
+        **dict.fromkeys(['s', 'small'], _arch(384, 12, 6)),
+        **dict.fromkeys(
+            ['s+', 'small_plus'], _arch(384, 12, 6, 6, ffn_type='swiglu')
+        ),
+        **dict.fromkeys(['b', 'base'], _arch(768, 12, 12)),
+        **dict.fromkeys(['l', 'large'], _arch(1024, 24, 16)),
+        **dict.fromkeys(
+            ['h+', 'huge_plus'], _arch(1280, 32, 20, 6, ffn_type='swiglu')
+        ),
+        '7b': _arch(
+            4096,
+            40,
+            32,
+            3,
+            ffn_type='swiglu',
+            swiglu_align=64,
+            qkv_bias=False,
+            untie_global_and_local_cls_norm=True,
+        ),
+    }
+
+    def __init__(
+        self,
+        arch: Union[str, dict] = 'small',
+        patch_size: int = 16,
+        in_channels: int = 3,
+        num_register_tokens: int = 4,
+        layer_scale_init_value: float = 1e-5,
+        drop_path_rate: float = 0.0,
+        norm_eps: float = 1e-5,
+        mask_k_bias: bool = True,
+        untie_cls_and_patch_norms: bool = False,
+        untie_global_and_local_cls_norm: Optional[bool] = None,
+        rope_base: float = 100.0,
+        rope_normalize_coords: str = 'separate',
+        rope_shift_coords: Optional[float] = None,
+        rope_jitter_coords: Optional[float] = None,
+        rope_rescale_coords: Optional[float] = 2.0,
+        out_type: str = 'cls_token',
+        out_indices: Union[int, Sequence[int]] = -1,
+        final_norm: bool = True,
+        with_cp: bool = False,
+        init_cfg: Optional[dict] = None,
+    ) -> None:
+        super().__init__(init_cfg=init_cfg)
+        s = self._resolve_arch(arch)
+        if out_type not in _OUT_TYPES:
+            raise ValueError(
+                f'Unsupported out_type {out_type!r}; choose from '
+                f'{sorted(_OUT_TYPES)}.'
+            )
+        if not isinstance(num_register_tokens, int) or num_register_tokens < 0:
+            raise ValueError(
+                f'num_register_tokens must be an int >= 0, got '
+                f'{num_register_tokens!r}.'
+            )
+        C, L = s['embed_dims'], s['num_layers']
+        self.embed_dims, self.num_layers = C, L
+        self.num_heads = s['num_heads']
+        self.patch_size = patch_size
+        self.out_type = out_type
+        self.final_norm = final_norm
+        self.with_cp = with_cp
+        if isinstance(out_indices, int):
+            out_indices = [out_indices]
+        self.out_indices = [i % L for i in out_indices]
+
+        self.patch_embed = PatchEmbed(in_channels, C, patch_size)
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, C))
+        self.num_register_tokens = num_register_tokens
+        self.num_extra_tokens = 1 + num_register_tokens
+        self.register_tokens = (
+            nn.Parameter(torch.zeros(1, num_register_tokens, C))
+            if num_register_tokens
+            else None
+        )
+        self.mask_token = nn.Parameter(torch.zeros(C))
+        self.rope_embed = RoPE2D(
+            C // self.num_heads,
+            base=rope_base,
+            normalize_coords=rope_normalize_coords,
+            shift_coords=rope_shift_coords,
+            jitter_coords=rope_jitter_coords,
+            rescale_coords=rope_rescale_coords,
+        )
+        self.layers = nn.ModuleList(
+            DINOv3Block(
+                C,
+                self.num_heads,
+                s['feedforward_channels'],
+                ffn_type=s.get('ffn_type', 'mlp'),
+                swiglu_align=s.get('swiglu_align', 8),
+                layer_scale_init_value=layer_scale_init_value,
+                drop_path_rate=drop_path_rate,
+                norm_eps=norm_eps,
+                qkv_bias=s.get('qkv_bias', True),
+                mask_k_bias=mask_k_bias,
+            )
+            for _ in range(L)
+        )
+        self.norm = nn.LayerNorm(C, eps=norm_eps)
+        self.cls_norm = None
+        if untie_cls_and_patch_norms:
+            self.cls_norm = nn.LayerNorm(C, eps=norm_eps)
+        if untie_global_and_local_cls_norm is None:
+            untie_global_and_local_cls_norm = s.get(
+                'untie_global_and_local_cls_norm', False
+            )
+        self.local_cls_norm = (
+            nn.LayerNorm(C, eps=norm_eps)
+            if untie_global_and_local_cls_norm
+            else None
+        )
+
+    @classmethod
+    def _resolve_arch(cls, arch: Union[str, dict]) -> dict:
+        if isinstance(arch, str):
+            if arch.lower() not in cls.arch_zoo:
+                raise ValueError(
+                    f'Unknown arch {arch!r}; choose from '
+                    f'{sorted(cls.arch_zoo)} or pass a dict with keys '
+                    f'{sorted(_ARCH_KEYS)}.'
+                )
+            return dict(cls.arch_zoo[arch.lower()])
+        if not isinstance(arch, dict) or not _ARCH_KEYS <= set(arch):
+            raise ValueError(
+                f'A custom arch must be a dict with keys '
+                f'{sorted(_ARCH_KEYS)}, got {arch!r}.'
+            )
+        s = dict(arch)
+        s.setdefault('feedforward_channels', 4 * s['embed_dims'])
+        return s
+
+    def init_weights(self) -> None:
+        """DINOv3 init: Linear trunc-normal(0.02) with zero bias, CLS and
+        register tokens normal(0.02), mask token zeros, LayerScale to its
+        init value, RoPE periods from the base; the patch convolution keeps
+        PyTorch's default. A ``Pretrained`` init_cfg loads instead."""
+        super().init_weights()
+        cfg = self.init_cfg
+        if isinstance(cfg, dict) and cfg.get('type') == 'Pretrained':
+            return
+        for m in self.modules():
+            if isinstance(m, nn.Linear):
+                trunc_normal_(m.weight, std=0.02)
+                if m.bias is not None:
+                    nn.init.zeros_(m.bias)
+            if isinstance(m, MaskedBiasLinear):
+                third = m.out_features // 3
+                m.bias_mask.fill_(1)
+                m.bias_mask[third : 2 * third] = 0
+            elif isinstance(m, nn.LayerNorm):
+                m.reset_parameters()
+            elif isinstance(m, LayerScale):
+                nn.init.constant_(m.gamma, m.init_value)
+        nn.init.normal_(self.cls_token, std=0.02)
+        if self.register_tokens is not None:
+            nn.init.normal_(self.register_tokens, std=0.02)
+        nn.init.zeros_(self.mask_token)
+        self.rope_embed.reset_periods()
+
+    def train(self, mode: bool = True) -> 'DINOv3ViT':
+        """Set train/eval mode; returns self (mmpretrain's BaseBackbone
+        returns None)."""
+        super().train(mode)
+        return self
+
+    # ------------------------------------------------------------------
+    # forward
+    def prepare_tokens(
+        self, x: Tensor, mask: Optional[Tensor] = None
+    ) -> Tuple[Tensor, Tuple[int, int]]:
+        """Patchify, apply the mask token, prepend CLS and registers.
+
+        Args:
+            x (Tensor): Images (B, C_in, H, W).
+            mask (Tensor, optional): Bool mask (B, Hp, Wp) or (B, Hp*Wp);
+                True marks patches replaced by ``mask_token``.
+
+        Returns:
+            tuple: Tokens (B, 1 + R + N, C) and the patch grid (Hp, Wp).
+        """
+        B = x.shape[0]
+        x, grid = self.patch_embed(x)  # (B, N, C)
+        if mask is not None:
+            if mask.shape[0] != B or mask[0].numel() != x.shape[1]:
+                raise ValueError(
+                    f'mask of shape {tuple(mask.shape)} does not match the '
+                    f'{B} images with a {grid[0]}x{grid[1]} patch grid; '
+                    f'expected ({B}, {grid[0]}, {grid[1]}) or '
+                    f'({B}, {grid[0] * grid[1]}).'
+                )
+            mask = mask.reshape(B, -1, 1).bool()
+            x = torch.where(mask, self.mask_token.to(x.dtype), x)
+        elif self.training and torch.is_grad_enabled():
+            # Keep mask_token in the graph (zero contribution) so DDP does
+            # not need find_unused_parameters when a step has no masks.
+            x = x + 0.0 * self.mask_token.to(x.dtype)
+        tokens = [self.cls_token.expand(B, -1, -1)]
+        if self.register_tokens is not None:
+            tokens.append(self.register_tokens.expand(B, -1, -1))
+        x = torch.cat([t.to(x.dtype) for t in tokens] + [x], dim=1)
+        return x, grid
+
+    def _run_layer(self, layer: nn.Module, x: Tensor, rope) -> Tensor:
+        if self.with_cp and self.training and torch.is_grad_enabled():
+            # Non-reentrant: DDP-safe when a block runs twice per step.
+            return cp.checkpoint(layer, x, rope, use_reentrant=False)
+        return layer(x, rope)
+
+    def forward(
+        self, x: Tensor, mask: Optional[Tensor] = None
+    ) -> Tuple[Tensor, ...]:
+        """Forward images of any size, optionally masking patches.
+
+        Args:
+            x (Tensor): Images (B, C_in, H, W); ``H // patch_size`` by
+                ``W // patch_size`` patches (remainders are cut).
+            mask (Tensor, optional): Bool patch mask (B, Hp, Wp) or
+                (B, Hp*Wp). Defaults to None.
+
+        Returns:
+            tuple[Tensor]: One output per ``out_indices``, by ``out_type``.
+        """
+        x, grid = self.prepare_tokens(x, mask)
+        rope = self.rope_embed(*grid)  # (sin, cos), each (N, head_dims)
+        outs = []
+        for i, layer in enumerate(self.layers):
+            x = self._run_layer(layer, x, rope)
+            if i in self.out_indices:
+                out = self.apply_final_norm(x) if self.final_norm else x
+                outs.append(self._format_output(out, grid))
+        return tuple(outs)
+
+    def apply_final_norm(self, x: Tensor) -> Tensor:
+        """Final norm of tokens (B, 1 + R + N, C); ``cls_norm`` on CLS and
+        registers when the norms are untied."""
+        if self.cls_norm is None:
+            return self.norm(x)
+        n = self.num_extra_tokens
+        return torch.cat([self.cls_norm(x[:, :n]), self.norm(x[:, n:])], 1)
+
+    def _format_output(self, x: Tensor, hw: Tuple[int, int]) -> Tensor:
+        if self.out_type == 'raw':
+            return x  # (B, 1 + R + N, C)
+        if self.out_type == 'cls_token':
+            return x[:, 0]  # (B, C)
+        patch = x[:, self.num_extra_tokens :]  # (B, N, C)
+        if self.out_type == 'featmap':
+            # (B, N, C) -> (B, Hp, Wp, C) -> (B, C, Hp, Wp)
+            return patch.reshape(x.shape[0], *hw, -1).permute(0, 3, 1, 2)
+        return patch.mean(dim=1)  # 'avg_featmap': (B, C)
+
+    @torch.no_grad()
+    def get_last_selfattention(
+        self, x: Tensor, mask: Optional[Tensor] = None
+    ) -> Tensor:
+        """Softmax attention (B, heads, T, T) of the last block, T = 1 + R +
+        N; row 0 is the CLS query."""
+        x, grid = self.prepare_tokens(x, mask)
+        rope = self.rope_embed(*grid)
+        for layer in self.layers[:-1]:
+            x = layer(x, rope)
+        last = self.layers[-1]
+        return last.attn.attention_map(last.ln1(x), rope)
+
+    # ------------------------------------------------------------------
+    # layer-wise lr decay
+    def get_layer_depth(
+        self, param_name: str, prefix: str = ''
+    ) -> Tuple[int, int]:
+        """Layer depth of a parameter for layer-wise lr decay: embeddings
+        (patch embed, CLS, register and mask tokens) 0, block ``i`` is
+        ``i + 1``, the rest (final norms, heads) ``num_layers + 1``.
+
+        Returns:
+            tuple[int, int]: (depth, number of depths = num_layers + 2).
+        """
+        num_depths = self.num_layers + 2
+        if not param_name.startswith(prefix):
+            return num_depths - 1, num_depths
+        name = param_name[len(prefix) :]
+        if name in (
+            'cls_token',
+            'register_tokens',
+            'mask_token',
+        ) or name.startswith('patch_embed'):
+            return 0, num_depths
+        if name.startswith('layers.'):
+            return int(name.split('.')[1]) + 1, num_depths
+        return num_depths - 1, num_depths
+
+
+__all__: List[str] = ['DINOv3ViT']
