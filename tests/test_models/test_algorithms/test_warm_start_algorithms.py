@@ -94,3 +94,30 @@ def test_chaining_refuses_a_checkpoint_of_another_model(tmp_path):
     torch.save({'state_dict': other.state_dict()}, path)
     with pytest.raises(WarmStartError, match='student/teacher backbone'):
         build('DINO', 2, warm_start=dict(checkpoint=path, format='mmssl_full'))
+
+
+@pytest.mark.slow
+def test_warmstart_config_takes_a_hub_vit_s14_file(tmp_path):
+    """The preset's backbone matches the released ViT-S/14 (518 px) layout."""
+    import copy as _copy
+
+    from torch import nn
+
+    from mmssl.checkpoint.warm_start import apply_warm_start
+    from mmssl.utils.config_compat import load_config_file
+
+    cfg = load_config_file('configs/dinov2/dinov2_vit-s14_warmstart_custom.py')
+    assert cfg.model.warm_start.head_iters == 1000
+    assert dict(type='WarmStartHook') in cfg.custom_hooks
+    hub_cfg = dict(cfg.model.backbone, img_size=518)  # hub files: 37 x 37
+    hub = mmssl_to_dinov2(MODELS.build(hub_cfg).state_dict())
+    path = str(tmp_path / 'dinov2_vits14_pretrain.pth')
+    torch.save(hub, path)
+    algo = nn.Module()
+    algo.backbone = MODELS.build(cfg.model.backbone)
+    algo.teacher = nn.ModuleDict(dict(backbone=_copy.deepcopy(algo.backbone)))
+    warm = dict(cfg.model.warm_start, checkpoint=path)
+    report = apply_warm_start(algo, warm)
+    assert report.missing == report.unexpected == []
+    assert len(report.matched) == len(hub) == 175  # 12 x 14 + 7
+    assert algo.backbone.pos_embed.shape == (1, 257, 384)
