@@ -137,6 +137,26 @@ def test_each_format_gives_the_source_features(tmp_path, fmt):
     assert len(report.matched) == len(sd) - len(missing)
 
 
+def test_timm_packed_swiglu_becomes_w12_w3(tmp_path):
+    arch = dict(ARCH, ffn_type='swiglu_fused')
+    torch.manual_seed(0)
+    src, dst = (
+        DINOVisionTransformer(arch=arch, img_size=32, patch_size=8).eval()
+        for _ in range(2)
+    )
+    with torch.no_grad():
+        for p in src.parameters():
+            p.normal_(0, 0.2)
+    timm = mmssl_to_timm(src.state_dict())
+    assert 'blocks.0.mlp.fc1.weight' in timm  # timm's packed SwiGLU
+    algo = Algo(dst)
+    path = save(timm, tmp_path / 'timm.pth')
+    report = apply_warm_start(algo, dict(checkpoint=path))
+    assert report.unexpected == [] and report.missing == ['mask_token']
+    x = torch.randn(2, 3, 32, 32)
+    assert torch.allclose(features(dst, x), features(src, x), atol=1e-5)
+
+
 def test_detect_format_by_key_names():
     sd = mmssl_to_dinov2(vit(0).state_dict())
     assert detect_format(sd) == 'dinov2'
