@@ -73,6 +73,7 @@ WARM_START_KEYS = (
     'unfreeze',
     'ramp_iters',
 )
+_SCHEDULE_KEYS = ('head_iters', 'unfreeze', 'ramp_iters')
 #: (format, key suffix that marks its backbone), checked in this order.
 _MARKERS = (
     ('dinov3', 'storage_tokens'),
@@ -290,9 +291,16 @@ def apply_warm_start(model: nn.Module, cfg: Mapping, logger: Any = 'current'):
     )
     share = check_match(report, len(own), min_match, 'backbone')
     model.teacher['backbone'].load_state_dict(model.backbone.state_dict())
+    schedule = {k: cfg[k] for k in _SCHEDULE_KEYS if k in cfg}
     print_log(
         f'warm_start: {fmt} backbone from {path} in student and teacher '
-        f'({share:.1%} of {len(own)} tensors); heads freshly initialised.',
+        f'({share:.1%} of {len(own)} tensors); heads freshly initialised.'
+        + (
+            f' Schedule {schedule}: applied by WarmStartHook, which must be '
+            'in custom_hooks.'
+            if schedule
+            else ''
+        ),
         logger=logger,
     )
     return report
