@@ -39,6 +39,8 @@ setup(
     extras_require={
         'tests': parse_requirements('tests'),
         'optional': parse_requirements('optional'),
+        # warm start from HF transformers .safetensors files
+        'safetensors': ['safetensors'],
     },
     license='Apache License 2.0',
     zip_safe=False,

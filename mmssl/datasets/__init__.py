@@ -7,6 +7,11 @@ from .image_folder import (
 )
 from .knn_dataset import KNNDataset
 from .mixed import MixedDataset, WeightedMixSampler, epoch_indices
+from .mixed_resolution import (
+    MixedResolutionBatchSampler,
+    MixedResolutionDataset,
+    SizedIndex,
+)
 from .transforms import *  # noqa: F401,F403
 from .worker_seed import seed_worker
 
@@ -21,4 +26,7 @@ __all__ = [
     'epoch_indices',
     'seed_worker',
     'ClusterUniformSampler',
+    'MixedResolutionBatchSampler',
+    'MixedResolutionDataset',
+    'SizedIndex',
 ]

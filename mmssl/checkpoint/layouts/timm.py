@@ -10,7 +10,9 @@ import re
 from collections import OrderedDict
 from typing import Mapping
 
-from .dinov2 import StateDict, mmssl_to_dinov2
+import torch
+
+from .dinov2 import StateDict, dinov2_to_mmssl, mmssl_to_dinov2
 
 
 def dinov2_to_timm(state_dict: Mapping) -> StateDict:
@@ -45,4 +47,65 @@ def mmssl_to_timm(state_dict: Mapping) -> StateDict:
     return dinov2_to_timm(mmssl_to_dinov2(state_dict))
 
 
-__all__ = ['dinov2_to_timm', 'mmssl_to_timm']
+_TIMM_FC = re.compile(r'^(blocks\.\d+\.mlp\.)fc([12])\.(weight|bias)$')
+
+
+def timm_to_dinov2(state_dict: Mapping) -> StateDict:
+    """Convert timm ViT weights to the DINOv2 hub layout.
+
+    The inverse of :func:`dinov2_to_timm`, for any timm ViT with the same
+    block layout (``vit_*_dinov2``, ``vit_*_patch16_224`` ...). A packed
+    SwiGLU ``mlp.fc1`` (2 x hidden output rows, twice ``mlp.fc2``'s input)
+    becomes ``mlp.w12``/``mlp.w3``. With ``reg_token`` (timm
+    ``no_embed_class``), the class token keeps its sum with the class
+    position embedding and the class position row is zero, which gives the
+    same forward. Classifier keys (``head.*``) are dropped; anything else
+    timm-specific (``norm_pre``, ``fc_norm``) is passed on, so that a load
+    report shows it as unexpected.
+
+    Args:
+        state_dict (Mapping): timm ViT weights, no prefix.
+
+    Returns:
+        dict: DINOv2 hub-layout weights.
+    """
+    sd = {k: v for k, v in state_dict.items() if not k.startswith('head.')}
+    out: StateDict = OrderedDict()
+    if 'reg_token' in sd:
+        out['register_tokens'] = sd.pop('reg_token')
+        pos = sd.pop('pos_embed')  # (1, N, C), no class row
+        out['pos_embed'] = torch.cat([torch.zeros_like(pos[:, :1]), pos], 1)
+    for key, value in sd.items():
+        match = _TIMM_FC.match(key)
+        if match and _is_packed_swiglu(sd, match.group(1)):
+            name = 'w12' if match.group(2) == '1' else 'w3'
+            key = f'{match.group(1)}{name}.{match.group(3)}'
+        out[key] = value
+    return out
+
+
+def _is_packed_swiglu(sd: Mapping, mlp: str) -> bool:
+    fc1, fc2 = sd.get(mlp + 'fc1.weight'), sd.get(mlp + 'fc2.weight')
+    if fc1 is None or fc2 is None:
+        return False
+    return fc1.shape[0] == 2 * fc2.shape[1]  # (2H, C) vs (C, H)
+
+
+def timm_to_mmssl(state_dict: Mapping, strict: bool = False) -> StateDict:
+    """Convert timm ViT weights to mmssl keys (see :func:`timm_to_dinov2`).
+
+    Args:
+        state_dict (Mapping): timm ViT weights, no prefix.
+        strict (bool): Raise on keys without an mmssl counterpart. Defaults
+            to False: they are dropped here and counted as unexpected by
+            the warm start's load report.
+    """
+    return dinov2_to_mmssl(timm_to_dinov2(state_dict), strict=strict)
+
+
+__all__ = [
+    'dinov2_to_timm',
+    'mmssl_to_timm',
+    'timm_to_dinov2',
+    'timm_to_mmssl',
+]

@@ -1,10 +1,12 @@
 from .blockwise_mask import BlockwiseMaskGenerator, blockwise_mask
 from .loading import BadImageError, LoadImageRobust, scale_to_uint8
+from .mixed_resolution_crop import MixedResolutionMultiCrop
 from .multi_crop import MultiCrop
 from .relative_loc import RelativeLocPatches
 
 __all__ = [
     'MultiCrop',
+    'MixedResolutionMultiCrop',
     'BlockwiseMaskGenerator',
     'blockwise_mask',
     'LoadImageRobust',

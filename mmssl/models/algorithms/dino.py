@@ -9,6 +9,7 @@ from mmpretrain.models.selfsup import BaseSelfSupervisor
 from mmpretrain.structures import DataSample
 from torch import Tensor, nn
 
+from mmssl.checkpoint.warm_start import apply_warm_start
 from mmssl.registry import MODELS
 
 
@@ -61,6 +62,11 @@ class DINO(BaseSelfSupervisor):
             overwrites it every iteration). Defaults to 0.04.
         loss_weights (dict, optional): Weights of the loss terms, keys
             ``dino`` (and ``ibot``, ``koleo`` in subclasses).
+        warm_start (dict, optional): Start student and teacher from a
+            checkpoint after initialisation, e.g. ``dict(checkpoint=
+            'dinov2_vits14.pth', format='auto')``; see
+            :func:`mmssl.checkpoint.warm_start.apply_warm_start` and
+            docs/en/warm_start.md. Defaults to None.
         data_preprocessor (dict, optional): Data preprocessor config.
         init_cfg (dict, optional): Init config.
     """
@@ -77,6 +83,7 @@ class DINO(BaseSelfSupervisor):
         loss_weights: Optional[dict] = None,
         data_preprocessor: Optional[dict] = None,
         init_cfg: Optional[dict] = None,
+        warm_start: Optional[dict] = None,
         **kwargs,
     ) -> None:
         super().__init__(
@@ -91,6 +98,7 @@ class DINO(BaseSelfSupervisor):
                 f'num_global_crops must be >= 1, got {num_global_crops}.'
             )
         self.num_global_crops = num_global_crops
+        self.warm_start = warm_start
         self.teacher_temp = teacher_temp
         self.loss_weights = dict(self.default_loss_weights)
         unknown = set(loss_weights or {}) - set(self.loss_weights)
@@ -123,6 +131,8 @@ class DINO(BaseSelfSupervisor):
         super().init_weights()
         for name, module in self._student_modules().items():
             self.teacher[name].load_state_dict(module.state_dict())
+        if self.warm_start:
+            apply_warm_start(self, self.warm_start)
 
     @torch.no_grad()
     def update_teacher(self, momentum: float) -> None:

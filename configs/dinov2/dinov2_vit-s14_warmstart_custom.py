@@ -1,0 +1,72 @@
+# Continued pretraining: DINOv2 ViT-S/14 from the released weights, on any
+# folder(s) of images, one GPU, batch 64. Student and teacher start from
+# the official backbone (DINOv2 hub .pth, timm, or HF safetensors: the
+# format is detected); the DINO/iBOT heads start fresh and are trained
+# alone for the first 1000 iterations, then the whole backbone joins with
+# its update ramped up over 1000 iterations. The run stops if fewer than
+# 95% of the backbone tensors load. See docs/en/warm_start.md.
+#   python tools/train.py configs/dinov2/dinov2_vit-s14_warmstart_custom.py \
+#       --cfg-options train_dataloader.dataset.data_root=/data/cells \
+#       model.warm_start.checkpoint=checkpoints/dinov2_vits14_pretrain.pth
+# Multi-channel images (e.g. 5-channel microscopy): set
+# model.backbone.in_channels=5 (new channels start from the RGB mean) and a
+# loading pipeline / data preprocessor with 5 channels.
+_base_ = './dinov2_vit-s14_1xb64-200e_custom-small.py'
+max_epochs = 50
+warmup_epochs = 5
+model = dict(
+    warm_start=dict(
+        checkpoint='checkpoints/dinov2_vits14_pretrain.pth',
+        format='auto',  # dinov2 | timm | hf_dinov2 | mmssl | ...
+        min_match=0.95,
+        head_iters=1000,  # heads alone first (backbone frozen)
+        unfreeze='all',  # or K: only the last K blocks (+ final norm)
+        ramp_iters=1000,  # backbone updates ramped 0 -> 1
+    ),
+)
+# a tenth of the from-scratch lr: the backbone is already good
+optim_wrapper = dict(optimizer=dict(lr=0.1 * 0.004 * (64 / 1024) ** 0.5))
+param_scheduler = [
+    dict(
+        type='LinearLR',
+        start_factor=1e-6,
+        by_epoch=True,
+        begin=0,
+        end=warmup_epochs,
+        convert_to_iter_based=True,
+    ),
+    dict(
+        type='CosineAnnealingLR',
+        T_max=max_epochs - warmup_epochs,
+        eta_min=1e-6,
+        by_epoch=True,
+        begin=warmup_epochs,
+        end=max_epochs,
+        convert_to_iter_based=True,
+    ),
+    dict(
+        type='CosineAnnealingParamScheduler',
+        param_name='weight_decay',
+        eta_min_ratio=10.0,
+        T_max=max_epochs,
+        by_epoch=True,
+        begin=0,
+        end=max_epochs,
+        convert_to_iter_based=True,
+    ),
+]
+custom_hooks = [
+    dict(type='BadFileSummaryHook', interval=50),
+    # a pretrained teacher: slower EMA than from scratch
+    dict(type='TeacherEMAHook', momentum=0.996, end_momentum=1.0),
+    dict(
+        type='TeacherTempWarmupHook',
+        warmup_temp=0.04,
+        temp=0.07,
+        warmup_epochs=5,
+        by_epoch=False,
+    ),
+    dict(type='FreezeLastLayerHook', freeze_epochs=1),
+    dict(type='WarmStartHook'),  # reads head_iters/unfreeze/ramp_iters
+]
+train_cfg = dict(max_epochs=max_epochs)
