@@ -1,4 +1,5 @@
 from .blockwise_mask import BlockwiseMaskGenerator, blockwise_mask
+from .color_jitter import HueSafeColorJitter
 from .loading import BadImageError, LoadImageRobust, scale_to_uint8
 from .mixed_resolution_crop import MixedResolutionMultiCrop
 from .multi_crop import MultiCrop
@@ -13,4 +14,5 @@ __all__ = [
     'BadImageError',
     'scale_to_uint8',
     'RelativeLocPatches',
+    'HueSafeColorJitter',
 ]
