@@ -5,8 +5,9 @@ import torch
 from torch import nn
 
 from mmssl.registry import MODELS
-from mmssl.utils import count_params, load_config, parameter_table
-from mmssl.utils.param_count import (
+from mmssl.apis import count_params, parameter_table
+from mmssl.utils import load_config
+from mmssl.apis.param_count import (
     VIT_PRESETS,
     build_on_meta,
     dino_vit_presets,

@@ -79,7 +79,7 @@ def _arch_note(cfg_backbone) -> str:
 def presets_table(meta: bool = True) -> str:
     """Text table of the ViT presets against their published sizes."""
     from mmssl.registry import MODELS
-    from mmssl.utils.param_count import (
+    from mmssl.apis.param_count import (
         VIT_PRESETS,
         build_on_meta,
         count_params,
@@ -107,7 +107,7 @@ def main(argv=None) -> str:
     args = parse_args(argv)
     from mmssl.registry import MODELS
     from mmssl.utils import load_config, register_all_modules
-    from mmssl.utils.param_count import (
+    from mmssl.apis.param_count import (
         build_on_meta,
         format_table,
         parameter_table,

@@ -135,7 +135,8 @@ def main(argv=None) -> dict:
         trust_from_args,
     )
     from mmssl.evaluation import extract_features
-    from mmssl.utils import find_backbone, init_model, load_config
+    from mmssl.apis import init_model
+    from mmssl.utils import find_backbone, load_config
     from mmssl.visualization.tsne import (
         plot_embedding,
         run_tsne,

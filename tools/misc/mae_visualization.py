@@ -63,7 +63,8 @@ def main(argv=None) -> str:
     import torch
 
     from mmssl.checkpoint import exit_on_untrusted, trust_from_args
-    from mmssl.utils import init_model, load_config
+    from mmssl.apis import init_model
+    from mmssl.utils import load_config
     from mmssl.visualization.mim_reconstruction import (
         mim_reconstruct,
         mim_style,
