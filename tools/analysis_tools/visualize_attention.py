@@ -60,8 +60,8 @@ def main(argv=None) -> dict:
     import numpy as np
     import torch
 
-    from mmssl.checkpoint import exit_on_untrusted, trust_from_args
     from mmssl.apis import init_model
+    from mmssl.checkpoint import exit_on_untrusted, trust_from_args
     from mmssl.utils import find_backbone, load_config
     from mmssl.visualization.attention import (
         _last_block,
