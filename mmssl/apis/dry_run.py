@@ -3,6 +3,8 @@
 import sys
 from typing import Any, Dict, List
 
+from mmengine.hooks import LoggerHook
+
 from mmssl.engine.hooks.log_interval_hook import clamp_logger_interval
 
 from .param_count import count_params
@@ -88,7 +90,10 @@ def dry_run(runner: Any) -> List[str]:
         if hasattr(loop, 'max_epochs')
         else f'schedule: {loop.max_iters} iterations',
     ]
-    lines.append(clamp_logger_interval(runner) or 'logger interval: kept')
+    note = clamp_logger_interval(runner)
+    for hook in runner.hooks:
+        if isinstance(hook, LoggerHook):
+            lines.append(note or f'logger: every {hook.interval} iterations')
     lines += _scheduler_lines(
         runner.param_schedulers, iters_per_epoch, loop.max_iters
     )
