@@ -19,6 +19,9 @@ from typing import Any, List, Optional, Tuple, Union
 
 from mmengine.config import Config
 
+from .errors import TrainConfigError
+from .resume import set_resume
+
 #: ``(logging level, message)`` pairs for the run's log, collected while the
 #: config is prepared (the runner and its log file do not exist yet).
 Notes = List[Tuple[int, str]]
@@ -28,23 +31,6 @@ VIS_BACKENDS = {
     'tensorboard': ('TensorboardVisBackend', 'tensorboard'),
     'wandb': ('WandbVisBackend', 'wandb'),
 }
-
-
-class TrainConfigError(ValueError):
-    """The config or the options cannot give a run; the message says why.
-
-    Attributes:
-        exit_code (int): Status for a command-line tool: 2 for a wrong
-            config or option, 1 when the run cannot start now (busy work
-            dir, too few samples).
-    """
-
-    def __init__(self, message: str, exit_code: int = 2) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
-
-    def __str__(self) -> str:
-        return str(self.args[0])
 
 
 def load_train_cfg(
@@ -168,7 +154,7 @@ def prepare_train_cfg(
         cfg.checkpoint_every_minutes = checkpoint_every_minutes
     for name in vis or []:
         notes.append((logging.INFO, add_vis_backend(cfg, name)))
-    _add(notes, logging.INFO, _set_resume(cfg, resume))
+    _add(notes, logging.INFO, set_resume(cfg, resume))
     return cfg
 
 
@@ -288,68 +274,6 @@ def add_vis_backend(cfg: Config, name: str) -> str:
     visualizer['vis_backends'] = backends
     where = osp.join(cfg.work_dir, '<timestamp>', 'vis_data')
     return f'--vis {name}: {backend} added (writes under {where})'
-
-
-def _set_resume(cfg: Config, resume: Union[None, bool, str]) -> List[str]:
-    from mmssl.launch import resolve_resume
-    from mmssl.launch.requeue import is_requeued_run
-
-    if resume is True:
-        resume = 'auto'
-    elif resume is False:
-        resume = None
-    try:
-        done, ckpt, message = resolve_resume(resume, cfg.work_dir)
-    except FileNotFoundError as exc:
-        raise TrainConfigError(str(exc)) from exc
-    if resume is None and is_requeued_run():
-        done, ckpt, message = requeued_resume(cfg)
-        resume = 'auto'
-    if resume is None:
-        return []
-    cfg.resume = done
-    if done:
-        cfg.load_from = ckpt
-    return [message]
-
-
-def requeued_resume(cfg: Config) -> Tuple[bool, Optional[str], str]:
-    """``(resume, checkpoint, message)`` for a SLURM job after a requeue.
-
-    The newest checkpoint of the work dir is resumed without ``--resume``
-    when the config stored in it equals this run's config.
-
-    Raises:
-        TrainConfigError: The checkpoint was written by another config;
-            the message names the keys that differ.
-    """
-    from mmssl.checkpoint import load_checkpoint
-    from mmssl.launch import find_newest_checkpoint
-    from mmssl.utils.config_diff import config_differences
-
-    ckpt = find_newest_checkpoint(cfg.work_dir)
-    if ckpt is None:
-        return (
-            False,
-            None,
-            'SLURM requeue: no checkpoint in the work dir yet; training '
-            'starts from scratch.',
-        )
-    trusted = True if cfg.get('trust_checkpoint', False) else None
-    meta = load_checkpoint(ckpt, trusted=trusted).get('meta') or {}
-    saved = meta.get('cfg')
-    if saved:
-        diffs = config_differences(saved, cfg)
-    else:
-        diffs = ['the checkpoint stores no config']
-    if diffs:
-        raise TrainConfigError(
-            f'SLURM requeue: {ckpt} was written by a different config '
-            f'({"; ".join(diffs)}), so it is not resumed. Use the '
-            'config it was trained with, pass --resume CHECKPOINT to '
-            'continue from it anyway, or give this run a new --work-dir.'
-        )
-    return True, ckpt, f'SLURM requeue: resuming from {ckpt}'
 
 
 def build_train_runner(cfg: Config, notes: Optional[Notes] = None) -> Any:

@@ -246,3 +246,17 @@ def test_dry_run_reports_sizes_schedule_and_config_lr_rule(
     )
     assert re.search(r'model: DINOv2, \d+ parameters', out)
     assert not glob.glob(str(wd / '*.pth'))
+
+
+def test_vis_without_its_package_names_the_install(monkeypatch, capsys):
+    import importlib
+
+    # the module, not mmssl.apis.train the function
+    train_api = importlib.import_module('mmssl.apis.train')
+    missing = ('TensorboardVisBackend', 'no_such_tensorboard')
+    monkeypatch.setitem(train_api.VIS_BACKENDS, 'tensorboard', missing)
+    with pytest.raises(SystemExit) as info:
+        train_tool.main([DEMO, '--vis', 'tensorboard'])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert 'pip install no_such_tensorboard' in err and '[optional]' in err

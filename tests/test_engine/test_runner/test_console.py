@@ -39,3 +39,19 @@ def test_warnings_ignored_on_other_ranks_only():
         warnings_on_rank_zero_only(1)
         warnings.warn('rank 1 does not')
     assert [str(w.message) for w in seen] == ['rank 0 sees this']
+
+
+def test_dataloader_workers_other_than_zero_ignore_warnings():
+    from mmssl.engine.runner import SSLRunner
+
+    cfg = dict(
+        dataset=list(range(4)),
+        sampler=dict(type='DefaultSampler', shuffle=False),
+        batch_size=2,
+        num_workers=2,
+    )
+    loader = SSLRunner.build_dataloader(dict(cfg), seed=0)
+    assert loader.worker_init_fn.keywords['disable_subprocess_warning']
+    cfg['disable_subprocess_warning'] = False  # the config can opt out
+    loader = SSLRunner.build_dataloader(dict(cfg), seed=0)
+    assert not loader.worker_init_fn.keywords['disable_subprocess_warning']
