@@ -1,6 +1,5 @@
 """``tools/train.py --dry-run``: build everything, report, do not train."""
 
-import sys
 from typing import Any, Dict, List
 
 from mmengine.hooks import LoggerHook
@@ -42,11 +41,8 @@ def _scheduler_lines(schedulers: Any, iters_per_epoch: int, max_iters: int):
     for prefix, sched in items:
         scale = iters_per_epoch if sched.by_epoch else 1
         begin = sched.begin * scale
-        end = (
-            'end of training'
-            if sched.end >= sys.maxsize
-            else (f'{min(sched.end * scale, max_iters)}')
-        )
+        # an open end (mmengine's INF) is the end of the run
+        end = min(sched.end * scale, max_iters)
         lines.append(
             f'  {prefix}{type(sched).__name__}({sched.param_name}): '
             f'iterations {begin} -> {end}'
