@@ -4,7 +4,11 @@ One process (CPU or one GPU)::
 
     python tools/train.py CONFIG [--work-dir DIR] [--resume [CKPT]] [--amp]
         [--auto-scale-lr [linear|sqrt]] [--seed N] [--deterministic]
+        [--vis tensorboard|wandb] [--dry-run]
         [--cfg-options KEY=VALUE ...] [--allow-new-keys]
+
+Everything it does to the config is :func:`mmssl.apis.prepare_train_cfg`,
+which Python users call too (docs/en/get_started.md).
 
 Several processes: ``bash tools/dist_train.sh CONFIG N [ARGS]`` (torchrun,
 ``--launcher pytorch``) or ``tools/slurm_train.sh`` (``--launcher slurm``).
@@ -22,6 +26,21 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 from mmssl.utils.config import CfgOptionsAction  # noqa: E402
+
+#: Flags passed on to :func:`mmssl.apis.prepare_train_cfg` as keywords.
+PREPARE_ARGS = (
+    'work_dir',
+    'resume',
+    'amp',
+    'auto_scale_lr',
+    'seed',
+    'deterministic',
+    'launcher',
+    'cfg_options',
+    'allow_new_keys',
+    'checkpoint_every_minutes',
+    'vis',
+)
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -53,12 +72,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument(
         '--auto-scale-lr',
         nargs='?',
-        const='linear',
+        const=True,
         default=None,
         choices=['linear', 'sqrt'],
         help='scale the lr by (world size x batch_size) / '
-        'auto_scale_lr.base_batch_size, linearly (default) or by its '
-        'square root (DINOv2)',
+        "auto_scale_lr.base_batch_size with the config's auto_scale_lr.rule "
+        '(linear when it has none), or with the rule given here; sqrt is '
+        "DINOv2's",
     )
     parser.add_argument(
         '--cfg-options',
@@ -79,6 +99,20 @@ def parse_args(argv=None) -> argparse.Namespace:
         metavar='N',
         help='also save a safety checkpoint every N minutes (the newest '
         'one is kept; config key checkpoint_every_minutes)',
+    )
+    parser.add_argument(
+        '--vis',
+        action='append',
+        choices=['tensorboard', 'wandb'],
+        help='also log to TensorBoard or Weights & Biases (repeatable; '
+        'needs the [optional] extra; WANDB_MODE=offline for offline W&B), '
+        'see docs/en/logging.md',
+    )
+    parser.add_argument(
+        '--dry-run',
+        action='store_true',
+        help='build everything, print model and dataset sizes, iterations '
+        'per epoch, scheduler ends and lr, then exit without training',
     )
     parser.add_argument('--seed', type=int, default=None, help='random seed')
     parser.add_argument(
@@ -120,193 +154,35 @@ def _fail(message: str, code: int = 2) -> None:
     sys.exit(code)
 
 
-def _requeued_resume(cfg) -> tuple:
-    """``(resume, checkpoint, message)`` for a SLURM job after a requeue.
-
-    The newest checkpoint of the work dir is resumed without ``--resume``
-    when the config stored in it equals this run's config; otherwise the
-    run stops, naming the keys that differ.
-    """
-    from mmssl.checkpoint import load_checkpoint
-    from mmssl.launch import find_newest_checkpoint
-    from mmssl.utils.config_diff import config_differences
-
-    ckpt = find_newest_checkpoint(cfg.work_dir)
-    if ckpt is None:
-        return (
-            False,
-            None,
-            'SLURM requeue: no checkpoint in the work dir yet; training '
-            'starts from scratch.',
-        )
-    trusted = True if cfg.get('trust_checkpoint', False) else None
-    saved = (load_checkpoint(ckpt, trusted=trusted).get('meta') or {}).get(
-        'cfg'
-    )
-    if saved:
-        diffs = config_differences(saved, cfg)
-    else:
-        diffs = ['the checkpoint stores no config']
-    if diffs:
-        _fail(
-            f'SLURM requeue: {ckpt} was written by a different config '
-            f'({"; ".join(diffs)}), so it is not resumed. Use the '
-            'config it was trained with, pass --resume CHECKPOINT to '
-            'continue from it anyway, or give this run a new --work-dir.'
-        )
-    return True, ckpt, f'SLURM requeue: resuming from {ckpt}'
-
-
-def main(argv=None) -> None:
+def main(argv=None):
+    """Parse the flags, prepare the config, train (or report: --dry-run)."""
     args = parse_args(argv)
-    if args.deterministic:
-        # cuBLAS reads this when its handle is created, i.e. before any
-        # CUDA work; nothing has touched CUDA yet.
-        os.environ.setdefault('CUBLAS_WORKSPACE_CONFIG', ':4096:8')
+    from mmengine.dist import get_rank
 
-    import torch
-
-    from mmssl.engine.runner import (
-        TooFewSamplesError,
-        build_runner,
-        check_train_dataloader,
-        setup_distributed_cfg,
+    from mmssl.apis import (
+        TrainConfigError,
+        build_train_runner,
+        dry_run,
+        prepare_train_cfg,
+        train,
     )
-    from mmssl.launch import RunLock, WorkDirBusyError, resolve_resume
-    from mmssl.launch.requeue import is_requeued_run
-    from mmssl.utils import register_all_modules
-    from mmssl.utils.config import (
-        UnknownConfigKeyError,
-        auto_scale_lr_in_cfg,
-        enable_amp_in_cfg,
-        merge_cfg_options,
-    )
-    from mmssl.utils.config_compat import load_config_file
 
-    register_all_modules()
-    if not osp.isfile(args.config):
-        _fail(f'config file {args.config} does not exist.')
-    cfg = load_config_file(args.config)
+    options = {k: getattr(args, k) for k in PREPARE_ARGS}
+    notes = []
     try:
-        notes = merge_cfg_options(cfg, args.cfg_options, args.allow_new_keys)
-    except (UnknownConfigKeyError, IndexError, TypeError) as exc:
-        _fail(str(exc))
-
-    if cfg.get('custom_imports'):  # e.g. added with --cfg-options
-        from mmengine.utils import import_modules_from_strings
-
-        import_modules_from_strings(**cfg.custom_imports)
-
-    # work dir: --work-dir > the config's work_dir > ./work_dirs/<stem>
-    if args.work_dir is not None:
-        cfg.work_dir = args.work_dir
-    elif cfg.get('work_dir') is None:
-        cfg.work_dir = osp.join(
-            './work_dirs', osp.splitext(osp.basename(args.config))[0]
-        )
-
-    # Refuse at once when a live run uses the work dir; the runner takes
-    # the lock itself when training starts.
-    lock_cfg = dict(cfg.get('lock_cfg') or {})
-    if lock_cfg.pop('enable', True) is not False:
-        try:
-            RunLock(cfg.work_dir, **lock_cfg).check()
-        except WorkDirBusyError as exc:
-            _fail(str(exc), code=1)
-
-    try:
-        rank, world_size = setup_distributed_cfg(cfg, args.launcher)
-    except RuntimeError as exc:
-        _fail(str(exc))
-    cuda = torch.cuda.is_available()
-    log_lines = []
-    if rank == 0:
-        print(f'mmssl: work dir {osp.abspath(cfg.work_dir)}', flush=True)
-    if world_size > 1:
-        log_lines.append(
-            f'distributed: {world_size} processes, backend '
-            f'{cfg.env_cfg["dist_cfg"]["backend"]}, launcher {args.launcher}'
-        )
-
-    if args.amp:
-        try:
-            log_lines.append(enable_amp_in_cfg(cfg, cuda))
-        except ValueError as exc:
-            _fail(str(exc))
-
-    auto = cfg.get('auto_scale_lr') or {}
-    if args.auto_scale_lr is not None or auto.get('enable', False):
-        rule = args.auto_scale_lr or auto.get('rule', 'linear')
-        try:
-            log_lines.extend(auto_scale_lr_in_cfg(cfg, world_size, rule))
-        except ValueError as exc:
-            _fail(str(exc))
-
-    randomness = dict(cfg.get('randomness') or {})
-    if args.seed is not None:
-        randomness['seed'] = args.seed
-    if args.deterministic:
-        randomness['deterministic'] = True
-        if randomness.get('seed') is None:
-            randomness['seed'] = 0
-            log_lines.append('--deterministic without a seed: using seed 0')
-        cfg.setdefault('env_cfg', {})['cudnn_benchmark'] = False
-    cfg.randomness = randomness
-    if args.checkpoint_every_minutes is not None:
-        cfg.checkpoint_every_minutes = args.checkpoint_every_minutes
-
-    try:
-        resume, ckpt, message = resolve_resume(args.resume, cfg.work_dir)
-    except FileNotFoundError as exc:
-        _fail(str(exc))
-    if args.resume is None and is_requeued_run():
-        resume, ckpt, message = _requeued_resume(cfg)
-        args.resume = 'auto'
-    if args.resume is not None:
-        cfg.resume = resume
-        if resume:
-            cfg.load_from = ckpt
-        log_lines.append(message)
-
-    runner = build_runner(cfg)
-    if args.deterministic:
-        # mmengine enabled strict mode; many vision ops (e.g. the CUDA
-        # backward of adaptive average pooling) have no deterministic
-        # kernel and would stop training, so they warn instead.
-        torch.use_deterministic_algorithms(True, warn_only=True)
-        torch.backends.cudnn.deterministic = True
-        torch.backends.cudnn.benchmark = False
-        log_lines.append(
-            '--deterministic: cuDNN deterministic, benchmark off, '
-            f'CUBLAS_WORKSPACE_CONFIG={os.environ["CUBLAS_WORKSPACE_CONFIG"]}'
-            ', deterministic algorithms (warn where none exists)'
-        )
-    for line in notes:
-        runner.logger.warning(line)
-    for line in log_lines:
-        runner.logger.info(line)
-        if rank == 0 and line.startswith(('--resume', 'SLURM requeue')):
-            print(f'mmssl: {line}', flush=True)
-
-    # Build the loop (and dataloader) now to refuse an empty epoch before
-    # schedulers, checkpoints or collectives are set up.
-    runner._train_loop = runner.build_train_loop(runner._train_loop)
-    try:
-        iters = check_train_dataloader(
-            runner.train_dataloader, runner.world_size
-        )
-    except TooFewSamplesError as exc:
-        runner.logger.error(str(exc))
-        _fail(str(exc), code=1)
-    runner.logger.info(
-        f'{iters} iterations per epoch on each of '
-        f'{runner.world_size} process(es)'
-    )
-    try:
-        runner.train()
-    except WorkDirBusyError as exc:
-        runner.logger.error(str(exc))
-        _fail(str(exc), code=1)
+        cfg = prepare_train_cfg(args.config, notes=notes, **options)
+        if get_rank() == 0:
+            print(f'mmssl: work dir {osp.abspath(cfg.work_dir)}', flush=True)
+            for _, line in notes:
+                if line.startswith(('--resume', 'SLURM requeue')):
+                    print(f'mmssl: {line}', flush=True)
+        if not args.dry_run:
+            return train(cfg, notes)
+        runner = build_train_runner(cfg, notes)
+    except TrainConfigError as exc:
+        _fail(str(exc), exc.exit_code)
+    print('\n'.join(dry_run(runner)), flush=True)
+    return runner
 
 
 if __name__ == '__main__':

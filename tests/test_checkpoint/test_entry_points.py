@@ -10,10 +10,11 @@ import os.path as osp
 import pytest
 import torch
 
+from mmssl.apis import init_model
 from mmssl.checkpoint import UnsafeCheckpointError
 from mmssl.models.utils import PretrainedCLIPTarget, PretrainedVQKDTarget
 from mmssl.registry import MODELS
-from mmssl.utils import init_model, load_config
+from mmssl.utils import load_config
 
 from .payload import TEST_SCHEME, save_payload_checkpoint
 

@@ -4,14 +4,15 @@ import pytest
 import torch
 from torch import nn
 
-from mmssl.registry import MODELS
-from mmssl.utils import count_params, load_config, parameter_table
-from mmssl.utils.param_count import (
+from mmssl.apis import count_params, parameter_table
+from mmssl.apis.param_count import (
     VIT_PRESETS,
     build_on_meta,
     dino_vit_presets,
     find_blocks,
 )
+from mmssl.registry import MODELS
+from mmssl.utils import load_config
 
 from ._utils import load_tool, tiny_config
 

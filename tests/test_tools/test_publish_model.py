@@ -10,9 +10,10 @@ import torch
 from mmengine.logging import HistoryBuffer, MessageHub
 from test_checkpoint.payload import save_payload_checkpoint
 
+from mmssl.apis import publish_checkpoint
 from mmssl.checkpoint import UnsafeCheckpointError, load_checkpoint
 from mmssl.registry import MODELS
-from mmssl.utils import load_config, publish_checkpoint
+from mmssl.utils import load_config
 
 from ._utils import load_tool, tiny_config
 

@@ -3,6 +3,7 @@
 import glob
 import os
 import os.path as osp
+import re
 import subprocess
 import sys
 
@@ -177,3 +178,85 @@ def test_launcher_without_its_variables_fails_clearly(monkeypatch, capsys):
     assert info.value.code == 2
     err = capsys.readouterr().err
     assert 'torchrun' in err and 'tools/dist_train.sh' in err
+
+
+def _run_train(args, cwd, timeout=480):
+    return subprocess.run(
+        [sys.executable, osp.join(ROOT, 'tools/train.py'), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.mark.slow
+def test_first_iteration_within_40_console_lines(demo_data_root, tmp_path):
+    """Environment, config and hooks go to the log file, not stdout; the
+    default logger interval (10) is clamped to the 2-iteration epoch."""
+    wd = tmp_path / 'wd'
+    proc = _run_train(
+        [DEMO, '--work-dir', str(wd), '--cfg-options']
+        + _small(demo_data_root, indices=8)
+        + ['default_hooks.logger.interval=10', 'train_cfg.max_epochs=1'],
+        tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    first = next(i for i, line in enumerate(lines) if 'Epoch(train)' in line)
+    assert first <= 40, '\n'.join(lines[:first])
+    assert 'logging every 2 iterations' in proc.stdout
+    assert 'base_lr: 1.0000e-01' in lines[first]
+    assert 'Config:' not in proc.stdout
+    assert 'Hooks will be executed' not in proc.stdout
+    log = open(glob.glob(str(wd / '*' / '*.log'))[0]).read()
+    assert 'Config:' in log and 'Hooks will be executed' in log
+
+
+@pytest.mark.slow
+def test_dry_run_reports_sizes_schedule_and_config_lr_rule(
+    demo_data_root, tmp_path
+):
+    """Bare --auto-scale-lr takes the DINOv2 config's sqrt rule: batch 16 of
+    64 gives factor sqrt(16 / 64) = 0.5 (linear would give 0.25)."""
+    config = osp.join(
+        ROOT, 'configs/dinov2/dinov2_vit-tiny-p4_1xb64-10e_demo.py'
+    )
+    wd = tmp_path / 'wd'
+    proc = _run_train(
+        [config, '--work-dir', str(wd), '--auto-scale-lr', '--dry-run']
+        + ['--cfg-options']
+        + _small(demo_data_root, batch=16, indices=32)[:5],
+        tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
+    assert 'rule=sqrt, real batch size 16' in out and 'factor 0.5;' in out
+    assert "rule from the config's auto_scale_lr.rule" in out
+    assert 'lr: optimizer.lr 0.0005 (the base lr' in out
+    assert 'dataset: 32 samples, batch size 16 x 1 process(es)' in out
+    assert 'iterations per epoch: 2\n' in out
+    assert 'schedule: 10 epochs, 20 iterations' in out
+    # warm-up 1 epoch, cosine to the end, weight decay over the whole run
+    assert 'LinearLR(lr): iterations 0 -> 2\n' in out
+    assert 'CosineAnnealingLR(lr): iterations 2 -> 20\n' in out
+    assert (
+        'CosineAnnealingParamScheduler(weight_decay): iterations 0 -> 20'
+        in out
+    )
+    assert re.search(r'model: DINOv2, \d+ parameters', out)
+    assert not glob.glob(str(wd / '*.pth'))
+
+
+def test_vis_without_its_package_names_the_install(monkeypatch, capsys):
+    import importlib
+
+    # the module, not mmssl.apis.train the function
+    train_api = importlib.import_module('mmssl.apis.train')
+    missing = ('TensorboardVisBackend', 'no_such_tensorboard')
+    monkeypatch.setitem(train_api.VIS_BACKENDS, 'tensorboard', missing)
+    with pytest.raises(SystemExit) as info:
+        train_tool.main([DEMO, '--vis', 'tensorboard'])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert 'pip install no_such_tensorboard' in err and '[optional]' in err

@@ -7,7 +7,7 @@ import cv2
 import pytest
 import torch
 
-from mmssl.utils import init_model
+from mmssl.apis import init_model
 from mmssl.visualization.attention import (
     cls_attention_maps,
     last_block_attention,

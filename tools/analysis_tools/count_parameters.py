@@ -78,14 +78,14 @@ def _arch_note(cfg_backbone) -> str:
 
 def presets_table(meta: bool = True) -> str:
     """Text table of the ViT presets against their published sizes."""
-    from mmssl.registry import MODELS
-    from mmssl.utils.param_count import (
+    from mmssl.apis.param_count import (
         VIT_PRESETS,
         build_on_meta,
         count_params,
         dino_vit_presets,
         human_count,
     )
+    from mmssl.registry import MODELS
 
     lines = [f'{"preset":<36}{"params":>10}{"published":>11}{"diff":>8}']
     for label, cfg, ref in VIT_PRESETS + dino_vit_presets():
@@ -105,13 +105,13 @@ def presets_table(meta: bool = True) -> str:
 
 def main(argv=None) -> str:
     args = parse_args(argv)
-    from mmssl.registry import MODELS
-    from mmssl.utils import load_config, register_all_modules
-    from mmssl.utils.param_count import (
+    from mmssl.apis.param_count import (
         build_on_meta,
         format_table,
         parameter_table,
     )
+    from mmssl.registry import MODELS
+    from mmssl.utils import load_config, register_all_modules
 
     register_all_modules()
     out = []

@@ -60,8 +60,9 @@ def main(argv=None) -> dict:
     import numpy as np
     import torch
 
+    from mmssl.apis import init_model
     from mmssl.checkpoint import exit_on_untrusted, trust_from_args
-    from mmssl.utils import find_backbone, init_model, load_config
+    from mmssl.utils import find_backbone, load_config
     from mmssl.visualization.attention import (
         _last_block,
         _num_extra_tokens,

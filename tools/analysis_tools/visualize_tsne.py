@@ -129,13 +129,14 @@ def main(argv=None) -> dict:
     from mmengine.runner import Runner
     from torch.utils.data import ConcatDataset, Subset
 
+    from mmssl.apis import init_model
     from mmssl.checkpoint import (
         TEACHER_BACKBONE_PATHS,
         exit_on_untrusted,
         trust_from_args,
     )
     from mmssl.evaluation import extract_features
-    from mmssl.utils import find_backbone, init_model, load_config
+    from mmssl.utils import find_backbone, load_config
     from mmssl.visualization.tsne import (
         plot_embedding,
         run_tsne,

@@ -62,8 +62,9 @@ def main(argv=None) -> str:
     import cv2
     import torch
 
+    from mmssl.apis import init_model
     from mmssl.checkpoint import exit_on_untrusted, trust_from_args
-    from mmssl.utils import init_model, load_config
+    from mmssl.utils import load_config
     from mmssl.visualization.mim_reconstruction import (
         mim_reconstruct,
         mim_style,

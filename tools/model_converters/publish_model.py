@@ -48,8 +48,8 @@ def parse_args(argv=None):
 
 def main(argv=None) -> str:
     args = parse_args(argv)
+    from mmssl.apis.publish import publish_checkpoint
     from mmssl.checkpoint import exit_on_untrusted, trust_from_args
-    from mmssl.utils.publish import publish_checkpoint
 
     with exit_on_untrusted():
         path, info = publish_checkpoint(

@@ -1,9 +1,11 @@
 from .atomic_checkpoint_hook import AtomicCheckpointHook
 from .bad_file_hook import BadFileCounter, BadFileSummaryHook, collect_skipped
+from .base_lr_log_hook import BaseLRLogHook
 from .deepcluster_hook import DeepClusterHook
 from .dist_loss_average_hook import DistLossAverageHook
 from .freeze_last_layer_hook import FreezeLastLayerHook
 from .knn_eval_hook import KNNEvalHook
+from .log_interval_hook import LogIntervalHook
 from .odc_hook import ODCHook
 from .pretrained_init_hook import PretrainedInitHook
 from .swav_queue_hook import SwAVQueueHook
@@ -14,12 +16,14 @@ from .warm_start_hook import WarmStartHook
 __all__ = [
     'AtomicCheckpointHook',
     'BadFileSummaryHook',
+    'BaseLRLogHook',
     'BadFileCounter',
     'collect_skipped',
     'DeepClusterHook',
     'DistLossAverageHook',
     'FreezeLastLayerHook',
     'KNNEvalHook',
+    'LogIntervalHook',
     'ODCHook',
     'PretrainedInitHook',
     'SwAVQueueHook',

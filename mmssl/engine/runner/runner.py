@@ -28,6 +28,7 @@ from mmssl.launch.requeue import requeue_slurm_job, requeue_wanted
 from mmssl.launch.signals import DEFAULT_SIGNALS, StopSignals
 from mmssl.registry import RUNNERS
 
+from .console import shorten_console, warnings_on_rank_zero_only
 from .distributed import cpu_model_wrapper_cfg
 from .loops import resumable_loop_cfg
 from .rank_buffers import (
@@ -112,6 +113,19 @@ class SSLRunner(Runner):
     _loaded_rank_buffers: Optional[List[Dict]] = None
 
     # ------------------------------------------------------------ build
+    def setup_env(self, env_cfg: Dict) -> None:
+        """mmengine's setup, then warnings on rank 0 only."""
+        super().setup_env(env_cfg)
+        warnings_on_rank_zero_only(get_rank())
+
+    def build_logger(self, log_level='INFO', log_file=None, **kwargs):
+        """mmengine's logger; long INFO dumps go to the log file only."""
+        logger = super().build_logger(log_level, log_file, **kwargs)
+        if shorten_console(logger):
+            path = log_file or osp.join(self._log_dir, f'{self.timestamp}.log')
+            logger.info(f'environment, config and hook order: in {path} only')
+        return logger
+
     def wrap_model(self, model_wrapper_cfg: Optional[Dict], model: nn.Module):
         """Wrap ``model``; adapt to CPU processes first when needed."""
         if (
@@ -141,6 +155,8 @@ class SSLRunner(Runner):
         signal_cfg = self.cfg.get('signal_cfg') or {}
         hooks = [
             dict(type='DistLossAverageHook'),
+            dict(type='BaseLRLogHook'),
+            dict(type='LogIntervalHook'),
             dict(
                 type='PreemptionHook',
                 every_minutes=self.cfg.get('checkpoint_every_minutes'),
@@ -191,8 +207,9 @@ class SSLRunner(Runner):
                 num_workers=dataloader.get('num_workers', 0),
                 rank=get_rank(),
                 seed=seed,
+                # warnings of worker 0 only (mmssl/engine/runner/console.py)
                 disable_subprocess_warning=dataloader.pop(
-                    'disable_subprocess_warning', False
+                    'disable_subprocess_warning', True
                 ),
             )
         return Runner.build_dataloader(dataloader, seed, diff_rank_seed)

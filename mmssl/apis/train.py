@@ -1,0 +1,352 @@
+"""Preparing a training config, and training it: what tools/train.py does.
+
+``tools/train.py`` only parses its flags and calls :func:`prepare_train_cfg`
+and :func:`train`; Python users call the same two functions and get the
+same run::
+
+    from mmssl.apis import prepare_train_cfg, train
+
+    notes = []
+    cfg = prepare_train_cfg('configs/simclr/..._demo.py', amp=True,
+                            auto_scale_lr=True, notes=notes)
+    train(cfg, notes)              # or: RUNNERS.build(cfg).train()
+"""
+
+import logging
+import os
+import os.path as osp
+from typing import Any, List, Optional, Tuple, Union
+
+from mmengine.config import Config
+
+from .errors import TrainConfigError
+from .resume import set_resume
+
+#: ``(logging level, message)`` pairs for the run's log, collected while the
+#: config is prepared (the runner and its log file do not exist yet).
+Notes = List[Tuple[int, str]]
+
+#: ``--vis NAME`` -> the vis backend added and the package it needs.
+VIS_BACKENDS = {
+    'tensorboard': ('TensorboardVisBackend', 'tensorboard'),
+    'wandb': ('WandbVisBackend', 'wandb'),
+}
+
+
+def load_train_cfg(
+    config: Union[str, Config],
+    cfg_options: Optional[dict] = None,
+    allow_new_keys: bool = False,
+    notes: Optional[Notes] = None,
+) -> Config:
+    """Load a config file and apply ``--cfg-options`` to it.
+
+    Unknown keys in ``cfg_options`` are an error with a did-you-mean
+    unless ``allow_new_keys``. ``custom_imports`` are imported.
+
+    Raises:
+        TrainConfigError: Missing file or bad option key.
+    """
+    from mmssl.utils import register_all_modules
+    from mmssl.utils.config import UnknownConfigKeyError, merge_cfg_options
+    from mmssl.utils.config_compat import load_config_file
+
+    register_all_modules()
+    if isinstance(config, str):
+        if not osp.isfile(config):
+            raise TrainConfigError(f'config file {config} does not exist.')
+        cfg = load_config_file(config)
+    else:
+        cfg = config
+    try:
+        lines = merge_cfg_options(cfg, cfg_options, allow_new_keys)
+    except (UnknownConfigKeyError, IndexError, TypeError) as exc:
+        raise TrainConfigError(str(exc)) from exc
+    _add(notes, logging.WARNING, lines)
+    if cfg.get('custom_imports'):  # e.g. added with --cfg-options
+        from mmengine.utils import import_modules_from_strings
+
+        import_modules_from_strings(**cfg.custom_imports)
+    return cfg
+
+
+def prepare_train_cfg(
+    config: Union[str, Config],
+    *,
+    work_dir: Optional[str] = None,
+    resume: Union[None, bool, str] = None,
+    amp: bool = False,
+    auto_scale_lr: Union[None, bool, str] = None,
+    seed: Optional[int] = None,
+    deterministic: bool = False,
+    launcher: str = 'none',
+    cfg_options: Optional[dict] = None,
+    allow_new_keys: bool = False,
+    checkpoint_every_minutes: Optional[float] = None,
+    vis: Optional[List[str]] = None,
+    notes: Optional[Notes] = None,
+) -> Config:
+    """Everything ``tools/train.py`` does to a config before the runner.
+
+    Args:
+        config (str | Config): Config file or loaded config (changed in
+            place).
+        work_dir (str, optional): Wins over the config's ``work_dir``;
+            without either, ``./work_dirs/<config file stem>``.
+        resume (None | bool | str): None: the config's ``resume``;
+            True or ``'auto'``: the newest checkpoint of the work dir
+            (from scratch when there is none); a path: that checkpoint.
+            A requeued SLURM job resumes as with ``'auto'`` when the
+            checkpoint's config equals this one.
+        amp (bool): Mixed precision (float16 on GPU, bfloat16 on CPU).
+        auto_scale_lr (None | bool | str): None: scale only when the
+            config sets ``auto_scale_lr.enable``; True: scale by the
+            config's ``auto_scale_lr.rule`` (linear when it has none);
+            ``'linear'`` or ``'sqrt'``: that rule.
+        seed (int, optional): Random seed.
+        deterministic (bool): Deterministic algorithms (seed 0 if none).
+        launcher (str): ``'none'``, ``'pytorch'``, ``'slurm'`` or
+            ``'mpi'``; starts the process group.
+        cfg_options (dict, optional): Dotted-key overrides.
+        allow_new_keys (bool): Let ``cfg_options`` add keys.
+        checkpoint_every_minutes (float, optional): Safety checkpoints.
+        vis (list[str], optional): Extra vis backends, ``'tensorboard'``
+            and/or ``'wandb'`` (see docs/en/logging.md).
+        notes (list, optional): Receives ``(level, message)`` pairs for
+            the run's log; pass them to :func:`train`.
+
+    Returns:
+        Config: The prepared config; build it with
+        ``RUNNERS.build(cfg)`` or :func:`train`.
+
+    Raises:
+        TrainConfigError: With a message naming the problem and the fix.
+    """
+    from mmssl.engine.runner import setup_distributed_cfg
+
+    notes = [] if notes is None else notes
+    cfg = load_train_cfg(config, cfg_options, allow_new_keys, notes)
+    _set_work_dir(cfg, work_dir)
+    _check_work_dir_free(cfg)
+    try:
+        _, world_size = setup_distributed_cfg(cfg, launcher)
+    except RuntimeError as exc:
+        raise TrainConfigError(str(exc)) from exc
+    if world_size > 1:
+        backend = cfg.env_cfg['dist_cfg']['backend']
+        notes.append(
+            (
+                logging.INFO,
+                f'distributed: {world_size} processes, backend {backend}, '
+                f'launcher {launcher}',
+            )
+        )
+    try:
+        if amp:
+            import torch
+
+            notes.append((logging.INFO, _amp(cfg, torch.cuda.is_available())))
+        _add(notes, logging.INFO, scale_lr(cfg, world_size, auto_scale_lr))
+    except ValueError as exc:
+        raise TrainConfigError(str(exc)) from exc
+    _add(notes, logging.INFO, _set_randomness(cfg, seed, deterministic))
+    if checkpoint_every_minutes is not None:
+        cfg.checkpoint_every_minutes = checkpoint_every_minutes
+    for name in vis or []:
+        notes.append((logging.INFO, add_vis_backend(cfg, name)))
+    _add(notes, logging.INFO, set_resume(cfg, resume))
+    return cfg
+
+
+def _add(notes: Optional[Notes], level: int, lines: List[str]) -> None:
+    if notes is not None:
+        notes.extend((level, line) for line in lines)
+
+
+def _amp(cfg: Config, cuda: bool) -> str:
+    from mmssl.utils.config import enable_amp_in_cfg
+
+    return enable_amp_in_cfg(cfg, cuda)
+
+
+def _set_work_dir(cfg: Config, work_dir: Optional[str]) -> None:
+    """``work_dir`` > the config's ``work_dir`` > ./work_dirs/<stem>."""
+    if work_dir is not None:
+        cfg.work_dir = work_dir
+    elif cfg.get('work_dir') is None:
+        stem = osp.splitext(osp.basename(cfg.filename or 'config'))[0]
+        cfg.work_dir = osp.join('./work_dirs', stem)
+
+
+def _check_work_dir_free(cfg: Config) -> None:
+    """Refuse at once when a live run uses the work dir.
+
+    The runner takes the lock itself when training starts.
+    """
+    from mmssl.launch import RunLock, WorkDirBusyError
+
+    lock_cfg = dict(cfg.get('lock_cfg') or {})
+    if lock_cfg.pop('enable', True) is False:
+        return
+    try:
+        RunLock(cfg.work_dir, **lock_cfg).check()
+    except WorkDirBusyError as exc:
+        raise TrainConfigError(str(exc), exit_code=1) from exc
+
+
+def scale_lr(
+    cfg: Config, world_size: int, rule: Union[None, bool, str] = None
+) -> List[str]:
+    """Scale the config's lr for the real batch size; say where the rule
+    came from.
+
+    Args:
+        cfg (Config): Config, changed in place.
+        world_size (int): Number of processes.
+        rule (None | bool | str): As ``auto_scale_lr`` of
+            :func:`prepare_train_cfg`.
+
+    Returns:
+        list[str]: Log lines (empty when nothing is scaled).
+    """
+    from mmssl.utils.config import auto_scale_lr_in_cfg
+
+    auto = cfg.get('auto_scale_lr') or {}
+    if rule in (None, False) and not auto.get('enable', False):
+        return []
+    if isinstance(rule, str):
+        source = f'the command line (--auto-scale-lr {rule})'
+    elif auto.get('rule'):
+        rule, source = auto['rule'], "the config's auto_scale_lr.rule"
+    else:
+        rule = 'linear'
+        source = 'the default (the config sets no auto_scale_lr.rule)'
+    lines = auto_scale_lr_in_cfg(cfg, world_size, rule)
+    lines[0] += f'; rule from {source}'
+    return lines
+
+
+def _set_randomness(
+    cfg: Config, seed: Optional[int], deterministic: bool
+) -> List[str]:
+    lines = []
+    randomness = dict(cfg.get('randomness') or {})
+    if seed is not None:
+        randomness['seed'] = seed
+    if deterministic:
+        # cuBLAS reads this when its handle is created, i.e. before any
+        # CUDA work; nothing has touched CUDA yet.
+        os.environ.setdefault('CUBLAS_WORKSPACE_CONFIG', ':4096:8')
+        randomness['deterministic'] = True
+        if randomness.get('seed') is None:
+            randomness['seed'] = 0
+            lines.append('--deterministic without a seed: using seed 0')
+        cfg.setdefault('env_cfg', {})['cudnn_benchmark'] = False
+    cfg.randomness = randomness
+    return lines
+
+
+def add_vis_backend(cfg: Config, name: str) -> str:
+    """Add TensorBoard or W&B logging to ``cfg.visualizer``.
+
+    W&B runs offline when ``WANDB_MODE=offline`` is set (wandb's own
+    variable); the run is then synced later with ``wandb sync``.
+
+    Raises:
+        TrainConfigError: Unknown name, or its package is not installed.
+    """
+    import importlib.util
+
+    if name not in VIS_BACKENDS:
+        raise TrainConfigError(
+            f'--vis {name}: choose from {", ".join(VIS_BACKENDS)}.'
+        )
+    backend, package = VIS_BACKENDS[name]
+    if importlib.util.find_spec(package) is None:
+        raise TrainConfigError(
+            f'--vis {name} needs the {package} package: pip install '
+            f'{package} (or pip install -e ".[optional]").'
+        )
+    visualizer = cfg.setdefault('visualizer', dict(type='UniversalVisualizer'))
+    backends = list(visualizer.get('vis_backends') or [])
+    if not any(b.get('type') == backend for b in backends):
+        backends.append(dict(type=backend))
+    visualizer['vis_backends'] = backends
+    where = osp.join(cfg.work_dir, '<timestamp>', 'vis_data')
+    return f'--vis {name}: {backend} added (writes under {where})'
+
+
+def build_train_runner(cfg: Config, notes: Optional[Notes] = None) -> Any:
+    """Build the runner and its train loop; refuse an empty epoch.
+
+    With ``randomness.deterministic``, ops without a deterministic kernel
+    warn instead of stopping training. The ``notes`` of
+    :func:`prepare_train_cfg` go to the run's log.
+
+    Raises:
+        TrainConfigError: Fewer samples than one batch per process.
+    """
+    import torch
+
+    from mmssl.engine.runner import (
+        TooFewSamplesError,
+        build_runner,
+        check_train_dataloader,
+    )
+
+    notes = list(notes or [])
+    runner = build_runner(cfg)
+    if (cfg.get('randomness') or {}).get('deterministic'):
+        # mmengine enabled strict mode; many vision ops (e.g. the CUDA
+        # backward of adaptive average pooling) have no deterministic
+        # kernel and would stop training, so they warn instead.
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        torch.backends.cudnn.deterministic = True
+        torch.backends.cudnn.benchmark = False
+        workspace = os.environ.get('CUBLAS_WORKSPACE_CONFIG')
+        notes.append(
+            (
+                logging.INFO,
+                '--deterministic: cuDNN deterministic, benchmark off, '
+                f'CUBLAS_WORKSPACE_CONFIG={workspace}, deterministic '
+                'algorithms (warn where none exists)',
+            )
+        )
+    for level, line in notes:
+        runner.logger.log(level, line)
+    # Build the loop (and dataloader) now to refuse an empty epoch before
+    # schedulers, checkpoints or collectives are set up.
+    runner._train_loop = runner.build_train_loop(runner._train_loop)
+    try:
+        iters = check_train_dataloader(
+            runner.train_dataloader, runner.world_size
+        )
+    except TooFewSamplesError as exc:
+        runner.logger.error(str(exc))
+        raise TrainConfigError(str(exc), exit_code=1) from exc
+    runner.logger.info(
+        f'{iters} iterations per epoch on each of '
+        f'{runner.world_size} process(es)'
+    )
+    return runner
+
+
+def train(cfg: Config, notes: Optional[Notes] = None) -> Any:
+    """Build the runner for a prepared config and train.
+
+    Returns:
+        Runner: The runner, after training.
+
+    Raises:
+        TrainConfigError: See :func:`build_train_runner`; also when
+            another run holds the work dir (exit code 1).
+    """
+    from mmssl.launch import WorkDirBusyError
+
+    runner = build_train_runner(cfg, notes)
+    try:
+        runner.train()
+    except WorkDirBusyError as exc:
+        runner.logger.error(str(exc))
+        raise TrainConfigError(str(exc), exit_code=1) from exc
+    return runner
