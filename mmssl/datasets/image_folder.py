@@ -172,7 +172,9 @@ class ImageFolderDataset(BaseDataset):
         with_label (bool): Label = name of the first sub-folder under each
             root (classes sorted and merged by name across roots); files
             directly in a root are left out. Sets ``gt_label``. Defaults to
-            False.
+            False. ``metainfo=dict(classes=[...])`` fixes the classes and
+            their order (e.g. a val folder labelled like the train
+            folder); files of other sub-folders are left out.
         extensions (Sequence[str]): Accepted extensions (any case).
         cache_file (str, optional): Where to save / load the index. It is
             reused when roots, options and the modification times of every
@@ -267,6 +269,7 @@ class ImageFolderDataset(BaseDataset):
             ann_file=self.ann_file,
             with_label=self.with_label,
             ext=self.extensions,
+            classes=list(self._metainfo.get('classes') or []),
         )
         return hashlib.sha1(json.dumps(opts).encode()).hexdigest()
 
@@ -359,19 +362,22 @@ class ImageFolderDataset(BaseDataset):
                 mt: Dict[str, int] = {}
                 per_root.append(scan_images(root, self.extensions, mt))
                 dir_mtimes.append(mt)
-            if self.with_label:
+            given = list(self._metainfo.get('classes') or [])
+            if self.with_label and not given:
                 names = set()
                 for rels in per_root:
                     names.update(
                         r.split(os.sep, 1)[0] for r in rels if os.sep in r
                     )
                 classes = sorted(names)
+            elif self.with_label:
+                classes = given  # e.g. a val split labelled like train
             cls_idx = {c: i for i, c in enumerate(classes)}
             for s, (root, rels) in enumerate(zip(self.roots, per_root)):
                 for r in rels:
                     if self.with_label:
-                        if os.sep not in r:
-                            continue
+                        if r.split(os.sep, 1)[0] not in cls_idx:
+                            continue  # in a root or an unknown class
                         labels.append(cls_idx[r.split(os.sep, 1)[0]])
                     else:
                         labels.append(-1)

@@ -22,11 +22,10 @@ import os
 import os.path as osp
 import sys
 
-from mmengine.config import DictAction
-
 
 def parse_args(argv=None):
     from mmssl.checkpoint import add_trusted_argument
+    from mmssl.utils.cli import add_cfg_options_arguments
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('config', help='config file')
@@ -50,7 +49,7 @@ def parse_args(argv=None):
     )
     parser.add_argument('--device', default='cpu')
     add_trusted_argument(parser)
-    parser.add_argument('--cfg-options', nargs='+', action=DictAction)
+    add_cfg_options_arguments(parser)
     return parser.parse_args(argv)
 
 
@@ -61,7 +60,8 @@ def main(argv=None) -> dict:
     import torch
 
     from mmssl.checkpoint import exit_on_untrusted, trust_from_args
-    from mmssl.utils import find_backbone, init_model, load_config
+    from mmssl.utils import find_backbone, init_model
+    from mmssl.utils.cli import load_tool_config
     from mmssl.visualization.attention import (
         _last_block,
         _num_extra_tokens,
@@ -75,7 +75,7 @@ def main(argv=None) -> dict:
         save_panels,
     )
 
-    cfg = load_config(args.config, args.cfg_options)
+    cfg = load_tool_config(args.config, args.cfg_options, args.allow_new_keys)
     with exit_on_untrusted():
         model = init_model(
             cfg,

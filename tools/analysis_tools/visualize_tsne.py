@@ -26,13 +26,13 @@ import os.path as osp
 import sys
 
 import numpy as np
-from mmengine.config import DictAction
 
 DEFAULT_PIPELINE = [dict(type='LoadImageFromFile'), dict(type='PackInputs')]
 
 
 def parse_args(argv=None):
     from mmssl.checkpoint import add_trusted_argument
+    from mmssl.utils.cli import add_cfg_options_arguments
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('config', help='config file')
@@ -71,7 +71,7 @@ def parse_args(argv=None):
     parser.add_argument('--device', default='cpu')
     parser.add_argument('--seed', type=int, default=0)
     add_trusted_argument(parser)
-    parser.add_argument('--cfg-options', nargs='+', action=DictAction)
+    add_cfg_options_arguments(parser)
     return parser.parse_args(argv)
 
 
@@ -135,14 +135,15 @@ def main(argv=None) -> dict:
         trust_from_args,
     )
     from mmssl.evaluation import extract_features
-    from mmssl.utils import find_backbone, init_model, load_config
+    from mmssl.utils import find_backbone, init_model
+    from mmssl.utils.cli import load_tool_config
     from mmssl.visualization.tsne import (
         plot_embedding,
         run_tsne,
         select_features,
     )
 
-    cfg = load_config(args.config, args.cfg_options)
+    cfg = load_tool_config(args.config, args.cfg_options, args.allow_new_keys)
     with exit_on_untrusted():
         model = init_model(
             cfg,

@@ -21,11 +21,10 @@ import os
 import os.path as osp
 import sys
 
-from mmengine.config import DictAction
-
 
 def parse_args(argv=None):
     from mmssl.checkpoint import add_trusted_argument
+    from mmssl.utils.cli import add_cfg_options_arguments
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('img', help='image file')
@@ -53,7 +52,7 @@ def parse_args(argv=None):
     )
     parser.add_argument('--seed', type=int, default=0)
     add_trusted_argument(parser)
-    parser.add_argument('--cfg-options', nargs='+', action=DictAction)
+    add_cfg_options_arguments(parser)
     return parser.parse_args(argv)
 
 
@@ -63,7 +62,8 @@ def main(argv=None) -> str:
     import torch
 
     from mmssl.checkpoint import exit_on_untrusted, trust_from_args
-    from mmssl.utils import init_model, load_config
+    from mmssl.utils import init_model
+    from mmssl.utils.cli import load_tool_config
     from mmssl.visualization.mim_reconstruction import (
         mim_reconstruct,
         mim_style,
@@ -75,7 +75,7 @@ def main(argv=None) -> str:
         raise ValueError(
             f'--mask-ratio must be in (0, 1), got {args.mask_ratio}'
         )
-    cfg = load_config(args.config, args.cfg_options)
+    cfg = load_tool_config(args.config, args.cfg_options, args.allow_new_keys)
     ckpt = None if args.checkpoint.lower() == 'none' else args.checkpoint
     with exit_on_untrusted():
         model = init_model(
