@@ -222,6 +222,26 @@ def load_weights(model, checkpoint: str, prefix, trusted) -> str:
     return '\n'.join(lines)
 
 
+def _skipped_files_hook():
+    """A hook collecting the bad files the test dataloader skipped."""
+    from mmengine.hooks import Hook
+
+    class SkippedFiles(Hook):
+        priority = 'LOWEST'
+
+        def __init__(self) -> None:
+            self.bad = {}
+
+        def after_test_iter(
+            self, runner, batch_idx, data_batch=None, outputs=None
+        ) -> None:
+            for sample in (data_batch or {}).get('data_samples', []):
+                for path, reason in sample.get('skipped_files', None) or []:
+                    self.bad.setdefault(path, reason)
+
+    return SkippedFiles()
+
+
 def main(argv=None) -> dict:
     args = parse_args(argv)
     from mmssl.engine.runner import build_runner
@@ -230,6 +250,8 @@ def main(argv=None) -> dict:
     cfg = load_tool_config(args.config, args.cfg_options, args.allow_new_keys)
     prepare_cfg(cfg, args)
     runner = build_runner(cfg)
+    skipped = _skipped_files_hook()
+    runner.register_hook(skipped)
     trusted = trust_from_args(args)
     with (
         exit_on_untrusted(),
@@ -244,6 +266,8 @@ def main(argv=None) -> dict:
                 )
             )
         metrics = runner.test()
+    for path, reason in sorted(skipped.bad.items()):
+        print(f'skipped bad file {path}: {reason}')
     print({k: round(float(v), 2) for k, v in metrics.items()})
     return metrics
 
