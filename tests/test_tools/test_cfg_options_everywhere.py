@@ -104,3 +104,21 @@ def test_tool_parses_cfg_options_like_train(rel, monkeypatch):
     for key, value in EXPECTED.items():  # tuples stay tuples
         assert type(args.cfg_options[key]) is type(value)
     assert '--allow-new-keys' in parser._option_string_actions, rel
+
+
+def test_tools_merge_like_train(capsys):
+    """Typos stop a tool with a did-you-mean; dict values merge."""
+    from ._utils import tiny_config
+
+    tool = load_tool('analysis_tools/count_parameters.py')
+    cfg = tiny_config('simclr_tiny')
+    with pytest.raises(SystemExit) as info:
+        tool.main([cfg, '--cfg-options', 'model.neck.hid_chanels=8'])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert 'Did you mean `model.neck.hid_channels`' in err
+    # merged into the neck (a replaced neck would have no type to build)
+    small = tool.main(
+        [cfg, '--cfg-options', 'model.neck=dict(hid_channels=8)']
+    )
+    assert small != tool.main([cfg])
