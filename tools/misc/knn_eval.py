@@ -209,7 +209,10 @@ def load_weights(model, checkpoint: str, prefix, trusted) -> str:
     elif sum(k in state for k in keys) >= 0.9 * len(keys):
         weights = state  # a bare backbone
     else:
-        weights = select_backbone(state)
+        try:
+            weights = select_backbone(state)
+        except ValueError as err:
+            raise SystemExit(f'error: {err}') from None
     lines = []
     for path, module in backbones:
         report = load_pretrained(module, weights, strip_prefixes=())
