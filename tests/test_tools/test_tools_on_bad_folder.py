@@ -263,3 +263,27 @@ def test_folder_listing_errors(tmp_path):
     (tmp_path / 'a').mkdir()  # no image: not a class
     assert folder_classes(str(tmp_path)) == ['b']
     assert glob.glob(str(tmp_path / '*'))
+
+
+def test_browse_dataset_custom_dataset_skips_bad_files(
+    bad_folder, tmp_path, capsys
+):
+    """A plain mmcv LoadImageFromFile config is read robustly too."""
+    import sys
+
+    sys.path.insert(0, osp.join(ROOT, 'tools', 'analysis_tools'))
+    import browse_dataset
+
+    root, train, _ = bad_folder
+    folder = osp.join(root, 'train', 'cat')
+    cfg = tmp_path / 'cfg.py'
+    cfg.write_text(
+        'train_dataloader = dict(dataset=dict(type="CustomDataset", '
+        f'data_root="{folder}", with_label=False, pipeline=['
+        'dict(type="LoadImageFromFile"), dict(type="PackInputs")]))\n'
+    )
+    n = browse_dataset.main([str(cfg), '--output-dir', str(tmp_path / 'o')])
+    text = capsys.readouterr().out
+    assert f'skipped bad file {osp.join(folder, CORRUPT)}: truncated' in text
+    good = [f for f in train if f.startswith(folder + os.sep)]
+    assert n == len(good) == len(list((tmp_path / 'o').iterdir()))

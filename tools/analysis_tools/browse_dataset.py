@@ -145,13 +145,15 @@ def _samples(dataset, n: int):
         try:
             data = dataset[i]
         except BAD_FILE_ERRORS as err:
-            print(f'skipped bad file: {getattr(err, "path", "")} {err}')
+            path = getattr(err, 'path', None) or str(i)
+            reason = getattr(err, 'reason', None) or str(err)
+            print(f'skipped bad file {path}: {reason}')
             i += 1
             continue
         i += 1
         sample = data['data_samples']
         for path, reason in sample.get('skipped_files', None) or []:
-            print(f'skipped bad file: {path}: {reason}')
+            print(f'skipped bad file {path}: {reason}')
         key = sample.get('img_path', i)
         if key in seen:  # a bad file's stand-in, drawn already
             continue

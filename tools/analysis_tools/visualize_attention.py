@@ -64,39 +64,30 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
-def draw_image(tool, img_bgr, out_dir: str, title: str) -> dict:
-    """Attention and PCA pictures of one BGR image; returns the arrays."""
-    import cv2
-    import numpy as np
-    import torch
+def save_pictures(rgb, maps, pca, out_dir: str, title: str, on_image):
+    """Write the per-head maps, the panel and the PCA picture.
 
-    from mmssl.visualization.attention import (
-        _num_extra_tokens,
-        cls_attention_maps,
-        heatmap,
-        last_block_attention,
-        patch_pca_rgb,
-    )
-    from mmssl.visualization.images import overlay, resize_keep_aspect
+    Args:
+        rgb (np.ndarray): The input, (H, W, 3) uint8.
+        maps (np.ndarray): Attention maps, (heads, h, w).
+        pca (np.ndarray): PCA colours, (h, w, 3) uint8.
+        out_dir (str): Output folder.
+        title (str): Panel title.
+        on_image (bool): Blend the maps over the image (``--overlay``).
+
+    Returns:
+        list[str]: The files written.
+    """
+    import cv2
+
+    from mmssl.visualization.attention import heatmap
+    from mmssl.visualization.images import overlay
     from mmssl.visualization.mim_reconstruction import save_panels
 
-    model, backbone, size, p, args = tool
-    img = resize_keep_aspect(img_bgr, size, multiple=p)
-    h, w = img.shape[:2]
-    grid = (h // p, w // p)
-    rgb = img[..., ::-1].copy()
-    tensor = torch.from_numpy(img).permute(2, 0, 1)[None].to(args.device)
-    data = model.data_preprocessor(
-        dict(inputs=tensor, data_samples=None), False
-    )
-    inputs = data['inputs']
-    inputs = inputs[0] if isinstance(inputs, (list, tuple)) else inputs
-    maps = cls_attention_maps(backbone, inputs, grid)[0]  # (heads, h, w)
-    _, tokens = last_block_attention(backbone, inputs)
-    pca = patch_pca_rgb(tokens[0], grid, _num_extra_tokens(backbone))
+    h, w = rgb.shape[:2]
 
     def show(picture):
-        return overlay(rgb, picture) if args.overlay else picture
+        return overlay(rgb, picture) if on_image else picture
 
     os.makedirs(out_dir, exist_ok=True)
     written = []
@@ -118,9 +109,39 @@ def draw_image(tool, img_bgr, out_dir: str, title: str) -> dict:
         f_pca,
         panel_inches=2.0,
     )
-    written += [f_all, f_pca]
+    return written + [f_all, f_pca]
+
+
+def draw_image(tool, img_bgr, out_dir: str, title: str) -> dict:
+    """Attention and PCA pictures of one BGR image; returns the arrays."""
+    import numpy as np
+    import torch
+
+    from mmssl.visualization.attention import (
+        _num_extra_tokens,
+        cls_attention_maps,
+        last_block_attention,
+        patch_pca_rgb,
+    )
+    from mmssl.visualization.images import resize_keep_aspect
+
+    model, backbone, size, p, args = tool
+    img = resize_keep_aspect(img_bgr, size, multiple=p)
+    h, w = img.shape[:2]
+    grid = (h // p, w // p)
+    rgb = img[..., ::-1].copy()
+    tensor = torch.from_numpy(img).permute(2, 0, 1)[None].to(args.device)
+    data = model.data_preprocessor(
+        dict(inputs=tensor, data_samples=None), False
+    )
+    inputs = data['inputs']
+    inputs = inputs[0] if isinstance(inputs, (list, tuple)) else inputs
+    maps = cls_attention_maps(backbone, inputs, grid)[0]  # (heads, h, w)
+    _, tokens = last_block_attention(backbone, inputs)
+    pca = patch_pca_rgb(tokens[0], grid, _num_extra_tokens(backbone))
+    files = save_pictures(rgb, maps, pca, out_dir, title, args.overlay)
     return dict(
-        files=written,
+        files=files,
         maps=maps,
         pca=pca,
         num_heads=len(maps),

@@ -173,36 +173,15 @@ def drop_stand_ins(feats, samples, src_ids):
     )
 
 
-def main(argv=None) -> dict:
-    args = parse_args(argv)
+def sample_loader(sources, args):
+    """A dataloader over a reproducible sample, even over the sources.
+
+    Returns:
+        tuple: The dataloader and the source index of each sample.
+    """
     from mmengine.runner import Runner
     from torch.utils.data import ConcatDataset, Subset
 
-    from mmssl.checkpoint import (
-        TEACHER_BACKBONE_PATHS,
-        exit_on_untrusted,
-        trust_from_args,
-    )
-    from mmssl.evaluation import extract_features
-    from mmssl.utils import find_backbone, init_model
-    from mmssl.utils.cli import load_tool_config
-    from mmssl.visualization.tsne import (
-        plot_embedding,
-        run_tsne,
-        select_features,
-    )
-
-    cfg = load_tool_config(args.config, args.cfg_options, args.allow_new_keys)
-    with exit_on_untrusted():
-        model = init_model(
-            cfg,
-            args.checkpoint,
-            device=args.device,
-            trusted=trust_from_args(args),
-        )
-    sources = build_datasets(cfg, args)
-
-    # subsample evenly over the sources, reproducibly
     rng = np.random.default_rng(args.seed)
     total = sum(len(d) for _, d in sources)
     parts, src_ids = [], []
@@ -216,16 +195,23 @@ def main(argv=None) -> dict:
         idx = np.sort(rng.choice(n, size=min(take, n), replace=False))
         parts.append(Subset(ds, idx.tolist()))
         src_ids += [i] * len(idx)
-    dataset = ConcatDataset(parts)
     loader = Runner.build_dataloader(
         dict(
             batch_size=args.batch_size,
             num_workers=0,
-            dataset=dataset,
+            dataset=ConcatDataset(parts),
             sampler=dict(type='DefaultSampler', shuffle=False),
             collate_fn=dict(type='default_collate'),
         )
     )
+    return loader, src_ids
+
+
+def make_feature_fn(model, args):
+    """``fn(model, inputs) -> (B, C)`` from the backbone to evaluate."""
+    from mmssl.checkpoint import TEACHER_BACKBONE_PATHS
+    from mmssl.utils import find_backbone
+    from mmssl.visualization.tsne import select_features
 
     backbone, path = (
         find_backbone(model, path=args.backbone_path)
@@ -244,6 +230,29 @@ def main(argv=None) -> dict:
     def feature_fn(m, x):
         return select_features(raw(m, x), args.feature)
 
+    return feature_fn
+
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
+    from mmssl.checkpoint import exit_on_untrusted, trust_from_args
+    from mmssl.evaluation import extract_features
+    from mmssl.utils import init_model
+    from mmssl.utils.cli import load_tool_config
+    from mmssl.visualization.tsne import plot_embedding, run_tsne
+
+    cfg = load_tool_config(args.config, args.cfg_options, args.allow_new_keys)
+    with exit_on_untrusted():
+        model = init_model(
+            cfg,
+            args.checkpoint,
+            device=args.device,
+            trusted=trust_from_args(args),
+        )
+    sources = build_datasets(cfg, args)
+
+    loader, src_ids = sample_loader(sources, args)
+    feature_fn = make_feature_fn(model, args)
     feats, samples = extract_features(
         model, loader, feature_fn, desc='t-SNE features'
     )
