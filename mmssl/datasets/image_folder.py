@@ -269,7 +269,6 @@ class ImageFolderDataset(BaseDataset):
             ann_file=self.ann_file,
             with_label=self.with_label,
             ext=self.extensions,
-            classes=list(self._metainfo.get('classes') or []),
         )
         return hashlib.sha1(json.dumps(opts).encode()).hexdigest()
 
@@ -362,22 +361,19 @@ class ImageFolderDataset(BaseDataset):
                 mt: Dict[str, int] = {}
                 per_root.append(scan_images(root, self.extensions, mt))
                 dir_mtimes.append(mt)
-            given = list(self._metainfo.get('classes') or [])
-            if self.with_label and not given:
+            if self.with_label:
                 names = set()
                 for rels in per_root:
                     names.update(
                         r.split(os.sep, 1)[0] for r in rels if os.sep in r
                     )
                 classes = sorted(names)
-            elif self.with_label:
-                classes = given  # e.g. a val split labelled like train
             cls_idx = {c: i for i, c in enumerate(classes)}
             for s, (root, rels) in enumerate(zip(self.roots, per_root)):
                 for r in rels:
                     if self.with_label:
-                        if r.split(os.sep, 1)[0] not in cls_idx:
-                            continue  # in a root or an unknown class
+                        if os.sep not in r:
+                            continue
                         labels.append(cls_idx[r.split(os.sep, 1)[0]])
                     else:
                         labels.append(-1)
@@ -402,6 +398,7 @@ class ImageFolderDataset(BaseDataset):
             index, dir_mtimes = self._build_index()
             if self.cache_file:
                 self._save_cache(index, dir_mtimes)
+        index = self._relabel(index)
         self._paths: PathTable = index['paths']
         self._labels: np.ndarray = index['labels']
         self._sources: np.ndarray = index['sources']
@@ -424,6 +421,28 @@ class ImageFolderDataset(BaseDataset):
             'current',
         )
         self._fully_initialized = True
+
+    def _relabel(self, index: dict) -> dict:
+        """Label by ``metainfo['classes']`` when given; drop other files."""
+        given = list(self._metainfo.get('classes') or [])
+        if not self.with_label or not given or given == index['classes']:
+            return index
+        lookup = {c: i for i, c in enumerate(given)}
+        # old label -> new label; the last entry maps -1 (root files)
+        lut = np.array(
+            [lookup.get(c, -1) for c in index['classes']] + [-1], np.int32
+        )
+        labels = lut[index['labels']]
+        keep = np.flatnonzero(labels >= 0)
+        paths = index['paths']
+        return dict(
+            index,
+            paths=PathTable([paths[int(i)] for i in keep]),
+            labels=labels[keep],
+            sources=index['sources'][keep],
+            roots_idx=index['roots_idx'][keep],
+            classes=given,
+        )
 
     def _keep_subset(self, indices: Union[int, Sequence[int]]) -> None:
         n = len(self._paths)
