@@ -172,7 +172,9 @@ class ImageFolderDataset(BaseDataset):
         with_label (bool): Label = name of the first sub-folder under each
             root (classes sorted and merged by name across roots); files
             directly in a root are left out. Sets ``gt_label``. Defaults to
-            False.
+            False. ``metainfo=dict(classes=[...])`` fixes the classes and
+            their order (e.g. a val folder labelled like the train
+            folder); files of other sub-folders are left out.
         extensions (Sequence[str]): Accepted extensions (any case).
         cache_file (str, optional): Where to save / load the index. It is
             reused when roots, options and the modification times of every
@@ -396,6 +398,7 @@ class ImageFolderDataset(BaseDataset):
             index, dir_mtimes = self._build_index()
             if self.cache_file:
                 self._save_cache(index, dir_mtimes)
+        index = self._relabel(index)
         self._paths: PathTable = index['paths']
         self._labels: np.ndarray = index['labels']
         self._sources: np.ndarray = index['sources']
@@ -418,6 +421,28 @@ class ImageFolderDataset(BaseDataset):
             'current',
         )
         self._fully_initialized = True
+
+    def _relabel(self, index: dict) -> dict:
+        """Label by ``metainfo['classes']`` when given; drop other files."""
+        given = list(self._metainfo.get('classes') or [])
+        if not self.with_label or not given or given == index['classes']:
+            return index
+        lookup = {c: i for i, c in enumerate(given)}
+        # old label -> new label; the last entry maps -1 (root files)
+        lut = np.array(
+            [lookup.get(c, -1) for c in index['classes']] + [-1], np.int32
+        )
+        labels = lut[index['labels']]
+        keep = np.flatnonzero(labels >= 0)
+        paths = index['paths']
+        return dict(
+            index,
+            paths=PathTable([paths[int(i)] for i in keep]),
+            labels=labels[keep],
+            sources=index['sources'][keep],
+            roots_idx=index['roots_idx'][keep],
+            classes=given,
+        )
 
     def _keep_subset(self, indices: Union[int, Sequence[int]]) -> None:
         n = len(self._paths)

@@ -33,7 +33,8 @@ def test_config_parses_and_builds(path):
     test_only = path.startswith(osp.join('configs', 'benchmarks', 'knn'))
     assert ('train_dataloader' in cfg) != test_only, path
     if path.endswith('_custom.py'):
-        dataset = cfg.train_dataloader.dataset
+        loader = cfg.test_dataloader if test_only else cfg.train_dataloader
+        dataset = loader.dataset.bank if test_only else loader.dataset
         assert 'data_root' in dataset, 'custom configs read data_root'
         if dataset.type == 'CustomDataset':
             assert not dataset.with_label, 'pretraining data is unlabeled'

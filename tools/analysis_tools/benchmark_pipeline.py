@@ -144,7 +144,7 @@ def images_per_second(dataset, num_images: int, workers: int) -> float:
 
 
 def main(argv=None):
-    from mmengine.config import Config, DictAction
+    from mmssl.utils.cli import add_cfg_options_arguments, load_tool_config
 
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('config')
@@ -152,7 +152,7 @@ def main(argv=None):
     parser.add_argument('--workers', type=int, nargs='+', default=[1, 2])
     parser.add_argument('--make-synthetic', metavar='DIR')
     parser.add_argument('--skip-torchvision', action='store_true')
-    parser.add_argument('--cfg-options', nargs='+', action=DictAction)
+    add_cfg_options_arguments(parser)
     args = parser.parse_args(argv)
 
     import cv2
@@ -164,14 +164,13 @@ def main(argv=None):
     from mmssl.datasets.transforms import MultiCrop
     from mmssl.registry import DATASETS, TRANSFORMS
 
-    cfg = Config.fromfile(args.config)
+    cfg_options = dict(args.cfg_options or {})
     if args.make_synthetic:
         make_synthetic(args.make_synthetic, args.num_images)
-        cfg.merge_from_dict(
-            {'train_dataloader.dataset.data_root': args.make_synthetic}
+        cfg_options.setdefault(
+            'train_dataloader.dataset.data_root', args.make_synthetic
         )
-    if args.cfg_options:
-        cfg.merge_from_dict(args.cfg_options)
+    cfg = load_tool_config(args.config, cfg_options, args.allow_new_keys)
     dataset = DATASETS.build(cfg.train_dataloader.dataset)
     paths = (
         [dataset.get_img_path(i) for i in range(len(dataset))]

@@ -1,11 +1,13 @@
 """Save pictures of what the model sees: every crop of N samples.
 
     python tools/analysis_tools/browse_dataset.py CONFIG --output-dir DIR
-        [-n N] [--cfg-options k=v ...]
+        [-n N] [--data-root DIR ...] [--cfg-options k=v ...]
 
 One PNG per sample: global crops on the first row (with the iBOT mask
 drawn over masked patches when the pipeline makes masks), local crops on
-the second row, all at their pixel size relative to each other.
+the second row, all at their pixel size relative to each other. Images
+are decoded as in training (``LoadImageRobust``: 8/16-bit, grey, any
+size); bad files are named and skipped.
 """
 
 import argparse
@@ -95,33 +97,89 @@ def save_sample(data: dict, path: str, bgr: bool = True) -> None:
     plt.close(fig)
 
 
-def main(argv=None):
-    from mmengine.config import Config, DictAction
+def parse_args(argv=None) -> argparse.Namespace:
+    from mmssl.utils.cli import add_cfg_options_arguments
 
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('config')
     parser.add_argument('--output-dir', required=True)
     parser.add_argument('-n', '--num', type=int, default=8)
     parser.add_argument(
+        '--data-root',
+        nargs='+',
+        default=None,
+        help="image folder(s) to browse instead of the config's data "
+        '(sets train_dataloader.dataset.data_root)',
+    )
+    parser.add_argument(
         '--rgb', action='store_true', help='pipeline output is already RGB'
     )
-    parser.add_argument('--cfg-options', nargs='+', action=DictAction)
-    args = parser.parse_args(argv)
-    from mmssl.utils import register_all_modules
+    add_cfg_options_arguments(parser)
+    return parser.parse_args(argv)
 
-    register_all_modules()
+
+def build_dataset(cfg, data_root=None):
+    """The training dataset; bad files are skipped, not fatal."""
+    from mmssl.datasets.image_folder import robust_loading
     from mmssl.registry import DATASETS
 
-    cfg = Config.fromfile(args.config)
-    if args.cfg_options:
-        cfg.merge_from_dict(args.cfg_options)
-    dataset = DATASETS.build(cfg.train_dataloader.dataset)
+    ds_cfg = cfg.train_dataloader.dataset
+    if data_root:
+        ds_cfg.data_root = data_root[0] if len(data_root) == 1 else data_root
+    if ds_cfg.get('type') == 'ImageFolderDataset':
+        ds_cfg.max_bad_ratio = 1.0  # browse the good ones, name the bad
+    elif 'pipeline' in ds_cfg:  # e.g. CustomDataset: the robust decoder
+        ds_cfg.pipeline = robust_loading(ds_cfg.pipeline)
+    return DATASETS.build(ds_cfg)
+
+
+def _samples(dataset, n: int):
+    """Yield ``(index, sample)``; bad files are named and skipped."""
+    from tqdm import tqdm
+
+    from mmssl.datasets.image_folder import BAD_FILE_ERRORS
+
+    seen, i = set(), 0
+    bar = tqdm(total=n, desc='browse', unit='img', leave=False)
+    while len(seen) < n and i < len(dataset):
+        try:
+            data = dataset[i]
+        except BAD_FILE_ERRORS as err:
+            path = getattr(err, 'path', None) or str(i)
+            reason = getattr(err, 'reason', None) or str(err)
+            print(f'skipped bad file {path}: {reason}')
+            i += 1
+            continue
+        i += 1
+        sample = data['data_samples']
+        for path, reason in sample.get('skipped_files', None) or []:
+            print(f'skipped bad file {path}: {reason}')
+        key = sample.get('img_path', i)
+        if key in seen:  # a bad file's stand-in, drawn already
+            continue
+        seen.add(key)
+        bar.update(1)
+        yield len(seen) - 1, data
+    bar.close()
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    from mmssl.utils import register_all_modules
+    from mmssl.utils.cli import load_tool_config
+
+    register_all_modules()
+    cfg = load_tool_config(args.config, args.cfg_options, args.allow_new_keys)
+    dataset = build_dataset(cfg, args.data_root)
     os.makedirs(args.output_dir, exist_ok=True)
     n = min(args.num, len(dataset))
-    for i in range(n):
+    count = 0
+    for i, data in _samples(dataset, n):
         path = osp.join(args.output_dir, f'sample_{i:04d}.png')
-        save_sample(dataset[i], path, bgr=not args.rgb)
-    print(f'Saved {n} pictures to {args.output_dir}')
+        save_sample(data, path, bgr=not args.rgb)
+        count += 1
+    print(f'Saved {count} pictures to {args.output_dir}')
+    return count
 
 
 if __name__ == '__main__':

@@ -17,10 +17,10 @@ sys.path.insert(0, _osp.abspath(_osp.join(_osp.dirname(__file__), '..', '..')))
 import argparse
 import sys
 
-from mmengine.config import DictAction
-
 
 def parse_args(argv=None):
+    from mmssl.utils.cli import add_cfg_options_arguments
+
     parser = argparse.ArgumentParser(
         description='Count total and trainable parameters of a config.'
     )
@@ -52,12 +52,7 @@ def parse_args(argv=None):
         action='store_true',
         help='build on the CPU instead of the meta device',
     )
-    parser.add_argument(
-        '--cfg-options',
-        nargs='+',
-        action=DictAction,
-        help='override config settings, key=value',
-    )
+    add_cfg_options_arguments(parser)
     args = parser.parse_args(argv)
     if args.config is None and not args.presets:
         parser.error('give a CONFIG or --presets')
@@ -111,12 +106,15 @@ def main(argv=None) -> str:
         parameter_table,
     )
     from mmssl.registry import MODELS
-    from mmssl.utils import load_config, register_all_modules
+    from mmssl.utils import register_all_modules
+    from mmssl.utils.cli import load_tool_config
 
     register_all_modules()
     out = []
     if args.config:
-        cfg = load_config(args.config, args.cfg_options)
+        cfg = load_tool_config(
+            args.config, args.cfg_options, args.allow_new_keys
+        )
         model = build_on_meta(MODELS.build, cfg.model, meta=not args.no_meta)
         rows = parameter_table(
             model,

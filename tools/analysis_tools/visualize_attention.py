@@ -1,14 +1,20 @@
 """CLS self-attention maps per head and a PCA of patch features (ViT).
 
-    python tools/analysis_tools/visualize_attention.py CONFIG IMG \
-        --checkpoint CKPT --output-dir DIR [--img-size S] [--device cpu]
+    python tools/analysis_tools/visualize_attention.py CONFIG IMG_OR_FOLDER \
+        --checkpoint CKPT --output-dir DIR [--img-size S] [--overlay] \
+        [--device cpu]
 
 Writes into DIR: ``attention_head{i}.png`` (one heat map per head of the
 last block, at the input size), ``attention.png`` (the input, every head
 and their mean side by side) and ``pca.png`` (the input and the first
-three principal components of the patch features as RGB). The backbone is
-the teacher's when the algorithm has one. Only ViT backbones are
-supported; others raise a clear error.
+three principal components of the patch features as RGB). For a folder,
+every image below it gets these files in ``DIR/<relative path>/``.
+Images are decoded like training data (``LoadImageRobust``: 8/16-bit,
+grey, RGBA, any size); bad files are skipped and named. The aspect ratio
+is kept: the short side is resized to S (default: the backbone's
+img_size), both sides rounded to the patch size. ``--overlay`` draws the
+maps over the image. The backbone is the teacher's when the algorithm
+has one. Only ViT backbones are supported; others raise a clear error.
 """
 
 import os.path as _osp
@@ -22,15 +28,14 @@ import os
 import os.path as osp
 import sys
 
-from mmengine.config import DictAction
-
 
 def parse_args(argv=None):
     from mmssl.checkpoint import add_trusted_argument
+    from mmssl.utils.cli import add_cfg_options_arguments
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('config', help='config file')
-    parser.add_argument('img', help='image file')
+    parser.add_argument('img', help='image file or folder')
     parser.add_argument(
         '--checkpoint',
         default=None,
@@ -48,35 +53,120 @@ def parse_args(argv=None):
         default=None,
         help='dotted path of the ViT inside the model',
     )
+    parser.add_argument(
+        '--overlay',
+        action='store_true',
+        help='draw the maps over the image (half transparent)',
+    )
     parser.add_argument('--device', default='cpu')
     add_trusted_argument(parser)
-    parser.add_argument('--cfg-options', nargs='+', action=DictAction)
+    add_cfg_options_arguments(parser)
     return parser.parse_args(argv)
+
+
+def save_pictures(rgb, maps, pca, out_dir: str, title: str, on_image):
+    """Write the per-head maps, the panel and the PCA picture.
+
+    Args:
+        rgb (np.ndarray): The input, (H, W, 3) uint8.
+        maps (np.ndarray): Attention maps, (heads, h, w).
+        pca (np.ndarray): PCA colours, (h, w, 3) uint8.
+        out_dir (str): Output folder.
+        title (str): Panel title.
+        on_image (bool): Blend the maps over the image (``--overlay``).
+
+    Returns:
+        list[str]: The files written.
+    """
+    import cv2
+
+    from mmssl.visualization.attention import heatmap
+    from mmssl.visualization.images import overlay
+    from mmssl.visualization.mim_reconstruction import save_panels
+
+    h, w = rgb.shape[:2]
+
+    def show(picture):
+        return overlay(rgb, picture) if on_image else picture
+
+    os.makedirs(out_dir, exist_ok=True)
+    written = []
+    for i, m in enumerate(maps):
+        f = osp.join(out_dir, f'attention_head{i}.png')
+        cv2.imwrite(f, show(heatmap(m, (w, h)))[..., ::-1])
+        written.append(f)
+    panels = (
+        [('input', rgb)]
+        + [(f'head {i}', show(heatmap(m, (w, h)))) for i, m in enumerate(maps)]
+        + [('mean', show(heatmap(maps.mean(0), (w, h))))]
+    )
+    f_all = osp.join(out_dir, 'attention.png')
+    save_panels(panels, f_all, panel_inches=1.6, title=title)
+    pca_img = cv2.resize(pca, (w, h), interpolation=cv2.INTER_NEAREST)
+    f_pca = osp.join(out_dir, 'pca.png')
+    save_panels(
+        [('input', rgb), ('patch PCA (RGB)', show(pca_img))],
+        f_pca,
+        panel_inches=2.0,
+    )
+    return written + [f_all, f_pca]
+
+
+def draw_image(tool, img_bgr, out_dir: str, title: str) -> dict:
+    """Attention and PCA pictures of one BGR image; returns the arrays."""
+    import numpy as np
+    import torch
+
+    from mmssl.visualization.attention import (
+        _num_extra_tokens,
+        cls_attention_maps,
+        last_block_attention,
+        patch_pca_rgb,
+    )
+    from mmssl.visualization.images import resize_keep_aspect
+
+    model, backbone, size, p, args = tool
+    img = resize_keep_aspect(img_bgr, size, multiple=p)
+    h, w = img.shape[:2]
+    grid = (h // p, w // p)
+    rgb = img[..., ::-1].copy()
+    tensor = torch.from_numpy(img).permute(2, 0, 1)[None].to(args.device)
+    data = model.data_preprocessor(
+        dict(inputs=tensor, data_samples=None), False
+    )
+    inputs = data['inputs']
+    inputs = inputs[0] if isinstance(inputs, (list, tuple)) else inputs
+    maps = cls_attention_maps(backbone, inputs, grid)[0]  # (heads, h, w)
+    _, tokens = last_block_attention(backbone, inputs)
+    pca = patch_pca_rgb(tokens[0], grid, _num_extra_tokens(backbone))
+    files = save_pictures(rgb, maps, pca, out_dir, title, args.overlay)
+    return dict(
+        files=files,
+        maps=maps,
+        pca=pca,
+        num_heads=len(maps),
+        grid=grid,
+        input=rgb,
+        attention_sum=np.asarray(maps.sum(axis=(1, 2))),
+    )
 
 
 def main(argv=None) -> dict:
     args = parse_args(argv)
-    import cv2
-    import numpy as np
-    import torch
-
     from mmssl.apis import init_model
     from mmssl.checkpoint import exit_on_untrusted, trust_from_args
-    from mmssl.utils import find_backbone, load_config
-    from mmssl.visualization.attention import (
-        _last_block,
-        _num_extra_tokens,
-        cls_attention_maps,
-        heatmap,
-        last_block_attention,
-        patch_pca_rgb,
+    from mmssl.utils import find_backbone
+    from mmssl.utils.cli import load_tool_config
+    from mmssl.visualization.attention import _last_block
+    from mmssl.visualization.images import (
+        list_images,
+        output_stem,
+        read_images,
     )
-    from mmssl.visualization.mim_reconstruction import (
-        _patch_size_of,
-        save_panels,
-    )
+    from mmssl.visualization.mim_reconstruction import _patch_size_of
 
-    cfg = load_config(args.config, args.cfg_options)
+    cfg = load_tool_config(args.config, args.cfg_options, args.allow_new_keys)
+    paths = list_images(args.img)
     with exit_on_untrusted():
         model = init_model(
             cfg,
@@ -93,62 +183,25 @@ def main(argv=None) -> dict:
     p = _patch_size_of(backbone)
     size = args.img_size or cfg.model.get('backbone', {}).get('img_size', 224)
     size = size[0] if isinstance(size, (tuple, list)) else int(size)
-    size = size // p * p
-    grid = (size // p, size // p)
-
-    img = cv2.imread(args.img, cv2.IMREAD_COLOR)
-    if img is None:
-        raise FileNotFoundError(f'Cannot read image {args.img}')
-    img = cv2.resize(img, (size, size), interpolation=cv2.INTER_CUBIC)
-    rgb = img[..., ::-1].copy()
-    tensor = torch.from_numpy(img).permute(2, 0, 1)[None].to(args.device)
-    data = model.data_preprocessor(
-        dict(inputs=tensor, data_samples=None), False
-    )
-    inputs = data['inputs']
-    inputs = inputs[0] if isinstance(inputs, (list, tuple)) else inputs
-
-    maps = cls_attention_maps(backbone, inputs, grid)[0]  # (heads, h, w)
-    _, tokens = last_block_attention(backbone, inputs)
-    pca = patch_pca_rgb(tokens[0], grid, _num_extra_tokens(backbone))
-
-    os.makedirs(args.output_dir, exist_ok=True)
-    written = []
-    for i, m in enumerate(maps):
-        f = osp.join(args.output_dir, f'attention_head{i}.png')
-        cv2.imwrite(f, heatmap(m, (size, size))[..., ::-1])
-        written.append(f)
-    panels = (
-        [('input', rgb)]
-        + [(f'head {i}', heatmap(m, (size, size))) for i, m in enumerate(maps)]
-        + [('mean', heatmap(maps.mean(0), (size, size)))]
-    )
-    f_all = osp.join(args.output_dir, 'attention.png')
-    save_panels(
-        panels,
-        f_all,
-        panel_inches=1.6,
-        title=f'CLS attention, last block of '
-        f'{path or type(backbone).__name__}',
-    )
-    pca_img = cv2.resize(pca, (size, size), interpolation=cv2.INTER_NEAREST)
-    f_pca = osp.join(args.output_dir, 'pca.png')
-    save_panels(
-        [('input', rgb), ('patch PCA (RGB)', pca_img)], f_pca, panel_inches=2.0
-    )
-    written += [f_all, f_pca]
+    tool = (model, backbone, size, p, args)
+    title = f'CLS attention, last block of {path or type(backbone).__name__}'
+    folder = len(paths) > 1 or osp.isdir(args.img)
+    results, skipped = {}, []
+    for img_path, img in read_images(paths, 'attention maps', skipped):
+        out_dir = args.output_dir
+        if folder:
+            out_dir = osp.join(out_dir, output_stem(img_path, args.img))
+        results[img_path] = draw_image(tool, img, out_dir, title)
+    if not results:
+        raise SystemExit(f'error: no readable image in {args.img}')
+    written = [f for r in results.values() for f in r['files']]
+    first = next(iter(results.values()))
     print(
-        f'Backbone: {path or "(model)"}, {len(maps)} heads, patch grid '
-        f'{grid[0]}x{grid[1]}. Wrote {len(written)} PNGs to '
-        f'{args.output_dir}'
+        f'Backbone: {path or "(model)"}, {first["num_heads"]} heads, patch '
+        f'{p}. Wrote {len(written)} PNGs for {len(results)} image(s) to '
+        f'{args.output_dir}; {len(skipped)} bad file(s) skipped.'
     )
-    return dict(
-        files=written,
-        maps=maps,
-        pca=pca,
-        num_heads=len(maps),
-        attention_sum=np.asarray(maps.sum(axis=(1, 2))),
-    )
+    return dict(first, files=written, images=results, skipped=skipped)
 
 
 if __name__ == '__main__':

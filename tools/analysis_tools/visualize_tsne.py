@@ -3,12 +3,17 @@
     python tools/analysis_tools/visualize_tsne.py CONFIG --checkpoint CKPT \
         --work-dir DIR [--dataset-split query|bank|all] [--data-root D ...] \
         [--max-num-samples N] [--perplexity P] [--n-iter I] \
-        [--feature cls|pooled|stage:K] [--color-by label|source]
+        [--feature cls|pooled|stage:K] [--color-by label|source] \
+        [--img-size S]
 
 Data: the config's ``test_dataloader`` (else ``val_dataloader``); for a
 ``KNNDataset`` the ``query`` split by default (``bank`` or ``all``), or
 one or more image folders given with ``--data-root`` (labels from their
-sub-folders; each folder is one "source"). Writes ``tsne.png``,
+sub-folders, -1 for a flat folder; each folder is one "source"). Folder
+images are read like training data (``LoadImageRobust``: 8/16-bit, grey,
+RGBA, any size), resized on the short side and centre-cropped to
+``--img-size`` (aspect kept, batches of mixed sizes stack); bad files are
+skipped and named. Writes ``tsne.png``,
 ``features.npy`` (N, C), ``labels.npy`` (N, ), ``sources.npy`` (N, ) and
 ``tsne.npy`` (N, 2) into the work dir.
 """
@@ -26,13 +31,11 @@ import os.path as osp
 import sys
 
 import numpy as np
-from mmengine.config import DictAction
-
-DEFAULT_PIPELINE = [dict(type='LoadImageFromFile'), dict(type='PackInputs')]
 
 
 def parse_args(argv=None):
     from mmssl.checkpoint import add_trusted_argument
+    from mmssl.utils.cli import add_cfg_options_arguments
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('config', help='config file')
@@ -49,7 +52,16 @@ def parse_args(argv=None):
         '--data-root',
         nargs='+',
         default=None,
-        help='image folder(s) <root>/<class>/*.png instead of the config data',
+        help='image folder(s) <root>/<class>/* (or flat, unlabelled) '
+        'instead of the config data; read like training data, bad files '
+        'skipped and named, centre-cropped to --img-size',
+    )
+    parser.add_argument(
+        '--img-size',
+        type=int,
+        default=None,
+        help="crop side for --data-root (default: the backbone's "
+        'img_size, else 224)',
     )
     parser.add_argument('--max-num-samples', type=int, default=1000)
     parser.add_argument('--perplexity', type=float, default=30.0)
@@ -71,16 +83,37 @@ def parse_args(argv=None):
     parser.add_argument('--device', default='cpu')
     parser.add_argument('--seed', type=int, default=0)
     add_trusted_argument(parser)
-    parser.add_argument('--cfg-options', nargs='+', action=DictAction)
+    add_cfg_options_arguments(parser)
     return parser.parse_args(argv)
 
 
-def _pipeline_of(dataset_cfg) -> list:
-    if dataset_cfg is None:
-        return DEFAULT_PIPELINE
-    if dataset_cfg.get('type') == 'KNNDataset':
-        dataset_cfg = dataset_cfg['query']
-    return dataset_cfg.get('pipeline', DEFAULT_PIPELINE)
+def folder_dataset_cfgs(roots, img_size: int) -> list:
+    """Dataset configs for ``--data-root`` folders, read like training.
+
+    Folders with class sub-folders are labelled (classes merged by name
+    over all folders); a flat folder is unlabelled (label -1).
+    """
+    from mmssl.evaluation.folders import (
+        folder_classes,
+        labelled_folder_dataset,
+        unlabelled_folder_dataset,
+    )
+
+    per_root = {}
+    for root in roots:
+        if not osp.isdir(root):
+            raise FileNotFoundError(f'--data-root {root} is not a folder.')
+        try:
+            per_root[root] = folder_classes(root)
+        except FileNotFoundError:
+            per_root[root] = []
+    classes = sorted({c for names in per_root.values() for c in names})
+    return [
+        labelled_folder_dataset(root, img_size, classes)
+        if names
+        else unlabelled_folder_dataset([root], img_size)
+        for root, names in per_root.items()
+    ]
 
 
 def build_datasets(cfg, args) -> list[tuple[str, object]]:
@@ -90,24 +123,16 @@ def build_datasets(cfg, args) -> list[tuple[str, object]]:
     loader = cfg.get('test_dataloader') or cfg.get('val_dataloader')
     dataset_cfg = copy.deepcopy(loader['dataset']) if loader else None
     if args.data_root:
-        pipeline = _pipeline_of(dataset_cfg)
-        out = []
-        for root in args.data_root:
-            if not osp.isdir(root):
-                raise FileNotFoundError(f'--data-root {root} is not a folder.')
-            out.append(
-                (
-                    osp.basename(osp.normpath(root)),
-                    DATASETS.build(
-                        dict(
-                            type='CustomDataset',
-                            data_root=root,
-                            pipeline=pipeline,
-                        )
-                    ),
-                )
+        size = args.img_size or (cfg.model.get('backbone') or {}).get(
+            'img_size', 224
+        )
+        size = int(size[0] if isinstance(size, (list, tuple)) else size)
+        return [
+            (osp.basename(osp.normpath(root)), DATASETS.build(ds))
+            for root, ds in zip(
+                args.data_root, folder_dataset_cfgs(args.data_root, size)
             )
-        return out
+        ]
     if dataset_cfg is None:
         raise ValueError(
             'The config has no test_dataloader or '
@@ -124,36 +149,39 @@ def build_datasets(cfg, args) -> list[tuple[str, object]]:
     return [(dataset_cfg.get('type', 'dataset'), DATASETS.build(dataset_cfg))]
 
 
-def main(argv=None) -> dict:
-    args = parse_args(argv)
+def drop_stand_ins(feats, samples, src_ids):
+    """Name the bad files skipped while loading; drop their stand-ins.
+
+    ``ImageFolderDataset`` replaces a bad file by another image, which can
+    then appear twice; each image is kept once.
+    """
+    keep, seen = [], set()
+    for i, sample in enumerate(samples):
+        for path, reason in sample.get('skipped_files', None) or []:
+            print(f'skipped bad file {path}: {reason}', flush=True)
+        key = sample.get('img_path', None)
+        if key is not None and key in seen:
+            continue
+        seen.add(key)
+        keep.append(i)
+    if len(keep) == len(samples):
+        return feats, samples, src_ids
+    return (
+        feats[keep],
+        [samples[i] for i in keep],
+        [src_ids[i] for i in keep],
+    )
+
+
+def sample_loader(sources, args):
+    """A dataloader over a reproducible sample, even over the sources.
+
+    Returns:
+        tuple: The dataloader and the source index of each sample.
+    """
     from mmengine.runner import Runner
     from torch.utils.data import ConcatDataset, Subset
 
-    from mmssl.apis import init_model
-    from mmssl.checkpoint import (
-        TEACHER_BACKBONE_PATHS,
-        exit_on_untrusted,
-        trust_from_args,
-    )
-    from mmssl.evaluation import extract_features
-    from mmssl.utils import find_backbone, load_config
-    from mmssl.visualization.tsne import (
-        plot_embedding,
-        run_tsne,
-        select_features,
-    )
-
-    cfg = load_config(args.config, args.cfg_options)
-    with exit_on_untrusted():
-        model = init_model(
-            cfg,
-            args.checkpoint,
-            device=args.device,
-            trusted=trust_from_args(args),
-        )
-    sources = build_datasets(cfg, args)
-
-    # subsample evenly over the sources, reproducibly
     rng = np.random.default_rng(args.seed)
     total = sum(len(d) for _, d in sources)
     parts, src_ids = [], []
@@ -167,16 +195,23 @@ def main(argv=None) -> dict:
         idx = np.sort(rng.choice(n, size=min(take, n), replace=False))
         parts.append(Subset(ds, idx.tolist()))
         src_ids += [i] * len(idx)
-    dataset = ConcatDataset(parts)
     loader = Runner.build_dataloader(
         dict(
             batch_size=args.batch_size,
             num_workers=0,
-            dataset=dataset,
+            dataset=ConcatDataset(parts),
             sampler=dict(type='DefaultSampler', shuffle=False),
             collate_fn=dict(type='default_collate'),
         )
     )
+    return loader, src_ids
+
+
+def make_feature_fn(model, args):
+    """``fn(model, inputs) -> (B, C)`` from the backbone to evaluate."""
+    from mmssl.checkpoint import TEACHER_BACKBONE_PATHS
+    from mmssl.utils import find_backbone
+    from mmssl.visualization.tsne import select_features
 
     backbone, path = (
         find_backbone(model, path=args.backbone_path)
@@ -195,9 +230,33 @@ def main(argv=None) -> dict:
     def feature_fn(m, x):
         return select_features(raw(m, x), args.feature)
 
+    return feature_fn
+
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
+    from mmssl.apis import init_model
+    from mmssl.checkpoint import exit_on_untrusted, trust_from_args
+    from mmssl.evaluation import extract_features
+    from mmssl.utils.cli import load_tool_config
+    from mmssl.visualization.tsne import plot_embedding, run_tsne
+
+    cfg = load_tool_config(args.config, args.cfg_options, args.allow_new_keys)
+    with exit_on_untrusted():
+        model = init_model(
+            cfg,
+            args.checkpoint,
+            device=args.device,
+            trusted=trust_from_args(args),
+        )
+    sources = build_datasets(cfg, args)
+
+    loader, src_ids = sample_loader(sources, args)
+    feature_fn = make_feature_fn(model, args)
     feats, samples = extract_features(
         model, loader, feature_fn, desc='t-SNE features'
     )
+    feats, samples, src_ids = drop_stand_ins(feats, samples, src_ids)
     labels = np.array(
         [
             int(s.gt_label.reshape(-1)[0]) if 'gt_label' in s else -1

@@ -69,7 +69,7 @@ def _check(path):
         return path, f'{type(e).__name__}: {e}'
 
 
-def collect(target: str, cfg_options=None):
+def collect(target: str, cfg_options=None, allow_new_keys=False):
     """(paths, loader config) for a config file or a folder."""
     from mmssl.utils import register_all_modules
 
@@ -79,11 +79,9 @@ def collect(target: str, cfg_options=None):
     if osp.isdir(target):
         ds_cfg = dict(type='ImageFolderDataset', data_root=target)
     else:
-        from mmengine.config import Config
+        from mmssl.utils.cli import load_tool_config
 
-        cfg = Config.fromfile(target)
-        if cfg_options:
-            cfg.merge_from_dict(cfg_options)
+        cfg = load_tool_config(target, cfg_options, allow_new_keys)
         ds_cfg = cfg.train_dataloader.dataset.to_dict()
     loader = _loader_cfg(ds_cfg)
     return dataset_paths(DATASETS.build(ds_cfg)), loader
@@ -110,7 +108,7 @@ def check(paths, loader_cfg, workers=1):
 
 
 def main(argv=None):
-    from mmengine.config import DictAction
+    from mmssl.utils.cli import add_cfg_options_arguments
 
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('target', help='config file or image folder')
@@ -120,9 +118,9 @@ def main(argv=None):
         help='where to write "path<TAB>reason" lines',
     )
     parser.add_argument('--workers', type=int, default=1)
-    parser.add_argument('--cfg-options', nargs='+', action=DictAction)
+    add_cfg_options_arguments(parser)
     args = parser.parse_args(argv)
-    paths, loader = collect(args.target, args.cfg_options)
+    paths, loader = collect(args.target, args.cfg_options, args.allow_new_keys)
     bad = check(paths, loader, args.workers)
     with open(args.out, 'w', encoding='utf-8') as f:
         for path, reason in bad:

@@ -1,14 +1,29 @@
-"""kNN top-1/top-5 of a config's model, trained or at random init.
+"""kNN top-1/top-5 of any checkpoint on any labelled folders (or a config's).
 
-Uses the config's ``test_dataloader`` / ``test_evaluator`` (e.g.
+Data: the config's ``test_dataloader`` / ``test_evaluator`` (e.g.
 ``configs/_base_/datasets/demo_knn.py``: bank = data/demo/train, queries =
-data/demo/val). Without ``--checkpoint`` the model is evaluated right after
-``init_weights()`` with the config's seed: the "same network at random
-init" baseline quoted in the READMEs.
+data/demo/val), or two labelled folders ``<root>/<class>/<image>`` given
+with ``--train-folder`` (the feature bank) and ``--val-folder`` (the
+queries). Folder images are read with the training decoder (8/16-bit,
+grey, any size; bad files are skipped and named), resized on the short
+side and centre-cropped to ``--img-size``.
+
+Weights: without ``--checkpoint`` the model is evaluated right after
+``init_weights()`` with the config's seed (the "same network at random
+init" baseline quoted in the READMEs). ``--checkpoint`` takes any
+checkpoint: a training checkpoint of the config's algorithm (loaded
+whole), or anything holding the backbone (a ``publish_model.py
+--backbone-only`` file, the teacher of a DINO-family checkpoint, ...):
+its backbone weights are found (teacher first, or ``--prefix``) and
+loaded into the model's backbone, with a report of matched and missing
+keys.
 
     python tools/misc/knn_eval.py \
         configs/dinov2/dinov2_vit-tiny-p4_1xb64-10e_demo.py
     python tools/misc/knn_eval.py CONFIG --checkpoint work_dirs/x/epoch_6.pth
+    python tools/misc/knn_eval.py \
+        configs/benchmarks/knn/knn_vit-small-p14_custom.py \
+        --checkpoint CKPT --train-folder /data/train --val-folder /data/val
 
 The checkpoint is read with mmssl's safe loader; one that pickles more than
 tensors and mmengine's own types is refused unless ``--trusted``.
@@ -21,9 +36,6 @@ import tempfile
 
 sys.path.insert(0, osp.abspath(osp.join(osp.dirname(__file__), '..', '..')))
 
-from mmengine.config import Config, DictAction  # noqa: E402
-from mmengine.runner import Runner  # noqa: E402
-
 from mmssl.checkpoint import (  # noqa: E402
     add_trusted_argument,
     exit_on_untrusted,
@@ -31,37 +43,234 @@ from mmssl.checkpoint import (  # noqa: E402
     trust_from_args,
 )
 from mmssl.utils import register_all_modules  # noqa: E402
+from mmssl.utils.cli import (  # noqa: E402
+    add_cfg_options_arguments,
+    load_tool_config,
+)
 
 
-def main(argv=None) -> dict:
+def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('config')
     parser.add_argument(
         '--checkpoint',
         default=None,
-        help='checkpoint to load; random init if omitted',
+        help='any checkpoint holding the model or its backbone; random '
+        'init if omitted',
     )
-    parser.add_argument('--cfg-options', nargs='+', action=DictAction)
+    parser.add_argument(
+        '--prefix',
+        default=None,
+        help="backbone prefix in the checkpoint ('' for a bare backbone); "
+        'default: the whole model when the keys fit, else found (teacher '
+        'first)',
+    )
+    parser.add_argument('--train-folder', help='labelled bank folder')
+    parser.add_argument('--val-folder', help='labelled query folder')
+    parser.add_argument(
+        '--img-size',
+        type=int,
+        default=None,
+        help="crop side for folders (default: the backbone's img_size, "
+        'else 224)',
+    )
+    parser.add_argument('--batch-size', type=int, default=None)
+    parser.add_argument('--num-workers', type=int, default=None)
+    parser.add_argument('--k', type=int, default=None, help='neighbours')
+    parser.add_argument('--work-dir', default=None, help='for the log')
     add_trusted_argument(parser)
+    add_cfg_options_arguments(parser)
     args = parser.parse_args(argv)
+    if bool(args.train_folder) != bool(args.val_folder):
+        parser.error('give both --train-folder and --val-folder')
+    return args
+
+
+def _img_size(cfg, requested) -> int:
+    if requested:
+        return int(requested)
+    size = (cfg.model.get('backbone') or {}).get('img_size', 224)
+    return int(size[0] if isinstance(size, (list, tuple)) else size)
+
+
+def use_folders(cfg, args) -> None:
+    """Point the config's kNN test at ``--train-folder``/``--val-folder``."""
+    from mmssl.evaluation.folders import (
+        folder_classes,
+        labelled_folder_dataset,
+    )
+
+    size = _img_size(cfg, args.img_size)
+    classes = folder_classes(args.train_folder)
+    loader = dict(cfg.get('test_dataloader') or {})
+    cfg.test_dataloader = dict(
+        batch_size=loader.get('batch_size', 64),
+        num_workers=loader.get('num_workers', 2),
+        sampler=dict(type='DefaultSampler', shuffle=False),
+        collate_fn=dict(type='default_collate'),
+        dataset=dict(
+            type='KNNDataset',
+            bank=labelled_folder_dataset(args.train_folder, size, classes),
+            query=labelled_folder_dataset(args.val_folder, size, classes),
+        ),
+    )
+    evaluator = cfg.get('test_evaluator') or {}
+    if not isinstance(evaluator, dict) or evaluator.get('type') != (
+        'KNNAccuracy'
+    ):
+        cfg.test_evaluator = dict(type='KNNAccuracy', k=20, topk=(1, 5))
+    cfg.test_cfg = dict(type='FeatureTestLoop')
+    print(
+        f'kNN on folders: bank {args.train_folder}, queries '
+        f'{args.val_folder}, {len(classes)} classes, {size}px crops'
+    )
+
+
+def prepare_cfg(cfg, args) -> None:
+    """Flags -> config; the tool loads weights itself (no init_cfg)."""
+    if args.train_folder:
+        use_folders(cfg, args)
+    if 'test_dataloader' not in cfg:
+        raise SystemExit(
+            'error: the config has no test_dataloader; give labelled '
+            'folders with --train-folder DIR --val-folder DIR.'
+        )
+    if args.batch_size:
+        cfg.test_dataloader.batch_size = args.batch_size
+    if args.num_workers is not None:
+        cfg.test_dataloader.num_workers = args.num_workers
+        if args.num_workers == 0:
+            cfg.test_dataloader.persistent_workers = False
+    if args.k:
+        cfg.test_evaluator.k = args.k
+    cfg.work_dir = args.work_dir or tempfile.mkdtemp(prefix='knn_eval_')
+    cfg.load_from = None
+    cfg.resume = False
+    # benchmark configs load the backbone from init_cfg with a hook; the
+    # tool loads --checkpoint itself
+    backbone = cfg.model.get('backbone') or {}
+    init = backbone.get('init_cfg') or {}
+    if isinstance(init, dict) and init.get('type') == 'Pretrained':
+        backbone['init_cfg'] = None
+    hooks = [
+        h
+        for h in cfg.get('custom_hooks') or []
+        if h.get('type') != 'PretrainedInitHook'
+    ]
+    cfg.custom_hooks = hooks
+
+
+def _backbones(model) -> list:
+    """``[(path, module)]`` of every backbone copy (student, teacher...)."""
+    from mmssl.checkpoint import STUDENT_BACKBONE_PATHS, TEACHER_BACKBONE_PATHS
+
+    found = []
+    for path in TEACHER_BACKBONE_PATHS + STUDENT_BACKBONE_PATHS:
+        try:
+            module = model.get_submodule(path)
+        except AttributeError:
+            continue
+        if any(True for _ in module.parameters()):
+            found.append((path, module))
+    return found or [('', model)]
+
+
+def load_weights(model, checkpoint: str, prefix, trusted) -> str:
+    """Load the whole model, or its backbone(s), from ``checkpoint``.
+
+    A checkpoint whose keys cover the model (a training checkpoint of the
+    config) is loaded whole. Otherwise the backbone weights (a bare
+    backbone, or those under ``prefix`` or found teacher-first) go into
+    every backbone copy of the model, so the features agree whichever
+    copy the algorithm extracts them with.
+
+    Returns:
+        str: What was loaded, for the output.
+    """
+    from mmssl.checkpoint import (
+        load_checkpoint,
+        load_pretrained,
+        select_backbone,
+        strip_prefix,
+        unwrap_state_dict,
+    )
+
+    state = unwrap_state_dict(load_checkpoint(checkpoint, trusted=trusted))
+    if state and all(k.startswith('module.') for k in state):
+        state = strip_prefix(state, 'module.')
+    own = model.state_dict()
+    if prefix is None and sum(k in state for k in own) >= 0.9 * len(own):
+        report = load_pretrained(model, state, strip_prefixes=())
+        return f'whole model: {report.summary(3)}'
+    backbones = _backbones(model)
+    keys = backbones[0][1].state_dict()
+    if prefix is not None:
+        weights = strip_prefix(state, prefix) if prefix else state
+    elif sum(k in state for k in keys) >= 0.9 * len(keys):
+        weights = state  # a bare backbone
+    else:
+        try:
+            weights = select_backbone(state)
+        except ValueError as err:
+            raise SystemExit(f'error: {err}') from None
+    lines = []
+    for path, module in backbones:
+        report = load_pretrained(module, weights, strip_prefixes=())
+        if not report.matched:
+            raise SystemExit(
+                f'error: no weight of {checkpoint} fits the backbone '
+                f'{path or "model"} ({report.summary(5)}); pass --prefix.'
+            )
+        lines.append(f'backbone {path or "(model)"}: {report.summary(3)}')
+    return '\n'.join(lines)
+
+
+def _skipped_files_hook():
+    """A hook collecting the bad files the test dataloader skipped."""
+    from mmengine.hooks import Hook
+
+    class SkippedFiles(Hook):
+        priority = 'LOWEST'
+
+        def __init__(self) -> None:
+            self.bad = {}
+
+        def after_test_iter(
+            self, runner, batch_idx, data_batch=None, outputs=None
+        ) -> None:
+            for sample in (data_batch or {}).get('data_samples', []):
+                for path, reason in sample.get('skipped_files', None) or []:
+                    self.bad.setdefault(path, reason)
+
+    return SkippedFiles()
+
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
+    from mmssl.engine.runner import build_runner
+
     register_all_modules()
-    cfg = Config.fromfile(args.config)
-    if args.cfg_options:
-        cfg.merge_from_dict(args.cfg_options)
-    cfg.work_dir = tempfile.mkdtemp(prefix='knn_eval_')
-    cfg.load_from = args.checkpoint
+    cfg = load_tool_config(args.config, args.cfg_options, args.allow_new_keys)
+    prepare_cfg(cfg, args)
+    runner = build_runner(cfg)
+    skipped = _skipped_files_hook()
+    runner.register_hook(skipped)
     trusted = trust_from_args(args)
-    if trusted:
-        cfg.trust_checkpoint = True
-    runner = Runner.from_cfg(cfg)
-    # Every load (CHECKPOINT, or init_cfg weights) under the policy.
     with (
         exit_on_untrusted(),
         loading_policy(trusted, args.checkpoint or 'init_cfg'),
     ):
-        if args.checkpoint is None:
-            runner.model.init_weights()
+        runner.model.init_weights()
+        if args.checkpoint:
+            print(
+                'Loaded '
+                + load_weights(
+                    runner.model, args.checkpoint, args.prefix, trusted
+                )
+            )
         metrics = runner.test()
+    for path, reason in sorted(skipped.bad.items()):
+        print(f'skipped bad file {path}: {reason}')
     print({k: round(float(v), 2) for k, v in metrics.items()})
     return metrics
 

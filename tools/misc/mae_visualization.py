@@ -1,13 +1,18 @@
-"""Picture of an MAE / SimMIM reconstruction of one image.
+"""Picture of an MAE / SimMIM reconstruction of one image or a folder.
 
-    python tools/misc/mae_visualization.py IMG CONFIG CKPT OUT.png \
+    python tools/misc/mae_visualization.py IMG_OR_FOLDER CONFIG CKPT OUT \
         --device cpu|cuda [--mask-ratio R] [--seed S]
 
-One PNG with four panels: the original (resized to the model's input
-size), the masked input, the reconstruction, and the reconstruction with
-the visible patches of the original pasted back. MAE ``norm_pix`` targets
-are un-normalised with each original patch's mean and variance. Pass
-``none`` as CKPT to use a randomly initialised model.
+One PNG per image with four panels: the original, the masked input, the
+reconstruction, and the reconstruction with the visible patches of the
+original pasted back. OUT is the PNG for one image, or a folder for a
+folder of images (``OUT/<relative path>.png``). Images are decoded like
+training data (``LoadImageRobust``: 8/16-bit, grey, RGBA, any size); bad
+files are skipped and named. The short side is resized to the model's
+input size and the centre cropped, so non-square images keep their
+aspect. MAE ``norm_pix`` targets are un-normalised with each original
+patch's mean and variance. Pass ``none`` as CKPT to use a randomly
+initialised model.
 """
 
 import os.path as _osp
@@ -21,17 +26,18 @@ import os
 import os.path as osp
 import sys
 
-from mmengine.config import DictAction
-
 
 def parse_args(argv=None):
     from mmssl.checkpoint import add_trusted_argument
+    from mmssl.utils.cli import add_cfg_options_arguments
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('img', help='image file')
+    parser.add_argument('img', help='image file or folder')
     parser.add_argument('config', help='config of an MAE/SimMIM algorithm')
     parser.add_argument('checkpoint', help="checkpoint, or 'none'")
-    parser.add_argument('out_file', help='output PNG')
+    parser.add_argument(
+        'out_file', help='output PNG (a folder for a folder of images)'
+    )
     parser.add_argument('--device', default='cpu')
     parser.add_argument(
         '--mask-ratio',
@@ -53,18 +59,15 @@ def parse_args(argv=None):
     )
     parser.add_argument('--seed', type=int, default=0)
     add_trusted_argument(parser)
-    parser.add_argument('--cfg-options', nargs='+', action=DictAction)
+    add_cfg_options_arguments(parser)
     return parser.parse_args(argv)
 
 
-def main(argv=None) -> str:
-    args = parse_args(argv)
-    import cv2
+def reconstruct_image(model, img, size, args, out_file) -> str:
+    """Write the four-panel picture of one BGR image to ``out_file``."""
     import torch
 
-    from mmssl.apis import init_model
-    from mmssl.checkpoint import exit_on_untrusted, trust_from_args
-    from mmssl.utils import load_config
+    from mmssl.visualization.images import center_crop_square
     from mmssl.visualization.mim_reconstruction import (
         mim_reconstruct,
         mim_style,
@@ -72,24 +75,7 @@ def main(argv=None) -> str:
         to_uint8_rgb,
     )
 
-    if args.mask_ratio is not None and not 0 < args.mask_ratio < 1:
-        raise ValueError(
-            f'--mask-ratio must be in (0, 1), got {args.mask_ratio}'
-        )
-    cfg = load_config(args.config, args.cfg_options)
-    ckpt = None if args.checkpoint.lower() == 'none' else args.checkpoint
-    with exit_on_untrusted():
-        model = init_model(
-            cfg, ckpt, device=args.device, trusted=trust_from_args(args)
-        )
-    style = mim_style(model)
-    size = args.img_size or cfg.model.backbone.get('img_size', 224)
-    size = size[0] if isinstance(size, (tuple, list)) else int(size)
-
-    img = cv2.imread(args.img, cv2.IMREAD_COLOR)
-    if img is None:
-        raise FileNotFoundError(f'Cannot read image {args.img}')
-    img = cv2.resize(img, (size, size), interpolation=cv2.INTER_CUBIC)
+    img = center_crop_square(img, size)
     tensor = torch.from_numpy(img).permute(2, 0, 1)[None]  # (1, 3, H, W)
     pre = model.data_preprocessor
     data = pre(dict(inputs=tensor.to(args.device), data_samples=None), False)
@@ -111,15 +97,57 @@ def main(argv=None) -> str:
             ('reconstruction + visible', 'pasted'),
         )
     ]
-    if osp.dirname(args.out_file):
-        os.makedirs(osp.dirname(args.out_file), exist_ok=True)
+    if osp.dirname(out_file):
+        os.makedirs(osp.dirname(out_file), exist_ok=True)
     save_panels(
         panels,
-        args.out_file,
-        title=f'{type(model).__name__} ({style}), seed {args.seed}',
+        out_file,
+        title=f'{type(model).__name__} ({mim_style(model)}), seed {args.seed}',
     )
-    print(f'Wrote {args.out_file}')
-    return args.out_file
+    return out_file
+
+
+def main(argv=None) -> str | list:
+    args = parse_args(argv)
+    from mmssl.apis import init_model
+    from mmssl.checkpoint import exit_on_untrusted, trust_from_args
+    from mmssl.utils.cli import load_tool_config
+    from mmssl.visualization.images import (
+        list_images,
+        output_stem,
+        read_images,
+    )
+    from mmssl.visualization.mim_reconstruction import mim_style
+
+    if args.mask_ratio is not None and not 0 < args.mask_ratio < 1:
+        raise ValueError(
+            f'--mask-ratio must be in (0, 1), got {args.mask_ratio}'
+        )
+    cfg = load_tool_config(args.config, args.cfg_options, args.allow_new_keys)
+    paths = list_images(args.img)
+    ckpt = None if args.checkpoint.lower() == 'none' else args.checkpoint
+    with exit_on_untrusted():
+        model = init_model(
+            cfg, ckpt, device=args.device, trusted=trust_from_args(args)
+        )
+    mim_style(model)  # clear error for other algorithms
+    size = args.img_size or cfg.model.backbone.get('img_size', 224)
+    size = size[0] if isinstance(size, (tuple, list)) else int(size)
+    folder = osp.isdir(args.img)
+    written, skipped = [], []
+    for path, img in read_images(paths, 'reconstructions', skipped):
+        out_file = args.out_file
+        if folder:
+            name = output_stem(path, args.img) + '.png'
+            out_file = osp.join(args.out_file, name)
+        written.append(reconstruct_image(model, img, size, args, out_file))
+    if not written:
+        raise SystemExit(f'error: no readable image in {args.img}')
+    print(
+        f'Wrote {len(written)} picture(s) to {args.out_file}; '
+        f'{len(skipped)} bad file(s) skipped.'
+    )
+    return written if folder else written[0]
 
 
 if __name__ == '__main__':

@@ -1,0 +1,114 @@
+"""Evaluation datasets over any folder of images, read like training.
+
+The tools (kNN, t-SNE, browse, attention, reconstruction) read images with
+the training decoder :class:`mmssl.datasets.transforms.LoadImageRobust`
+(8/16-bit, grey, RGBA, palette, EXIF orientation), skip bad files naming
+them, and bring images of any size to one size by a short-side resize and
+a centre crop, so batches of mixed sizes stack and nothing is squashed.
+"""
+
+import os
+import os.path as osp
+from typing import List, Optional, Sequence
+
+from mmssl.datasets.image_folder import IMG_EXTENSIONS
+
+
+def eval_pipeline(img_size: int = 224, crop_ratio: float = 224 / 256):
+    """Decode robustly, resize the short side, centre-crop, pack.
+
+    Args:
+        img_size (int): Side of the square crop.
+        crop_ratio (float): Crop side / resized short side (0.875 as in
+            the usual 256 -> 224 protocol).
+
+    Returns:
+        list[dict]: Transform configs.
+    """
+    return [
+        dict(type='LoadImageRobust'),
+        dict(
+            type='ResizeEdge',
+            scale=max(img_size, round(img_size / crop_ratio)),
+            edge='short',
+            interpolation='bicubic',
+        ),
+        dict(type='CenterCrop', crop_size=img_size),
+        dict(
+            type='PackInputs',
+            meta_keys=('sample_idx', 'img_path', 'ori_shape', 'img_shape'),
+        ),
+    ]
+
+
+def folder_classes(root: str) -> List[str]:
+    """Sorted names of the sub-folders of ``root`` that hold an image.
+
+    Raises:
+        FileNotFoundError: ``root`` is not a folder or has no such
+            sub-folder (labels come from sub-folder names).
+    """
+    if not osp.isdir(root):
+        raise FileNotFoundError(f'{root} is not a folder.')
+    exts = tuple(IMG_EXTENSIONS)
+    found = []
+    for entry in sorted(os.scandir(root), key=lambda e: e.name):
+        if not entry.is_dir() or entry.name.startswith('.'):
+            continue
+        for _, _, files in os.walk(entry.path):
+            if any(f.lower().endswith(exts) for f in files):
+                found.append(entry.name)
+                break
+    if not found:
+        raise FileNotFoundError(
+            f'{root} has no sub-folder with images: a labelled folder is '
+            '<root>/<class>/<image>, one sub-folder per class.'
+        )
+    return found
+
+
+def labelled_folder_dataset(
+    root: str,
+    img_size: int = 224,
+    classes: Optional[Sequence[str]] = None,
+    pipeline: Optional[list] = None,
+) -> dict:
+    """Config of an :class:`ImageFolderDataset` over ``<root>/<class>/*``.
+
+    Bad files are skipped and named (``max_bad_ratio=1``: a tool does
+    not stop on them).
+
+    Args:
+        root (str): The folder.
+        img_size (int): Crop side of the default pipeline.
+        classes (Sequence[str], optional): Class names in label order;
+            default: the sub-folders of ``root``
+            (:func:`folder_classes`). Give the train folder's classes to
+            label a val folder the same way.
+        pipeline (list, optional): Transforms; default
+            :func:`eval_pipeline`.
+
+    Returns:
+        dict: The dataset config.
+    """
+    return dict(
+        type='ImageFolderDataset',
+        data_root=root,
+        with_label=True,
+        max_bad_ratio=1.0,
+        metainfo=dict(classes=list(classes or folder_classes(root))),
+        pipeline=pipeline or eval_pipeline(img_size),
+    )
+
+
+def unlabelled_folder_dataset(
+    roots: Sequence[str], img_size: int = 224, pipeline=None
+) -> dict:
+    """Config of an :class:`ImageFolderDataset` over every image below
+    ``roots`` (labels -1), with :func:`eval_pipeline` by default."""
+    return dict(
+        type='ImageFolderDataset',
+        data_root=list(roots),
+        max_bad_ratio=1.0,
+        pipeline=pipeline or eval_pipeline(img_size),
+    )
