@@ -39,6 +39,7 @@ setup(
     extras_require={
         'tests': parse_requirements('tests'),
         'optional': parse_requirements('optional'),
+        '3d': parse_requirements('3d'),
     },
     license='Apache License 2.0',
     zip_safe=False,

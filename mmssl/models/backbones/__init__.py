@@ -1,3 +1,10 @@
 from .dino_vit import DINOVisionTransformer, count_dino_vit_params
+from .swin_vit3d import SwinViT3D
+from .vit3d import VisionTransformer3D
 
-__all__ = ['DINOVisionTransformer', 'count_dino_vit_params']
+__all__ = [
+    'DINOVisionTransformer',
+    'count_dino_vit_params',
+    'SwinViT3D',
+    'VisionTransformer3D',
+]
