@@ -8,6 +8,7 @@ from .image_folder import (
 from .knn_dataset import KNNDataset
 from .mixed import MixedDataset, WeightedMixSampler, epoch_indices
 from .transforms import *  # noqa: F401,F403
+from .volume_folder import VOLUME_EXTENSIONS, VolumeFolderDataset
 from .worker_seed import seed_worker
 
 __all__ = [
@@ -21,4 +22,6 @@ __all__ = [
     'epoch_indices',
     'seed_worker',
     'ClusterUniformSampler',
+    'VolumeFolderDataset',
+    'VOLUME_EXTENSIONS',
 ]
