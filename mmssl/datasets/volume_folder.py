@@ -91,7 +91,8 @@ class VolumeFolderDataset(ImageFolderDataset):
         if cache == 'disk':
             if not cache_dir:
                 raise ValueError("cache='disk' needs cache_dir=FOLDER.")
-            self.cache = DiskCache(cache_dir, repr(self.preprocess))
+            # the configs (dicts), not the objects: their repr holds ids
+            self.cache = DiskCache(cache_dir, repr(list(preprocess)))
         elif cache == 'memory':
             self.cache = ShardedMemoryCache(cache_max_gb * 2**30, cache_shard)
         else:

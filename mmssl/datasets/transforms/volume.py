@@ -109,6 +109,9 @@ class MONAITransform(BaseTransform):
             ``'ScaleIntensityRangePercentilesd'``, ``'CropForegroundd'``.
         **kwargs: Its arguments (``keys='img'`` for the volume).
 
+    Only the entries named by ``keys`` are handed to MONAI (it would take
+    mmcv's ``img_path`` and ``img_shape`` for meta dictionaries of
+    ``img``); its results are written back and ``img_shape`` updated.
     Random MONAI transforms are reseeded from NumPy's global generator on
     every call, which mmengine seeds per rank and DataLoader worker, so
     workers do not repeat each other's draws.
@@ -129,11 +132,20 @@ class MONAITransform(BaseTransform):
         self.kwargs = kwargs
         self.monai = cls(**kwargs)
         self.random = isinstance(self.monai, mt.Randomizable)
+        keys = kwargs.get('keys', ())
+        self.keys = [keys] if isinstance(keys, str) else list(keys)
 
     def transform(self, results: dict) -> Optional[dict]:
         if self.random:
             self.monai.set_random_state(seed=np.random.randint(2**31))
-        return self.monai(results)
+        out = self.monai({k: results[k] for k in self.keys if k in results})
+        if out is None:
+            return None
+        results.update(out)
+        img = results.get('img')
+        if img is not None and getattr(img, 'ndim', 0) == 4:
+            results['img_shape'] = tuple(img.shape[1:])
+        return results
 
     def __repr__(self) -> str:
         args = ', '.join(f'{k}={v!r}' for k, v in sorted(self.kwargs.items()))

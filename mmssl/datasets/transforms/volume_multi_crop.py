@@ -111,7 +111,9 @@ class MultiCrop3D(BaseTransform):
             plane = [(0, 1), (0, 2), (1, 2)][np.random.randint(3)]
             k = np.random.randint(1, 4)
             out = Rotate90(k=k, spatial_axes=plane)(out)
-        out = torch.as_tensor(out).float().contiguous()  # plain tensor
+        if hasattr(out, 'as_tensor'):  # MetaTensor -> plain tensor
+            out = out.as_tensor()
+        out = torch.as_tensor(out).float().contiguous()
         if np.random.rand() < self.intensity_prob:
             a = np.random.uniform(-self.intensity_scale, self.intensity_scale)
             b = np.random.uniform(-self.intensity_shift, self.intensity_shift)
