@@ -137,3 +137,16 @@ def test_mask_generator_on_multi_crop_views():
     assert not gen(dict(img=views, num_global_crops=2))['mask'].any()
     with pytest.raises(ValueError, match='share one size'):
         gen(dict(img=views, num_global_crops=3))
+
+
+def test_box_keeps_the_volume_share_under_aspect_jitter():
+    t = MultiCrop3D(global_size=8, local_size=4, aspect=(0.5, 2.0))
+    np.random.seed(0)
+    shares = []
+    for _ in range(20):
+        start, end = t._box((32, 32, 32), (0.125, 0.125))
+        sides = np.subtract(end, start)
+        assert (sides >= 1).all() and (np.asarray(end) <= 32).all()
+        shares.append(np.prod(sides) / 32**3)
+    # the jitter changes the box's shape, not its volume (up to rounding)
+    np.testing.assert_allclose(shares, 0.125, rtol=0.3)

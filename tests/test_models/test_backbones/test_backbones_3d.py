@@ -49,8 +49,14 @@ def test_vit3d_shapes_registers_and_mask():
     ).train()
     x = torch.randn(2, 1, 32, 32, 32)
     assert model(x)[0].shape == (2, 1 + 2 + 64, 32)
+    model.eval()
+    raw = model(x)[0]
     model.out_type = 'featmap'
-    assert model(x)[0].shape == (2, 32, 4, 4, 4)
+    fmap = model(x)[0]
+    assert fmap.shape == (2, 32, 4, 4, 4)
+    # voxel (z, y, x) of the map is patch token z*16 + y*4 + x
+    torch.testing.assert_close(fmap[:, :, 1, 2, 3], raw[:, 3 + 16 + 8 + 3])
+    model.train()
     # a local crop of 16^3: 2x2x2 patches, pos-embed resized
     assert model(torch.randn(2, 1, 16, 16, 16))[0].shape == (2, 32, 2, 2, 2)
     # masked patches all see the mask token: their first-layer tokens match
