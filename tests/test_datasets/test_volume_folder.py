@@ -221,3 +221,14 @@ def test_pipeline_output_is_plain_tensors(vol_root):
     views = ds[0]['inputs']
     assert len(views) == 6
     assert all(type(v) is torch.Tensor for v in views)
+
+
+def test_four_d_nifti_is_channel_first(tmp_path):
+    save_nifti(
+        str(tmp_path / 'two.nii.gz'),
+        np.stack([ramp((4, 6, 8)), ramp((4, 6, 8)) + 0.5], axis=-1),
+    )
+    ds = VolumeFolderDataset(str(tmp_path), preprocess=LOAD)
+    img = np.asarray(ds[0]['img'])
+    assert img.shape == (2, 4, 6, 8)
+    np.testing.assert_array_equal(img[1] - img[0], np.full((4, 6, 8), 0.5))
