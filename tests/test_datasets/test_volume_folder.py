@@ -232,3 +232,21 @@ def test_four_d_nifti_is_channel_first(tmp_path):
     img = np.asarray(ds[0]['img'])
     assert img.shape == (2, 4, 6, 8)
     np.testing.assert_array_equal(img[1] - img[0], np.full((4, 6, 8), 0.5))
+
+
+def test_random_monai_transform_follows_numpy_seed():
+    """Reseeded from NumPy's generator (seeded per rank and worker by
+    mmengine): the same seed repeats a draw, other seeds vary it."""
+    from mmssl.datasets.transforms import MONAITransform
+
+    t = MONAITransform('RandFlipd', keys='img', prob=0.5, spatial_axis=0)
+    vol = torch.arange(8.0).reshape(1, 2, 2, 2)
+    outcomes = []
+    for seed in range(12):
+        np.random.seed(seed)
+        first = t(dict(img=vol))['img']
+        np.random.seed(seed)
+        second = t(dict(img=vol))['img']
+        assert torch.equal(torch.as_tensor(first), torch.as_tensor(second))
+        outcomes.append(torch.equal(torch.as_tensor(first), vol))
+    assert any(outcomes) and not all(outcomes)
