@@ -41,6 +41,7 @@ setup(
         'optional': parse_requirements('optional'),
         # warm start from HF transformers .safetensors files
         'safetensors': ['safetensors'],
+        '3d': parse_requirements('3d'),
     },
     license='Apache License 2.0',
     zip_safe=False,

@@ -13,6 +13,7 @@ from .mixed_resolution import (
     SizedIndex,
 )
 from .transforms import *  # noqa: F401,F403
+from .volume_folder import VOLUME_EXTENSIONS, VolumeFolderDataset
 from .worker_seed import seed_worker
 
 __all__ = [
@@ -29,4 +30,6 @@ __all__ = [
     'MixedResolutionBatchSampler',
     'MixedResolutionDataset',
     'SizedIndex',
+    'VolumeFolderDataset',
+    'VOLUME_EXTENSIONS',
 ]

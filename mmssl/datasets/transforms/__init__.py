@@ -4,6 +4,12 @@ from .loading import BadImageError, LoadImageRobust, scale_to_uint8
 from .mixed_resolution_crop import MixedResolutionMultiCrop
 from .multi_crop import MultiCrop
 from .relative_loc import RelativeLocPatches
+from .volume import LoadVolume, MONAITransform
+from .volume_multi_crop import (
+    BlockwiseMaskGenerator3D,
+    MultiCrop3D,
+    blockwise_mask_3d,
+)
 
 __all__ = [
     'MultiCrop',
@@ -15,4 +21,9 @@ __all__ = [
     'scale_to_uint8',
     'RelativeLocPatches',
     'HueSafeColorJitter',
+    'LoadVolume',
+    'MONAITransform',
+    'MultiCrop3D',
+    'BlockwiseMaskGenerator3D',
+    'blockwise_mask_3d',
 ]

@@ -1,4 +1,12 @@
 from .dino_vit import DINOVisionTransformer, count_dino_vit_params
 from .dinov3_vit import DINOv3ViT
+from .swin_vit3d import SwinViT3D
+from .vit3d import VisionTransformer3D
 
-__all__ = ['DINOVisionTransformer', 'DINOv3ViT', 'count_dino_vit_params']
+__all__ = [
+    'DINOVisionTransformer',
+    'DINOv3ViT',
+    'count_dino_vit_params',
+    'SwinViT3D',
+    'VisionTransformer3D',
+]

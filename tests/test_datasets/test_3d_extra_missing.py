@@ -1,0 +1,75 @@
+"""Without MONAI / nibabel: mmssl imports, and every 3D class says which
+extra to install when it is built."""
+
+import os.path as osp
+import sys
+
+import pytest
+from _dist import run
+
+from mmssl.extras import require_3d
+
+ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+
+SCRIPT = r"""
+import sys
+
+class Block:  # what an environment without the [3d] extra looks like
+    def find_spec(self, name, path=None, target=None):
+        if name.split('.')[0] in ('monai', 'nibabel'):
+            raise ImportError(f'No module named {name!r} (blocked)')
+
+sys.meta_path.insert(0, Block())
+import mmssl, mmssl.datasets, mmssl.models  # noqa: E401
+from mmssl.registry import DATASETS, MODELS, TRANSFORMS
+from mmssl.utils import register_all_modules
+register_all_modules()
+assert 'monai' not in sys.modules
+for registry, cfg in [
+    (DATASETS, dict(type='VolumeFolderDataset', data_root='.')),
+    (TRANSFORMS, dict(type='LoadVolume')),
+    (TRANSFORMS, dict(type='MONAITransform', transform='Spacingd')),
+    (TRANSFORMS, dict(type='MultiCrop3D')),
+    (MODELS, dict(type='SwinViT3D')),
+]:
+    try:
+        registry.build(cfg)
+    except ImportError as e:
+        print('IMPORTERROR', cfg['type'], e)
+    else:
+        print('BUILT', cfg['type'])
+print('FILE', mmssl.__file__)
+"""
+
+
+@pytest.mark.slow
+def test_import_without_monai_and_clear_errors():
+    # cwd: this checkout's mmssl is the one imported
+    proc = run([sys.executable, '-c', SCRIPT], timeout=240, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = [
+        ln
+        for ln in proc.stdout.splitlines()
+        if ln.startswith(('IMPORTERROR', 'BUILT'))
+    ]
+    assert len(lines) == 5, proc.stdout
+    assert f'FILE {osp.join(ROOT, "mmssl", "__init__.py")}' in proc.stdout
+    for line in lines:
+        assert line.startswith('IMPORTERROR'), line
+        assert 'pip install -e ".[3d]"' in line, line
+
+
+def test_require_3d_message(monkeypatch):
+    monkeypatch.setitem(sys.modules, 'nibabel', None)  # import fails
+    with pytest.raises(ImportError, match=r'MyThing.*nibabel.*\[3d\]'):
+        require_3d('MyThing')
+
+
+def test_require_3d_old_monai(monkeypatch):
+    import monai
+
+    monkeypatch.setattr(monai, '__version__', '1.4.2')
+    with pytest.raises(ImportError, match=r'monai>=1\.5, found 1\.4\.2'):
+        require_3d('MyThing')
+    monkeypatch.setattr(monai, '__version__', '1.5.0')
+    assert require_3d('MyThing') is monai

@@ -1,0 +1,77 @@
+# Copyright (c) mmssl contributors. All rights reserved.
+"""Export an mmssl VisionTransformer3D checkpoint to MONAI's ViT.
+
+The output is a plain state dict that loads with ``strict=True`` into
+``monai.networks.nets.ViT`` (the encoder of UNETR, ``UNETR(...).vit``)
+built with the same sizes, ``qkv_bias=True`` (mmssl's default) and
+``classification=False``::
+
+    vit = ViT(in_channels=1, img_size=96, patch_size=16, hidden_size=384,
+              mlp_dim=1536, num_layers=12, num_heads=6, qkv_bias=True)
+    vit.load_state_dict(torch.load(OUT), strict=True)
+
+MONAI's ViT has no CLS token: the CLS token is dropped and LayerScale is
+folded into the weights; models with register tokens are refused (see
+mmssl/checkpoint/layouts/monai.py). SRC is read with mmssl's safe loader
+(docs/en/checkpoints.md); pass ``--trusted`` only for files you trust.
+
+Example::
+
+    python tools/model_converters/mmssl_to_monai_vit.py \\
+        work_dirs/dino3d_vit-s16/epoch_100.pth vit3d_monai.pt
+"""
+
+import argparse
+import os.path as osp
+import sys
+from typing import List, Optional
+
+sys.path.insert(0, osp.abspath(osp.join(osp.dirname(__file__), '..', '..')))
+
+from mmssl.checkpoint import (  # noqa: E402
+    add_trusted_argument,
+    exit_on_untrusted,
+    load_checkpoint,
+    save_checkpoint_atomic,
+    select_backbone,
+    trust_from_args,
+    unwrap_state_dict,
+)
+from mmssl.checkpoint.layouts.monai import (  # noqa: E402
+    VIT3D_MARKER,
+    mmssl_to_monai_vit,
+)
+
+
+def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('src', help='mmssl checkpoint (.pth)')
+    parser.add_argument('dst', help='output state dict for MONAI ViT')
+    parser.add_argument(
+        '--src-prefix',
+        default=None,
+        help='backbone prefix in SRC, e.g. backbone. (default: auto-detect, '
+        'teacher preferred)',
+    )
+    add_trusted_argument(parser, 'SRC')
+    return parser.parse_args(argv)
+
+
+def main(argv: Optional[List[str]] = None) -> dict:
+    args = parse_args(argv)
+    with exit_on_untrusted():
+        ckpt = load_checkpoint(args.src, trusted=trust_from_args(args))
+    state = select_backbone(
+        unwrap_state_dict(ckpt), args.src_prefix, marker=VIT3D_MARKER
+    )
+    out = mmssl_to_monai_vit(state)
+    save_checkpoint_atomic(out, args.dst)
+    print(
+        f'Converted {len(state)} mmssl keys -> {len(out)} MONAI ViT keys. '
+        f'Saved {args.dst}'
+    )
+    return out
+
+
+if __name__ == '__main__':
+    main()
