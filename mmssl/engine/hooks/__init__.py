@@ -9,6 +9,7 @@ from .pretrained_init_hook import PretrainedInitHook
 from .swav_queue_hook import SwAVQueueHook
 from .teacher_ema_hook import TeacherEMAHook
 from .teacher_temp_warmup_hook import TeacherTempWarmupHook
+from .train_speed_hook import TrainSpeedHook
 
 __all__ = [
     'AtomicCheckpointHook',
@@ -24,4 +25,5 @@ __all__ = [
     'SwAVQueueHook',
     'TeacherEMAHook',
     'TeacherTempWarmupHook',
+    'TrainSpeedHook',
 ]
