@@ -132,7 +132,6 @@ def backbone_fns(ref, args):
 # -------------------------------------------------------------------- step
 def build_mmssl_step(args):
     from mmengine.config import Config
-    from mmengine.logging import MMLogger
     from mmengine.optim import build_optim_wrapper
     from mmpretrain.structures import DataSample
 
@@ -140,7 +139,6 @@ def build_mmssl_step(args):
     from mmssl.utils import register_all_modules
 
     register_all_modules()
-    MMLogger.get_instance('mmengine').setLevel('WARNING')  # init report
     cfg = Config.fromfile(CONFIG)
     if args.step_drop_path is not None:
         cfg.model.backbone.drop_path_rate = args.step_drop_path
@@ -328,6 +326,9 @@ def main(argv=None):
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
+    from mmengine.logging import MMLogger
+
+    MMLogger.get_instance('mmengine').setLevel('WARNING')  # init reports
     ref = load_reference(args.reference_root)
     print(
         f'torch {torch.__version__}, {args.threads} thread(s), batch '
