@@ -1,12 +1,19 @@
 """Images/s of a config's train pipeline vs an equivalent torchvision one.
 
     python tools/analysis_tools/benchmark_pipeline.py CONFIG
-        [--num-images N] [--workers 1 4] [--make-synthetic DIR]
+        [--num-images N] [--warmup W] [--repeats R] [--workers 1 4]
+        [--make-synthetic DIR]
         [--cfg-options k=v ...]
 
 Both pipelines read the same files through a torch DataLoader (batch 1,
-no collation) with each number of workers. The reference is built from
-the config's ``MultiCrop`` settings: PIL decoding, then per view
+no collation) with each number of workers. Each measure is a fresh loader
+that first reads ``--warmup`` untimed images (workers started, prefetch
+full), then times ``--num-images``; the two pipelines take turns for
+``--repeats`` rounds, the order flipping every round, after one read of
+every file (page cache warm for both). Printed: median images/s of each
+side, the median of the per-round speed-ups, and the min-max spreads.
+The torchvision version is built from the config's ``MultiCrop``
+settings: PIL decoding, then per view
 torchvision ``RandomResizedCrop`` / ``RandomHorizontalFlip`` /
 ``ColorJitter`` (p=0.8) / ``RandomGrayscale`` / ``GaussianBlur`` (same
 per-view probabilities) / ``RandomSolarize`` and ``PILToTensor``.
@@ -17,6 +24,7 @@ points ``train_dataloader.dataset.data_root`` at it.
 import argparse
 import os
 import os.path as osp
+import statistics
 import sys
 import time
 
@@ -111,36 +119,81 @@ def _identity(batch):
     return batch
 
 
-def images_per_second(dataset, num_images: int, workers: int) -> float:
-    """Images/s reading ``num_images`` samples (after 2 warm-up ones)."""
+def timed_pass(dataset, indices, warm: int, workers: int) -> float:
+    """Seconds to read ``indices`` after ``warm`` untimed samples.
+
+    A fresh DataLoader per pass: its workers start, prefetch and reach a
+    steady state during the warm-up samples, and no other loader's
+    workers are alive while it is timed.
+    """
     import torch
     from torch.utils.data import DataLoader, Subset
 
-    n = min(num_images, len(dataset))
-    warm = min(2 * max(workers, 1), n)
-    sub = Subset(
-        dataset,
-        list(range(n + warm))
-        if n + warm <= len(dataset)
-        else [i % len(dataset) for i in range(n + warm)],
-    )
+    warm_idx = [indices[i % len(indices)] for i in range(warm)]
     loader = DataLoader(
-        sub,
+        Subset(dataset, warm_idx + list(indices)),
         batch_size=1,
         num_workers=workers,
         collate_fn=_identity,
         shuffle=False,
-        prefetch_factor=4 if workers else None,
+        prefetch_factor=2 if workers else None,
     )
     torch.set_num_threads(1)
     it = iter(loader)
     for _ in range(warm):
         next(it)
-    t = time.perf_counter()
-    count = 0
+    start = time.perf_counter()
     for _ in it:
-        count += 1
-    return count / (time.perf_counter() - t)
+        pass
+    return time.perf_counter() - start
+
+
+def compare(sides: dict, indices, warm: int, workers: int, repeats: int):
+    """Images/s of each side, ``repeats`` times, interleaved.
+
+    The sides take turns, the order flipping every repeat, so that a
+    change of machine load hits them alike.
+
+    Returns:
+        dict: side name -> list of images/s, one per repeat.
+    """
+    names = list(sides)
+    rates = {name: [] for name in names}
+    for r in range(repeats):
+        for name in names if r % 2 == 0 else names[::-1]:
+            seconds = timed_pass(sides[name], indices, warm, workers)
+            rates[name].append(len(indices) / seconds)
+    return rates
+
+
+def spread(values) -> str:
+    return f'{min(values):.1f}-{max(values):.1f}'
+
+
+def report_row(workers: int, rates: dict) -> str:
+    """``workers  median  median  ratio  (spreads)`` for one setting."""
+    ours = rates['mmssl']
+    theirs = rates.get('torchvision')
+    med = statistics.median(ours)
+    if not theirs:
+        return (
+            f'{workers:>8} {med:>12.1f} {"-":>18} {"-":>9}  [{spread(ours)}]'
+        )
+    ratios = [a / b for a, b in zip(ours, theirs)]
+    return (
+        f'{workers:>8} {med:>12.1f} {statistics.median(theirs):>18.1f} '
+        f'{statistics.median(ratios):>8.2f}x  [mmssl {spread(ours)}, '
+        f'torchvision {spread(theirs)}, ratio '
+        f'{min(ratios):.2f}-{max(ratios):.2f}]'
+    )
+
+
+def warm_page_cache(paths) -> None:
+    """Read every file once so neither side pays the first disk read."""
+    for path in paths:
+        with open(path, 'rb') as f:
+            while f.read(1 << 20):
+                pass
 
 
 def main(argv=None):
@@ -148,7 +201,9 @@ def main(argv=None):
 
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('config')
-    parser.add_argument('--num-images', type=int, default=200)
+    parser.add_argument('--num-images', type=int, default=60)
+    parser.add_argument('--warmup', type=int, default=None)
+    parser.add_argument('--repeats', type=int, default=3)
     parser.add_argument('--workers', type=int, nargs='+', default=[1, 2])
     parser.add_argument('--make-synthetic', metavar='DIR')
     parser.add_argument('--skip-torchvision', action='store_true')
@@ -190,28 +245,26 @@ def main(argv=None):
     mc = TRANSFORMS.build(mc_cfg)
     assert isinstance(mc, MultiCrop)
     tv = _TVDataset(paths, TorchvisionMultiCrop(mc))
-    views = mc.num_global_crops + mc.num_local_crops
     print(
         f'{len(paths)} files; {mc.num_global_crops} x {mc.global_size} + '
         f'{mc.num_local_crops} x {mc.local_size} crops; '
-        f'{args.num_images} images per measure; cores: {os.cpu_count()}'
+        f'{args.num_images} images per measure; cores: {os.cpu_count()}; '
+        f'load average {os.getloadavg()[0]:.2f}'
     )
+    indices = list(range(min(args.num_images, len(paths))))
+    warm_page_cache([paths[i] for i in indices])
+    sides = dict(mmssl=dataset)
+    if not args.skip_torchvision:
+        sides['torchvision'] = tv
     print(
         f'{"workers":>8} {"mmssl img/s":>12} {"torchvision img/s":>18} '
-        f'{"speed-up":>9}'
+        f'{"speed-up":>9}  [min-max over {args.repeats} interleaved '
+        'repeats]'
     )
     for w in args.workers:
-        ours = images_per_second(dataset, args.num_images, w)
-        ref = (
-            float('nan')
-            if args.skip_torchvision
-            else images_per_second(tv, args.num_images, w)
-        )
-        print(
-            f'{w:>8} {ours:>12.1f} {ref:>18.1f} {ours / ref:>8.2f}x',
-            flush=True,
-        )
-    del views
+        warm = args.warmup if args.warmup is not None else 2 * max(w, 1)
+        rates = compare(sides, indices, warm, w, args.repeats)
+        print(report_row(w, rates), flush=True)
 
 
 if __name__ == '__main__':

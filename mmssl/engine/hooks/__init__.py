@@ -11,6 +11,7 @@ from .pretrained_init_hook import PretrainedInitHook
 from .swav_queue_hook import SwAVQueueHook
 from .teacher_ema_hook import TeacherEMAHook
 from .teacher_temp_warmup_hook import TeacherTempWarmupHook
+from .train_speed_hook import TrainSpeedHook
 from .warm_start_hook import WarmStartHook
 
 __all__ = [
@@ -29,5 +30,6 @@ __all__ = [
     'SwAVQueueHook',
     'TeacherEMAHook',
     'TeacherTempWarmupHook',
+    'TrainSpeedHook',
     'WarmStartHook',
 ]

@@ -23,12 +23,14 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 import torch
 import torch.nn as nn
 import torch.utils.checkpoint as cp
-from mmcv.cnn.bricks.drop import build_dropout
 from mmengine.model.weight_init import trunc_normal_
 from mmpretrain.models.backbones import VisionTransformer
 
 from mmssl.checkpoint.layouts.pos_embed import resize_pos_embed
+from mmssl.models.utils.drop_path import drop_path_rates
 from mmssl.registry import MODELS
+
+from .dino_block import DINOBlock
 
 _ARCH_KEYS = {'embed_dims', 'num_layers', 'num_heads'}
 
@@ -59,8 +61,13 @@ class DINOVisionTransformer(VisionTransformer):
             Defaults to 0.
         layer_scale_init_value (float): LayerScale init value; 0 disables
             LayerScale. Defaults to 1e-5 (DINOv2).
-        drop_path_rate (float): Stochastic depth rate, linearly increasing
-            over the blocks. Defaults to 0.
+        drop_path_rate (float): Stochastic depth rate of the last block.
+            Only the kept samples run a block's residual branches (see
+            :class:`DINOBlock`). Defaults to 0.
+        drop_path_schedule (str): ``'linear'`` (rising from 0 in the first
+            block to ``drop_path_rate`` in the last) or ``'uniform'`` (the
+            same rate in every block, DINOv2's choice for its large
+            models). Defaults to ``'linear'``.
         out_type (str): ``'cls_token'`` (B, C), ``'raw'`` (B, 1 + R + N, C),
             ``'featmap'`` (B, C, Hp, Wp) or ``'avg_featmap'`` (B, C, the mean
             of the patch tokens, no extra norm). Defaults to ``'cls_token'``.
@@ -142,6 +149,7 @@ class DINOVisionTransformer(VisionTransformer):
         num_register_tokens: int = 0,
         layer_scale_init_value: float = 1e-5,
         drop_path_rate: float = 0.0,
+        drop_path_schedule: str = 'linear',
         out_type: str = 'cls_token',
         out_indices: Union[int, Sequence[int]] = -1,
         with_cp: bool = False,
@@ -182,7 +190,7 @@ class DINOVisionTransformer(VisionTransformer):
             arch=arch_settings,
             img_size=img_size,
             patch_size=patch_size,
-            drop_path_rate=drop_path_rate,
+            drop_path_rate=0.0,  # DINOBlock.adopt sets the rates below
             out_type='raw',
             out_indices=list(out_indices),
             layer_scale_init_value=layer_scale_init_value,
@@ -197,13 +205,11 @@ class DINOVisionTransformer(VisionTransformer):
         self.interpolate_antialias = interpolate_antialias
         self.num_heads = arch_settings['num_heads']
 
-        # mmpretrain's SwiGLU FFN has no stochastic depth: add it here.
-        if ffn_type == 'swiglu_fused' and drop_path_rate > 0:
-            dpr = torch.linspace(0, drop_path_rate, num_layers).tolist()
-            for layer, p in zip(self.layers, dpr):
-                layer.ffn.dropout_layer = build_dropout(
-                    dict(type='DropPath', drop_prob=p)
-                )
+        # Blocks whose stochastic depth skips the dropped samples' work
+        # (also for the SwiGLU FFN, which has none in mmpretrain).
+        rates = drop_path_rates(drop_path_rate, num_layers, drop_path_schedule)
+        for layer, rate in zip(self.layers, rates):
+            DINOBlock.adopt(layer, rate)
 
         self.num_register_tokens = num_register_tokens
         # Tokens before the patches in the output sequence: CLS + registers.

@@ -23,22 +23,26 @@ class StudentTeacher(nn.Module):
         self.teacher.requires_grad_(False)
 
 
-def build(paramwise_cfg):
+def build(paramwise_cfg, **optimizer):
     return OPTIM_WRAPPER_CONSTRUCTORS.build(
         dict(
             type='LayerDecayOptimWrapperConstructor',
             optim_wrapper_cfg=dict(
                 type='OptimWrapper',
-                optimizer=dict(type='AdamW', lr=1.0, weight_decay=0.04),
+                optimizer=dict(
+                    type='AdamW', lr=1.0, weight_decay=0.04, **optimizer
+                ),
             ),
             paramwise_cfg=paramwise_cfg,
         )
     )
 
 
-def test_layer_decay_times_patch_embed_lr_mult():
+@pytest.mark.parametrize('fuse', [False, True])
+def test_layer_decay_times_patch_embed_lr_mult(fuse):
     ctor = build(
         dict(
+            fuse_param_groups=fuse,
             layer_decay_rate=0.5,
             norm_decay_mult=0.0,
             bias_decay_mult=0.0,
@@ -48,10 +52,18 @@ def test_layer_decay_times_patch_embed_lr_mult():
     )
     model = StudentTeacher()
     groups = ctor(model).optimizer.param_groups
-    by_name = {g['param_name']: g for g in groups}
+    by_name = {
+        name: g
+        for g in groups
+        for name in g.get('param_names', [g.get('param_name')])
+    }
     assert not any(n.startswith('teacher') for n in by_name)  # frozen
     n_trainable = sum(1 for p in model.parameters() if p.requires_grad)
-    assert len(groups) == n_trainable
+    assert len(by_name) == n_trainable
+    # one group per parameter, or one per (lr, weight decay): embeddings
+    # (decay, no decay, patch-embed x0.2 with and without decay), 3 blocks
+    # x (decay, no decay), top (decay, no decay)
+    assert len(groups) == (11 if fuse else n_trainable)
     # depth: embeddings 0, block i -> i + 1, final norm / head 4 (of 5)
     assert by_name['backbone.pos_embed']['lr'] == pytest.approx(0.5**4)
     assert by_name['backbone.patch_embed.projection.weight'][

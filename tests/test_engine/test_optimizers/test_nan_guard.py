@@ -81,9 +81,10 @@ def test_build_from_config_with_layer_decay_and_lr_mult():
     assert isinstance(wrapper, NaNGuardOptimWrapper)
     assert wrapper.max_consecutive_skips == 5
     # mmengine adds a parameterless 'base' group for logging base_lr
-    groups = [g for g in wrapper.param_groups if 'param_name' in g]
-    lrs = {g['param_name']: g['lr'] for g in groups}
-    wds = {g['param_name']: g['weight_decay'] for g in groups}
+    # (groups are fused by equal settings; each lists its param_names)
+    groups = [g for g in wrapper.param_groups if 'param_names' in g]
+    lrs = {n: g['lr'] for g in groups for n in g['param_names']}
+    wds = {n: g['weight_decay'] for g in groups for n in g['param_names']}
     # depth 0 of 4 depths: 0.5 ** 3; patch embed additionally x0.2
     assert lrs['backbone.patch_embed.projection.weight'] == pytest.approx(
         0.125 * 0.2

@@ -1,0 +1,59 @@
+"""tools/analysis_tools/benchmark_train.py on the DINOv2 demo config."""
+
+import glob
+import json
+import os.path as osp
+
+import pytest
+import torch
+
+from ._utils import ROOT, load_tool
+
+bench = load_tool('analysis_tools/benchmark_train.py')
+DEMO = osp.join(ROOT, 'configs/dinov2/dinov2_vit-tiny-p4_1xb64-10e_demo.py')
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_figures_and_log_line(demo_data_root, tmp_path, capsys):
+    out = tmp_path / 'bench.json'
+    bench.main(
+        [
+            DEMO,
+            '--iters', '2', '--warmup', '1', '--amp', '--threads', '1',
+            '--batch-size', '2', '--num-workers', '0', '--json', str(out),
+            '--cfg-options',
+            f'train_dataloader.dataset.data_root={demo_data_root}/train',
+        ]
+    )  # fmt: skip
+    s = json.loads(out.read_text())
+    assert s['iters'] == 2 and s['threads'] == 1 and s['amp'] is True
+    # 2 images per iteration: images/s x s/iter is 2 up to the spread
+    ratio = s['img_per_s'] * s['s_per_iter']
+    spread = s['s_per_iter_max'] / s['s_per_iter_min']
+    assert 2 / spread <= ratio * (1 + 1e-9) and ratio <= 2 * spread + 1e-9
+    assert 0 <= s['data_share'] < 1
+    assert s['peak_rss_mb'] > 100
+    printed = capsys.readouterr().out
+    assert 'images/s:' in printed and 'bfloat16' in printed
+    (log,) = glob.glob(osp.join(s['work_dir'], '*', '*.log'))
+    lines = [ln for ln in open(log) if 'Epoch(train)' in ln or 'Iter(' in ln]
+    assert len(lines) == 3 and all('img_per_s:' in ln for ln in lines)
+    assert all('data_share:' in ln and 'rss_mb:' in ln for ln in lines)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason='CPU-only message')
+@pytest.mark.parametrize('flag', ['--compile', '--fsdp'])
+def test_gpu_only_switches_say_so(flag):
+    with pytest.raises(SystemExit, match='needs CUDA'):
+        bench.main([DEMO, flag])
+
+
+def test_default_threads_are_cores_per_process(monkeypatch):
+    monkeypatch.setattr(
+        bench.os, 'sched_getaffinity', lambda pid: set(range(4))
+    )
+    monkeypatch.setenv('LOCAL_WORLD_SIZE', '2')
+    assert bench.default_threads() == 2
+    monkeypatch.setenv('LOCAL_WORLD_SIZE', '8')
+    assert bench.default_threads() == 1

@@ -1,0 +1,179 @@
+# Copyright (c) mmssl contributors. All rights reserved.
+"""Measure a config's training speed and memory over a few iterations.
+
+Runs the config's own model, data pipeline, optimizer wrapper and hooks for
+``--warmup + --iters`` iterations (checkpointing and evaluation off, a
+temporary work dir) and prints, over the warm iterations: images/s (all
+ranks), seconds per iteration (median, min, max), the share of the time
+spent waiting for data, the peak CPU resident memory and, on CUDA, the peak
+allocated GPU memory. The same figures appear in the training log line
+through :class:`~mmssl.engine.hooks.TrainSpeedHook`.
+
+On CPU, torch uses ``cores / processes`` threads unless ``--threads`` or
+``OMP_NUM_THREADS`` says otherwise (several processes with all threads each
+run many times slower on a busy machine).
+
+Examples::
+
+    python tools/analysis_tools/benchmark_train.py \\
+        configs/dinov2/dinov2_vit-tiny-p4_1xb64-10e_demo.py --iters 5 --amp
+    python tools/analysis_tools/benchmark_train.py CONFIG --compile  # CUDA
+"""
+
+import argparse
+import json
+import os
+import os.path as osp
+import sys
+import tempfile
+
+ROOT = osp.abspath(osp.join(osp.dirname(__file__), '..', '..'))
+sys.path.insert(0, ROOT)
+
+from mmssl.utils.config import CfgOptionsAction  # noqa: E402
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('config')
+    parser.add_argument('--iters', type=int, default=10)
+    parser.add_argument('--warmup', type=int, default=2)
+    parser.add_argument('--amp', action='store_true', help='mixed precision')
+    parser.add_argument(
+        '--compile', action='store_true', help='torch.compile (needs CUDA)'
+    )
+    parser.add_argument(
+        '--fsdp', action='store_true', help='FSDP model wrapper (needs CUDA)'
+    )
+    parser.add_argument('--threads', type=int, default=None)
+    parser.add_argument('--batch-size', type=int, default=None)
+    parser.add_argument('--num-workers', type=int, default=None)
+    parser.add_argument('--json', help='also write the figures here')
+    parser.add_argument('--cfg-options', nargs='+', action=CfgOptionsAction)
+    return parser.parse_args(argv)
+
+
+def default_threads() -> int:
+    """Cores (this process may use) divided by the processes per node."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cores = os.cpu_count() or 1
+    procs = int(os.environ.get('LOCAL_WORLD_SIZE', '1'))
+    return max(1, cores // procs)
+
+
+def set_threads(args, cuda: bool) -> str:
+    import torch
+
+    if args.threads is not None:
+        n = args.threads
+    elif 'OMP_NUM_THREADS' in os.environ:
+        return f'threads: {torch.get_num_threads()} (OMP_NUM_THREADS)'
+    elif cuda:
+        return f'threads: {torch.get_num_threads()} (torch default)'
+    else:
+        n = default_threads()
+    torch.set_num_threads(n)
+    return f'threads: {n}'
+
+
+def gpu_only(flag: str, cuda: bool) -> None:
+    if not cuda:
+        raise SystemExit(
+            f'{flag}: needs CUDA, not supported here (no GPU visible); '
+            'the other figures can be measured without it.'
+        )
+
+
+def prepare_cfg(args, cuda: bool):
+    from mmssl.utils.config import enable_amp_in_cfg, merge_cfg_options
+    from mmssl.utils.config_compat import load_config_file
+
+    cfg = load_config_file(args.config)
+    merge_cfg_options(cfg, args.cfg_options, False)
+    notes = []
+    if args.amp:
+        notes.append(enable_amp_in_cfg(cfg, cuda))
+    if args.compile:
+        gpu_only('--compile', cuda)
+        cfg.compile = True
+    if args.fsdp:
+        gpu_only('--fsdp', cuda)
+        if int(os.environ.get('WORLD_SIZE', '1')) < 1:
+            raise SystemExit('--fsdp: launch with torchrun.')
+        cfg.launcher = 'pytorch'
+        cfg.model_wrapper_cfg = dict(type='MMFullyShardedDataParallel')
+    loader = cfg.train_dataloader
+    if args.batch_size is not None:
+        loader.batch_size = args.batch_size
+    if args.num_workers is not None:
+        loader.num_workers = args.num_workers
+        if args.num_workers == 0:
+            loader.persistent_workers = False
+    cfg.work_dir = tempfile.mkdtemp(prefix='mmssl_bench_')
+    cfg.train_cfg = dict(
+        type='IterBasedTrainLoop', max_iters=args.warmup + args.iters
+    )
+    for key in ('val_dataloader', 'val_cfg', 'val_evaluator'):
+        cfg[key] = None
+    for key in ('test_dataloader', 'test_cfg', 'test_evaluator'):
+        cfg[key] = None
+    cfg.default_hooks.checkpoint = None
+    cfg.default_hooks.logger = dict(type='LoggerHook', interval=1)
+    cfg.custom_hooks = [
+        h for h in cfg.get('custom_hooks', []) if 'Eval' not in h['type']
+    ] + [dict(type='TrainSpeedHook', warmup=args.warmup)]
+    return cfg, notes
+
+
+def format_summary(s: dict) -> str:
+    lines = [
+        f'warm iterations: {s["iters"]}',
+        f'images/s: {s["img_per_s"]:.2f}',
+        f's/iter: {s["s_per_iter"]:.4f} (median; min '
+        f'{s["s_per_iter_min"]:.4f}, max {s["s_per_iter_max"]:.4f})',
+        f'data-wait share: {100 * s["data_share"]:.1f}%',
+        f'peak CPU RSS: {s["peak_rss_mb"]:.0f} MiB',
+    ]
+    if 'cuda_max_alloc_mb' in s:
+        lines.append(f'CUDA max allocated: {s["cuda_max_alloc_mb"]:.0f} MiB')
+    return '\n'.join(lines)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args.iters < 1 or args.warmup < 0:
+        raise SystemExit('--iters must be >= 1 and --warmup >= 0.')
+    import torch
+
+    from mmssl.engine.hooks import TrainSpeedHook
+    from mmssl.engine.runner import build_runner
+    from mmssl.utils import register_all_modules
+
+    cuda = torch.cuda.is_available()
+    register_all_modules()
+    cfg, notes = prepare_cfg(args, cuda)
+    notes.append(set_threads(args, cuda))
+    runner = build_runner(cfg)
+    runner.train()
+    hook = next(h for h in runner.hooks if isinstance(h, TrainSpeedHook))
+    summary = hook.summary()
+    summary.update(
+        config=args.config,
+        amp=args.amp,
+        compile=args.compile,
+        fsdp=args.fsdp,
+        device='cuda' if cuda else 'cpu',
+        threads=torch.get_num_threads(),
+        work_dir=cfg.work_dir,
+    )
+    print('\n'.join(notes))
+    print(format_summary(summary), flush=True)
+    if args.json:
+        with open(args.json, 'w') as f:
+            json.dump(summary, f, indent=1)
+
+
+if __name__ == '__main__':
+    main()
