@@ -1,5 +1,6 @@
 """Unlabelled (or folder-labelled) images from one or several folders."""
 
+import bisect
 import hashlib
 import json
 import os
@@ -31,13 +32,18 @@ class PathTable:
     """
 
     def __init__(self, strings: Sequence[str]) -> None:
-        encoded = [s.encode('utf-8') for s in strings]
-        lengths = np.fromiter(
-            (len(b) for b in encoded), np.int64, len(encoded)
-        )
-        self.offsets = np.zeros(len(encoded) + 1, np.int64)
+        strings = list(strings)
+        joined = ''.join(strings)
+        if joined.isascii():  # one encode; lengths in chars are bytes
+            data = joined.encode('ascii')
+            lengths = np.fromiter(map(len, strings), np.int64, len(strings))
+        else:
+            encoded = [s.encode('utf-8') for s in strings]
+            data = b''.join(encoded)
+            lengths = np.fromiter(map(len, encoded), np.int64, len(encoded))
+        self.offsets = np.zeros(len(strings) + 1, np.int64)
         np.cumsum(lengths, out=self.offsets[1:])
-        self.buffer = np.frombuffer(b''.join(encoded), np.uint8).copy()
+        self.buffer = np.frombuffer(data, np.uint8).copy()
 
     @classmethod
     def from_arrays(
@@ -92,21 +98,50 @@ def scan_images(
             seen.add(key)
             if dir_mtimes is not None:
                 dir_mtimes[rel] = st.st_mtime_ns
+            prefix = rel + os.sep if rel else ''
             with os.scandir(full) as it:
                 for entry in it:
                     name = entry.name
-                    if name.startswith('.'):
+                    if name[0] == '.':
                         continue
                     if entry.is_dir():
-                        stack.append(osp.join(rel, name) if rel else name)
+                        stack.append(prefix + name)
                     elif name.lower().endswith(exts):
-                        out.append(osp.join(rel, name) if rel else name)
+                        out.append(prefix + name)
         except PermissionError as e:
             print_log(
                 f'Cannot list {full}: {e}; skipped.', 'current', level=30
             )
     out.sort()
     return out
+
+
+def _top_folders(rels: List[str]) -> List[str]:
+    """Distinct first folders of sorted relative paths (one per run).
+
+    Paths sharing the prefix ``d/`` are contiguous in sorted order, so
+    each folder is found by one ``partition`` and a binary search.
+    """
+    out, i, n = [], 0, len(rels)
+    while i < n:
+        head, sep, _ = rels[i].partition(os.sep)
+        if not sep:  # a file directly in the root
+            i += 1
+            continue
+        out.append(head)
+        i = bisect.bisect_left(rels, head + chr(ord(os.sep) + 1), i)
+    return out
+
+
+def _top_folder_labels(rels: List[str], classes: List[str]) -> np.ndarray:
+    """Class index of each sorted relative path (-1 for root files)."""
+    labels = np.full(len(rels), -1, np.int32)
+    idx = {c: k for k, c in enumerate(classes)}
+    for head in _top_folders(rels):
+        a = bisect.bisect_left(rels, head + os.sep)
+        b = bisect.bisect_left(rels, head + chr(ord(os.sep) + 1), a)
+        labels[a:b] = idx[head]
+    return labels
 
 
 _PLAIN_LOADERS = ('LoadImageFromFile', 'mmcv.LoadImageFromFile')
@@ -335,8 +370,8 @@ class ImageFolderDataset(BaseDataset):
 
     def _build_index(self) -> Tuple[dict, list]:
         paths: List[str] = []
-        labels: List[int] = []
-        sources: List[int] = []
+        labels: list = []
+        sources: list = []
         dir_mtimes: list = []
         classes: List[str] = []
         if self.ann_file:
@@ -360,23 +395,24 @@ class ImageFolderDataset(BaseDataset):
                 per_root.append(scan_images(root, self.extensions, mt))
                 dir_mtimes.append(mt)
             if self.with_label:
-                names = set()
-                for rels in per_root:
-                    names.update(
-                        r.split(os.sep, 1)[0] for r in rels if os.sep in r
-                    )
-                classes = sorted(names)
-            cls_idx = {c: i for i, c in enumerate(classes)}
+                classes = sorted(
+                    {d for rels in per_root for d in _top_folders(rels)}
+                )
             for s, (root, rels) in enumerate(zip(self.roots, per_root)):
-                for r in rels:
-                    if self.with_label:
-                        if os.sep not in r:
-                            continue
-                        labels.append(cls_idx[r.split(os.sep, 1)[0]])
-                    else:
-                        labels.append(-1)
-                    paths.append(osp.join(root, r))
-                    sources.append(s)
+                lab = None
+                if self.with_label:
+                    lab = _top_folder_labels(rels, classes)
+                    keep = np.flatnonzero(lab >= 0)
+                    if len(keep) < len(rels):  # drop files in the root
+                        rels = [rels[i] for i in keep.tolist()]
+                        lab = lab[keep]
+                prefix = root if root.endswith(os.sep) else root + os.sep
+                paths.extend([prefix + r for r in rels])
+                labels.append(np.full(len(rels), -1) if lab is None else lab)
+                sources.append(np.full(len(rels), s))
+        if not self.ann_file:
+            labels = np.concatenate([np.zeros(0)] + labels)
+            sources = np.concatenate([np.zeros(0)] + sources)
         index = dict(
             paths=PathTable(paths),
             labels=np.asarray(labels, np.int32),
