@@ -13,6 +13,7 @@ from mmengine.logging import print_log
 
 from mmssl.registry import DATASETS
 
+from .path_table import PathTable
 from .transforms.loading import BadImageError
 
 IMG_EXTENSIONS = ('.jpg', '.jpeg', '.png', '.bmp', '.tif', '.tiff', '.webp')
@@ -20,49 +21,6 @@ IMG_EXTENSIONS = ('.jpg', '.jpeg', '.png', '.bmp', '.tif', '.tiff', '.webp')
 #: Errors that mean "this file is bad", turned into a skip. Other errors
 #: (bugs in a transform) propagate.
 BAD_FILE_ERRORS = (BadImageError, OSError)
-
-
-class PathTable:
-    """Many strings in two NumPy arrays: utf-8 bytes and offsets.
-
-    A list of Python strings costs ~50+ bytes of object header per entry
-    and every read from a forked DataLoader worker touches its refcount,
-    which copies the page (copy-on-write turns into copy-on-read). Two
-    flat arrays are shared between forked workers for free.
-    """
-
-    def __init__(self, strings: Sequence[str]) -> None:
-        strings = list(strings)
-        joined = ''.join(strings)
-        if joined.isascii():  # one encode; lengths in chars are bytes
-            data = joined.encode('ascii')
-            lengths = np.fromiter(map(len, strings), np.int64, len(strings))
-        else:
-            encoded = [s.encode('utf-8') for s in strings]
-            data = b''.join(encoded)
-            lengths = np.fromiter(map(len, encoded), np.int64, len(encoded))
-        self.offsets = np.zeros(len(strings) + 1, np.int64)
-        np.cumsum(lengths, out=self.offsets[1:])
-        self.buffer = np.frombuffer(data, np.uint8).copy()
-
-    @classmethod
-    def from_arrays(
-        cls, buffer: np.ndarray, offsets: np.ndarray
-    ) -> 'PathTable':
-        table = cls.__new__(cls)
-        table.buffer, table.offsets = buffer, offsets
-        return table
-
-    def __len__(self) -> int:
-        return len(self.offsets) - 1
-
-    def __getitem__(self, i: int) -> str:
-        a, b = self.offsets[i], self.offsets[i + 1]
-        return self.buffer[a:b].tobytes().decode('utf-8')
-
-    @property
-    def nbytes(self) -> int:
-        return self.buffer.nbytes + self.offsets.nbytes
 
 
 def scan_images(
@@ -225,6 +183,10 @@ class ImageFolderDataset(BaseDataset):
         indices (int | Sequence[int], optional): Keep only the first
             ``indices`` images (int) or these positions of the sorted
             index, e.g. for a quick trial run. Defaults to None (all).
+        share_paths (bool): Memory-map the file list (from ``cache_file``,
+            or else from an already unlinked temporary file) so DataLoader
+            workers, forked or spawned, and ranks on one node share one
+            copy instead of each holding the paths. Defaults to True.
     """
 
     def __init__(
@@ -243,6 +205,7 @@ class ImageFolderDataset(BaseDataset):
         metainfo: Optional[dict] = None,
         test_mode: bool = False,
         indices: Union[int, Sequence[int], None] = None,
+        share_paths: bool = True,
     ) -> None:
         self.subset = indices
         if data_root is None and ann_file is None:
@@ -272,6 +235,7 @@ class ImageFolderDataset(BaseDataset):
         )
         self.cache_file = cache_file
         self.rebuild_cache = rebuild_cache
+        self.share_paths = share_paths
         if not 0.0 <= max_bad_ratio <= 1.0:
             raise ValueError(
                 f'max_bad_ratio must be in [0, 1], got {max_bad_ratio}.'
@@ -338,12 +302,21 @@ class ImageFolderDataset(BaseDataset):
             except OSError:
                 return None
         return dict(
-            paths=PathTable.from_arrays(z['buffer'], z['offsets']),
+            paths=self._map_or_copy(z),
             labels=z['labels'],
             sources=z['sources'],
             classes=meta['classes'],
             roots_idx=z['root_of'],
         )
+
+    def _map_or_copy(self, z) -> PathTable:
+        """The cached paths, memory-mapped from the cache when possible."""
+        if self.share_paths:
+            try:
+                return PathTable.load(self.cache_file, mmap=True)
+            except (OSError, ValueError, KeyError):
+                pass
+        return PathTable.from_arrays(z['buffer'], z['offsets'])
 
     def _save_cache(self, index: dict, dir_mtimes: list) -> None:
         meta = dict(
@@ -432,6 +405,9 @@ class ImageFolderDataset(BaseDataset):
             index, dir_mtimes = self._build_index()
             if self.cache_file:
                 self._save_cache(index, dir_mtimes)
+                if self.share_paths:
+                    with np.load(self.cache_file) as z:
+                        index['paths'] = self._map_or_copy(z)
         self._paths: PathTable = index['paths']
         self._labels: np.ndarray = index['labels']
         self._sources: np.ndarray = index['sources']
@@ -440,6 +416,15 @@ class ImageFolderDataset(BaseDataset):
         if self.with_label and index['classes']:
             self._metainfo['classes'] = tuple(index['classes'])
         self._metainfo['data_roots'] = tuple(self.roots)
+        if self.share_paths and not self._paths.is_mapped and self._paths:
+            try:  # one copy in the page cache for every worker and rank
+                self._paths = PathTable.shared(self._paths)
+            except OSError as e:
+                print_log(
+                    f'Cannot memory-map the file list ({e}); kept in memory.',
+                    'current',
+                    level=30,
+                )
         if len(self._paths) == 0:
             where = self.ann_file or self.roots
             raise FileNotFoundError(

@@ -143,21 +143,18 @@ def bench_pipeline(args) -> None:
     cv2.setNumThreads(1)
     paths = make_16bit_pngs(args.dir, args.num_images)
     cache_dir = args.cache_dir or tempfile.mkdtemp(prefix='decode_cache_')
-    sides = dict(
-        reference=ReferencePipeline(),
-        mmssl=build_mmssl(),
-        **{'mmssl-cache': build_mmssl(cache_dir, args.max_side)},
-    )
+    sides = dict(reference=ReferencePipeline(), mmssl=build_mmssl())
+    if not args.no_cache_side:
+        sides['mmssl-cache'] = build_mmssl(cache_dir, args.max_side)
     if args.max_side_no_cache:
         sides['mmssl-maxside'] = build_mmssl(None, args.max_side)
     first = []
     for p in paths:  # untimed warm-up; fills the cache (first epoch)
-        t = time.perf_counter()
-        sides['mmssl-cache'](p)
-        first.append(time.perf_counter() - t)
         for name, fn in sides.items():
-            if name != 'mmssl-cache':
-                fn(p)
+            t = time.perf_counter()
+            fn(p)
+            if name == 'mmssl-cache':
+                first.append(time.perf_counter() - t)
     times = {k: [] for k in sides}
     ratios = {k: [] for k in sides if k != 'reference'}
     names = list(sides)
@@ -176,7 +173,8 @@ def bench_pipeline(args) -> None:
             for name in ratios:
                 ratios[name].append(one['reference'] / one[name])
     print(f'{len(paths)} images x {args.repeats} repeats, one thread')
-    print(_summary('first epoch', first) + '  (mmssl-cache, writes)')
+    if first:
+        print(_summary('first epoch', first) + '  (mmssl-cache, writes)')
     for name, ts in times.items():
         print(_summary(name, ts))
     ref = statistics.median(times['reference'])
@@ -266,7 +264,6 @@ def _pss_kib(pid: int) -> dict:
 
 
 def bench_memory(args) -> None:
-    import torch
     from torch.utils.data import DataLoader
 
     from mmssl.datasets.image_folder import PathTable
@@ -292,7 +289,7 @@ def bench_memory(args) -> None:
         num_workers=args.workers,
         persistent_workers=True,
         multiprocessing_context=args.start_method,
-        collate_fn=lambda batch: sum(batch),
+        collate_fn=sum,
     )
     it = iter(loader)
     total = sum(it)  # every worker reads its share of all paths
@@ -308,7 +305,6 @@ def bench_memory(args) -> None:
         f'{(mib("Private_Clean") + mib("Private_Dirty")):.1f} MiB'
     )
     del it
-    torch.cuda.empty_cache()
 
 
 def main() -> None:
@@ -323,6 +319,11 @@ def main() -> None:
         '--max-side-no-cache',
         action='store_true',
         help='also time mmssl with max_side but without the cache',
+    )
+    parser.add_argument(
+        '--no-cache-side',
+        action='store_true',
+        help='leave out mmssl-cache (e.g. to time an older checkout)',
     )
     parser.add_argument('--num-files', type=int, default=200000)
     parser.add_argument('--num-paths', type=int, default=1000000)
