@@ -14,7 +14,8 @@
 to DIR once and times, in one process with one thread, interleaved per
 image and repeat: ``reference`` (PIL decoding, a float32 min/max stretch
 to 8 bits, ``convert('RGB')``, then a DINOv2-style multi-crop written
-here with torchvision: 2 global 224 and 8 local 98 crops, flip, colour
+here with torchvision: 2 global 224 and 8 local 98 crops (bicubic, or
+``--reference-interpolation bilinear``), flip, colour
 jitter p=0.8, grayscale p=0.2, blur p=(1.0, 0.1, 0.5), solarize p=0.2 on
 the second global view, ``PILToTensor``); ``mmssl`` (``LoadImageRobust``
 + ``MultiCrop`` with the same recipe + ``PackInputs``); ``mmssl-cache``
@@ -65,15 +66,17 @@ def make_16bit_pngs(folder: str, num: int, size=(2056, 2124)) -> list:
 class ReferencePipeline:
     """A DINOv2-style multi-crop with torchvision on PIL (see module doc)."""
 
-    def __init__(self) -> None:
+    def __init__(self, interpolation: str = 'bicubic') -> None:
         from torchvision import transforms as T
+
+        interp = T.InterpolationMode(interpolation)
 
         def view(size, scale, blur_p, sol_p):
             ops = [
                 T.RandomResizedCrop(
                     size,
                     scale=scale,
-                    interpolation=T.InterpolationMode.BICUBIC,
+                    interpolation=interp,
                 ),
                 T.RandomHorizontalFlip(0.5),
                 T.RandomApply([T.ColorJitter(0.4, 0.4, 0.2, 0.1)], p=0.8),
@@ -143,7 +146,10 @@ def bench_pipeline(args) -> None:
     cv2.setNumThreads(1)
     paths = make_16bit_pngs(args.dir, args.num_images)
     cache_dir = args.cache_dir or tempfile.mkdtemp(prefix='decode_cache_')
-    sides = dict(reference=ReferencePipeline(), mmssl=build_mmssl())
+    sides = dict(
+        reference=ReferencePipeline(args.reference_interpolation),
+        mmssl=build_mmssl(),
+    )
     if not args.no_cache_side:
         sides['mmssl-cache'] = build_mmssl(cache_dir, args.max_side)
     if args.max_side_no_cache:
@@ -324,6 +330,12 @@ def main() -> None:
         '--no-cache-side',
         action='store_true',
         help='leave out mmssl-cache (e.g. to time an older checkout)',
+    )
+    parser.add_argument(
+        '--reference-interpolation',
+        choices=['bicubic', 'bilinear'],
+        default='bicubic',
+        help='RandomResizedCrop of the reference (DINOv2 uses bicubic)',
     )
     parser.add_argument('--num-files', type=int, default=200000)
     parser.add_argument('--num-paths', type=int, default=1000000)
