@@ -117,16 +117,28 @@ class PathTable:
             os.unlink(file)
 
     @classmethod
-    def _from_proc_fd(cls, path: str) -> 'PathTable':
-        return cls._map_fd(os.open(path, os.O_RDONLY))
+    def _from_proc_fd(cls, path: str, inode: Tuple[int, int]) -> 'PathTable':
+        fd = os.open(path, os.O_RDONLY)
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) != inode:
+            os.close(fd)
+            raise OSError(
+                f'{path} is no longer the file this PathTable was pickled '
+                'from (unpickle it while the pickling process runs).'
+            )
+        return cls._map_fd(fd)
 
     def __reduce__(self):
         if self._fd is not None and os.path.isdir('/proc/self/fd'):
             # The child opens the parent's descriptor: the same file even
             # if it was replaced or deleted since.
+            st = os.fstat(self._fd)
             return (
                 PathTable._from_proc_fd,
-                (f'/proc/{os.getpid()}/fd/{self._fd}',),
+                (
+                    f'/proc/{os.getpid()}/fd/{self._fd}',
+                    (st.st_dev, st.st_ino),
+                ),
             )
         return (
             PathTable.from_arrays,

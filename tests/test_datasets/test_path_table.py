@@ -31,6 +31,10 @@ def test_mapped_table_roundtrip_and_pickle(tmp_path):
     assert clone.is_mapped and [clone[i] for i in range(5)] == NAMES
     copied = pickle.loads(pickle.dumps(plain))
     assert [copied[i] for i in range(5)] == NAMES
+    rebuild, (proc_path, inode) = table.__reduce__()
+    assert rebuild(proc_path, inode)[1] == NAMES[1]
+    with pytest.raises(OSError, match='no longer the file'):
+        rebuild(proc_path, (inode[0], inode[1] + 1))  # a reused fd number
 
 
 def test_shared_table_is_unlinked_and_picklable(tmp_path):
