@@ -1,5 +1,6 @@
 """Unlabelled (or folder-labelled) images from one or several folders."""
 
+import bisect
 import hashlib
 import json
 import os
@@ -12,6 +13,7 @@ from mmengine.logging import print_log
 
 from mmssl.registry import DATASETS
 
+from .path_table import PathTable
 from .transforms.loading import BadImageError
 
 IMG_EXTENSIONS = ('.jpg', '.jpeg', '.png', '.bmp', '.tif', '.tiff', '.webp')
@@ -19,44 +21,6 @@ IMG_EXTENSIONS = ('.jpg', '.jpeg', '.png', '.bmp', '.tif', '.tiff', '.webp')
 #: Errors that mean "this file is bad", turned into a skip. Other errors
 #: (bugs in a transform) propagate.
 BAD_FILE_ERRORS = (BadImageError, OSError)
-
-
-class PathTable:
-    """Many strings in two NumPy arrays: utf-8 bytes and offsets.
-
-    A list of Python strings costs ~50+ bytes of object header per entry
-    and every read from a forked DataLoader worker touches its refcount,
-    which copies the page (copy-on-write turns into copy-on-read). Two
-    flat arrays are shared between forked workers for free.
-    """
-
-    def __init__(self, strings: Sequence[str]) -> None:
-        encoded = [s.encode('utf-8') for s in strings]
-        lengths = np.fromiter(
-            (len(b) for b in encoded), np.int64, len(encoded)
-        )
-        self.offsets = np.zeros(len(encoded) + 1, np.int64)
-        np.cumsum(lengths, out=self.offsets[1:])
-        self.buffer = np.frombuffer(b''.join(encoded), np.uint8).copy()
-
-    @classmethod
-    def from_arrays(
-        cls, buffer: np.ndarray, offsets: np.ndarray
-    ) -> 'PathTable':
-        table = cls.__new__(cls)
-        table.buffer, table.offsets = buffer, offsets
-        return table
-
-    def __len__(self) -> int:
-        return len(self.offsets) - 1
-
-    def __getitem__(self, i: int) -> str:
-        a, b = self.offsets[i], self.offsets[i + 1]
-        return self.buffer[a:b].tobytes().decode('utf-8')
-
-    @property
-    def nbytes(self) -> int:
-        return self.buffer.nbytes + self.offsets.nbytes
 
 
 def scan_images(
@@ -92,21 +56,50 @@ def scan_images(
             seen.add(key)
             if dir_mtimes is not None:
                 dir_mtimes[rel] = st.st_mtime_ns
+            prefix = rel + os.sep if rel else ''
             with os.scandir(full) as it:
                 for entry in it:
                     name = entry.name
-                    if name.startswith('.'):
+                    if name[0] == '.':
                         continue
                     if entry.is_dir():
-                        stack.append(osp.join(rel, name) if rel else name)
+                        stack.append(prefix + name)
                     elif name.lower().endswith(exts):
-                        out.append(osp.join(rel, name) if rel else name)
+                        out.append(prefix + name)
         except PermissionError as e:
             print_log(
                 f'Cannot list {full}: {e}; skipped.', 'current', level=30
             )
     out.sort()
     return out
+
+
+def _top_folders(rels: List[str]) -> List[str]:
+    """Distinct first folders of sorted relative paths (one per run).
+
+    Paths sharing the prefix ``d/`` are contiguous in sorted order, so
+    each folder is found by one ``partition`` and a binary search.
+    """
+    out, i, n = [], 0, len(rels)
+    while i < n:
+        head, sep, _ = rels[i].partition(os.sep)
+        if not sep:  # a file directly in the root
+            i += 1
+            continue
+        out.append(head)
+        i = bisect.bisect_left(rels, head + chr(ord(os.sep) + 1), i)
+    return out
+
+
+def _top_folder_labels(rels: List[str], classes: List[str]) -> np.ndarray:
+    """Class index of each sorted relative path (-1 for root files)."""
+    labels = np.full(len(rels), -1, np.int32)
+    idx = {c: k for k, c in enumerate(classes)}
+    for head in _top_folders(rels):
+        a = bisect.bisect_left(rels, head + os.sep)
+        b = bisect.bisect_left(rels, head + chr(ord(os.sep) + 1), a)
+        labels[a:b] = idx[head]
+    return labels
 
 
 _PLAIN_LOADERS = ('LoadImageFromFile', 'mmcv.LoadImageFromFile')
@@ -192,6 +185,10 @@ class ImageFolderDataset(BaseDataset):
         indices (int | Sequence[int], optional): Keep only the first
             ``indices`` images (int) or these positions of the sorted
             index, e.g. for a quick trial run. Defaults to None (all).
+        share_paths (bool): Memory-map the file list (from ``cache_file``,
+            or else from an already unlinked temporary file) so DataLoader
+            workers, forked or spawned, and ranks on one node share one
+            copy instead of each holding the paths. Defaults to True.
     """
 
     def __init__(
@@ -210,6 +207,7 @@ class ImageFolderDataset(BaseDataset):
         metainfo: Optional[dict] = None,
         test_mode: bool = False,
         indices: Union[int, Sequence[int], None] = None,
+        share_paths: bool = True,
     ) -> None:
         self.subset = indices
         if data_root is None and ann_file is None:
@@ -239,6 +237,7 @@ class ImageFolderDataset(BaseDataset):
         )
         self.cache_file = cache_file
         self.rebuild_cache = rebuild_cache
+        self.share_paths = share_paths
         if not 0.0 <= max_bad_ratio <= 1.0:
             raise ValueError(
                 f'max_bad_ratio must be in [0, 1], got {max_bad_ratio}.'
@@ -305,12 +304,21 @@ class ImageFolderDataset(BaseDataset):
             except OSError:
                 return None
         return dict(
-            paths=PathTable.from_arrays(z['buffer'], z['offsets']),
+            paths=self._map_or_copy(z),
             labels=z['labels'],
             sources=z['sources'],
             classes=meta['classes'],
             roots_idx=z['root_of'],
         )
+
+    def _map_or_copy(self, z) -> PathTable:
+        """The cached paths, memory-mapped from the cache when possible."""
+        if self.share_paths:
+            try:
+                return PathTable.load(self.cache_file, mmap=True)
+            except (OSError, ValueError, KeyError):
+                pass
+        return PathTable.from_arrays(z['buffer'], z['offsets'])
 
     def _save_cache(self, index: dict, dir_mtimes: list) -> None:
         meta = dict(
@@ -337,8 +345,8 @@ class ImageFolderDataset(BaseDataset):
 
     def _build_index(self) -> Tuple[dict, list]:
         paths: List[str] = []
-        labels: List[int] = []
-        sources: List[int] = []
+        labels: list = []
+        sources: list = []
         dir_mtimes: list = []
         classes: List[str] = []
         if self.ann_file:
@@ -362,23 +370,24 @@ class ImageFolderDataset(BaseDataset):
                 per_root.append(scan_images(root, self.extensions, mt))
                 dir_mtimes.append(mt)
             if self.with_label:
-                names = set()
-                for rels in per_root:
-                    names.update(
-                        r.split(os.sep, 1)[0] for r in rels if os.sep in r
-                    )
-                classes = sorted(names)
-            cls_idx = {c: i for i, c in enumerate(classes)}
+                classes = sorted(
+                    {d for rels in per_root for d in _top_folders(rels)}
+                )
             for s, (root, rels) in enumerate(zip(self.roots, per_root)):
-                for r in rels:
-                    if self.with_label:
-                        if os.sep not in r:
-                            continue
-                        labels.append(cls_idx[r.split(os.sep, 1)[0]])
-                    else:
-                        labels.append(-1)
-                    paths.append(osp.join(root, r))
-                    sources.append(s)
+                lab = None
+                if self.with_label:
+                    lab = _top_folder_labels(rels, classes)
+                    keep = np.flatnonzero(lab >= 0)
+                    if len(keep) < len(rels):  # drop files in the root
+                        rels = [rels[i] for i in keep.tolist()]
+                        lab = lab[keep]
+                prefix = root if root.endswith(os.sep) else root + os.sep
+                paths.extend([prefix + r for r in rels])
+                labels.append(np.full(len(rels), -1) if lab is None else lab)
+                sources.append(np.full(len(rels), s))
+        if not self.ann_file:
+            labels = np.concatenate([np.zeros(0)] + labels)
+            sources = np.concatenate([np.zeros(0)] + sources)
         index = dict(
             paths=PathTable(paths),
             labels=np.asarray(labels, np.int32),
@@ -398,6 +407,9 @@ class ImageFolderDataset(BaseDataset):
             index, dir_mtimes = self._build_index()
             if self.cache_file:
                 self._save_cache(index, dir_mtimes)
+                if self.share_paths:
+                    with np.load(self.cache_file) as z:
+                        index['paths'] = self._map_or_copy(z)
         index = self._relabel(index)
         self._paths: PathTable = index['paths']
         self._labels: np.ndarray = index['labels']
@@ -407,6 +419,15 @@ class ImageFolderDataset(BaseDataset):
         if self.with_label and index['classes']:
             self._metainfo['classes'] = tuple(index['classes'])
         self._metainfo['data_roots'] = tuple(self.roots)
+        if self.share_paths and not self._paths.is_mapped and self._paths:
+            try:  # one copy in the page cache for every worker and rank
+                self._paths = PathTable.shared(self._paths)
+            except OSError as e:
+                print_log(
+                    f'Cannot memory-map the file list ({e}); kept in memory.',
+                    'current',
+                    level=30,
+                )
         if len(self._paths) == 0:
             where = self.ann_file or self.roots
             raise FileNotFoundError(
