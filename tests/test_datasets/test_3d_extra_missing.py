@@ -60,6 +60,11 @@ def test_import_without_monai_and_clear_errors():
 
 
 def test_require_3d_message(monkeypatch):
+    # MONAI decides once, when its readers are first imported, whether
+    # nibabel exists: import them before hiding nibabel, or every later
+    # test in this process reads no NIfTI file.
+    import monai.data.image_reader  # noqa: F401
+
     monkeypatch.setitem(sys.modules, 'nibabel', None)  # import fails
     with pytest.raises(ImportError, match=r'MyThing.*nibabel.*\[3d\]'):
         require_3d('MyThing')
