@@ -3,7 +3,9 @@ from .bad_file_hook import BadFileCounter, BadFileSummaryHook, collect_skipped
 from .deepcluster_hook import DeepClusterHook
 from .dist_loss_average_hook import DistLossAverageHook
 from .freeze_last_layer_hook import FreezeLastLayerHook
+from .gram_teacher_hook import GramTeacherHook
 from .knn_eval_hook import KNNEvalHook
+from .loss_weight_schedule_hook import LossWeightScheduleHook
 from .odc_hook import ODCHook
 from .pretrained_init_hook import PretrainedInitHook
 from .swav_queue_hook import SwAVQueueHook
@@ -18,7 +20,9 @@ __all__ = [
     'DeepClusterHook',
     'DistLossAverageHook',
     'FreezeLastLayerHook',
+    'GramTeacherHook',
     'KNNEvalHook',
+    'LossWeightScheduleHook',
     'ODCHook',
     'PretrainedInitHook',
     'SwAVQueueHook',
