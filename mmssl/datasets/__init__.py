@@ -1,3 +1,4 @@
+from .block_mask_collate import batch_masks, block_mask_collate
 from .cluster_uniform_sampler import ClusterUniformSampler
 from .image_folder import (
     IMG_EXTENSIONS,
@@ -11,6 +12,8 @@ from .transforms import *  # noqa: F401,F403
 from .worker_seed import seed_worker
 
 __all__ = [
+    'batch_masks',
+    'block_mask_collate',
     'KNNDataset',
     'ImageFolderDataset',
     'PathTable',
