@@ -83,11 +83,13 @@ def block_mask_collate(
 ) -> dict:
     """``default_collate`` plus DINOv2's batch-level iBOT masks.
 
-    Use as ``collate_fn=dict(type='block_mask_collate', patch_size=14)``
-    (instead of ``BlockwiseMaskGenerator`` in the pipeline; a mask it made
-    is replaced). Sets ``data_sample.mask`` (G, Hp, Wp) of every sample from
-    :func:`batch_masks` over the batch's G * B global crops (crop-major, as
-    the algorithms concatenate them); ``mask_cfg`` goes to it.
+    Use as ``collate_fn=dict(type='mmssl.block_mask_collate',
+    patch_size=14)`` instead of ``BlockwiseMaskGenerator`` in the pipeline
+    (a mask it made is replaced); the ``mmssl.`` scope lets mmengine's
+    ``Runner.build_dataloader`` find it in mmssl's function registry.
+    Sets ``data_sample.mask`` (G, Hp, Wp) of every sample from
+    :func:`batch_masks` over the batch's G * B global crops (crop-major,
+    as the algorithms concatenate them); ``mask_cfg`` goes to it.
 
     Randomness: one seed is drawn from NumPy's global generator and drives a
     private ``RandomState``. In a loader worker that generator was last

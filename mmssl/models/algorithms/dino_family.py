@@ -8,10 +8,11 @@ from torch import Tensor
 from mmssl.registry import MODELS
 
 from .dino_parts import (
+    TERM_ATTRS,
     build_terms,
-    check_patches,
     forward_backbone,
     global_masks,
+    masked_tokens,
     patch_grid,
     resize_patch_grid,
     split_views,
@@ -23,23 +24,19 @@ from .ema_teacher import EMATeacherSelfSupervisor
 class DINOFamily(EMATeacherSelfSupervisor):
     """Student / EMA-teacher self-distillation with a list of loss terms.
 
-    DINO (https://arxiv.org/abs/2104.14294) = ``dino_cls``; iBOT
-    (https://arxiv.org/abs/2111.07832) adds ``ibot_patch``; DINOv2
-    (https://arxiv.org/abs/2304.07193) adds ``koleo``; DINOv3
-    (https://arxiv.org/abs/2508.10104) adds ``gram``. Each term is a
-    criterion of ``mmssl.models.losses`` (``DINOLoss``, ``iBOTPatchLoss``,
-    ``KoLeoLoss``, ``GramLoss``) with a ``weight``. Hooks run the
-    schedules: ``TeacherEMAHook``, ``TeacherTempWarmupHook``,
-    ``GramTeacherHook``, ``LossWeightScheduleHook``.
+    DINO (arXiv 2104.14294) = ``dino_cls``; iBOT (2111.07832) adds
+    ``ibot_patch``; DINOv2 (2304.07193) ``koleo``; DINOv3 (2508.10104)
+    ``gram``. Each term is a criterion of ``mmssl.models.losses`` with a
+    ``weight``. Schedules are hooks: ``TeacherEMAHook``,
+    ``TeacherTempWarmupHook``, ``GramTeacherHook``,
+    ``LossWeightScheduleHook``.
 
     Args:
         backbone (dict): Backbone; patch terms need ViT tokens
             (``out_type='raw'``) and ``forward(x, mask=...)``.
         head (dict): ``DINOHead`` on CLS features.
-        terms (dict): Term name -> criterion config with an optional
-            ``weight`` (default 1.0).
-        patch_head (dict, optional): Head for masked patches; ``None``
-            shares ``head``.
+        terms (dict): Term -> criterion config (+ ``weight``, default 1).
+        patch_head (dict, optional): Masked-patch head (None: ``head``).
         num_global_crops (int): G, the first G views. Defaults to 2.
         num_gram_crops (int): 0, or G when the last G views are
             high-resolution copies of the global crops for the Gram teacher.
@@ -49,12 +46,7 @@ class DINOFamily(EMATeacherSelfSupervisor):
     """
 
     #: term name -> key in ``loss_weights`` and in the output ``loss_<key>``
-    weight_keys = dict(
-        dino_cls='dino_cls',
-        ibot_patch='ibot_patch',
-        koleo='koleo',
-        gram='gram',
-    )
+    weight_keys = {name: name for name in TERM_ATTRS}
 
     def __init__(
         self,
@@ -70,10 +62,7 @@ class DINOFamily(EMATeacherSelfSupervisor):
     ) -> None:
         super().__init__(backbone=backbone, head=head, **kwargs)
         if num_global_crops < 1 or num_gram_crops not in (0, num_global_crops):
-            raise ValueError(
-                'Need num_global_crops >= 1 and num_gram_crops '
-                'in (0, num_global_crops).'
-            )
+            raise ValueError('num_global_crops < 1 or num_gram_crops not 0/G')
         self.num_global_crops = num_global_crops
         self.num_gram_crops = num_gram_crops
         self.teacher_temp = teacher_temp
@@ -102,11 +91,8 @@ class DINOFamily(EMATeacherSelfSupervisor):
             t_cls, t_patch = forward_backbone(
                 self.teacher['backbone'], global_x
             )
-            if masks is not None:
-                check_patches(t_patch, masks)
-            t_patch = None if masks is None else t_patch[masks]  # (M, C)
             t_logits, t_patch_logits = self._heads(
-                self.teacher, t_cls, t_patch
+                self.teacher, t_cls, masked_tokens(t_patch, masks)
             )
         s_cls_g, s_patch = forward_backbone(self.backbone, global_x, masks)
         s_cls = torch.cat(
@@ -114,9 +100,7 @@ class DINOFamily(EMATeacherSelfSupervisor):
             + [forward_backbone(self.backbone, x)[0] for x in locals_]
         )  # (V*B, C)
         s_logits, s_patch_logits = self._heads(
-            self.student_modules(),
-            s_cls,
-            None if masks is None else s_patch[masks],
+            self.student_modules(), s_cls, masked_tokens(s_patch, masks)
         )
         terms = dict(
             dino_cls=self.dino_loss(
@@ -134,11 +118,7 @@ class DINOFamily(EMATeacherSelfSupervisor):
             cls = s_cls_g.view(g, b, -1)
             terms['koleo'] = sum(self.koleo_loss(cls[i]) for i in range(g))
         if 'gram' in self.terms:
-            x = global_x if gram_x is None else gram_x
-            terms['gram'] = self.gram_loss(
-                s_patch,
-                self._gram_targets(x, patch_grid(global_x, s_patch.shape[1])),
-            )
+            terms['gram'] = self._gram_term(s_patch, global_x, gram_x)
         keys, w = self.weight_keys, self.loss_weights
         return {f'loss_{keys[k]}': w[keys[k]] * v for k, v in terms.items()}
 
@@ -151,15 +131,18 @@ class DINOFamily(EMATeacherSelfSupervisor):
             return out[: len(cls)], out[len(cls) :]
         return heads['head'](cls), heads['patch_head'](patches)
 
-    @torch.no_grad()
-    def _gram_targets(self, x: Tensor, grid) -> Tensor:
-        """Gram teacher patch features of ``x`` on the student's grid."""
+    def _gram_term(self, s_patch: Tensor, global_x: Tensor, gram_x) -> Tensor:
+        """GramLoss of the student patches (G*B, N, C) against the Gram
+        teacher's features of ``gram_x`` (or of the global crops), resized
+        to the student's grid; 0 before the first snapshot."""
         if int(self.gram_teacher_updates) == 0:
-            raise RuntimeError(
-                'The Gram teacher was never set from the EMA '
-                'teacher: add GramTeacherHook to custom_hooks.'
+            return s_patch.sum() * 0.0  # GramTeacherHook has not run yet
+        x = global_x if gram_x is None else gram_x
+        with torch.no_grad():
+            _, t_patch = forward_backbone(self.gram_teacher, x)  # (G*B, N', C)
+            t_patch = resize_patch_grid(
+                t_patch,
+                patch_grid(x, t_patch.shape[1]),
+                patch_grid(global_x, s_patch.shape[1]),
             )
-        _, patches = forward_backbone(self.gram_teacher, x)  # (G*B, N', C)
-        return resize_patch_grid(
-            patches, patch_grid(x, patches.shape[1]), grid
-        )
+        return self.gram_loss(s_patch, t_patch)

@@ -118,8 +118,16 @@ def global_masks(
     return masks.transpose(0, 1).reshape(num_g * batch, -1).bool()
 
 
-def check_patches(patches: Optional[Tensor], masks: Tensor) -> None:
-    """Clear errors when the backbone gives no / the wrong patch tokens."""
+def masked_tokens(
+    patches: Optional[Tensor], masks: Optional[Tensor]
+) -> Optional[Tensor]:
+    """Patch tokens (M, C) at the masked positions; None without masks.
+
+    Raises clear errors when the backbone gives no or too few / many
+    patch tokens for the masks (G*B, P).
+    """
+    if masks is None:
+        return None
     if patches is None:
         raise ValueError(
             'Patch terms need patch tokens: build the backbone with out_type'
@@ -131,6 +139,7 @@ def check_patches(patches: Optional[Tensor], masks: Tensor) -> None:
             f'backbone gives {patches.shape[1]} patch tokens: set the mask '
             'generator input_size to global crop size // patch size.'
         )
+    return patches[masks]
 
 
 def patch_grid(x: Tensor, num_patches: int) -> Tuple[int, int]:
