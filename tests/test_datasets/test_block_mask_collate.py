@@ -30,6 +30,16 @@ def test_exactly_half_of_the_crops_masked_with_spread_ratios():
         assert ratios.max() > 0.35 and ratios.min() < 0.15
 
 
+def test_masked_crops_are_shuffled_over_the_batch():
+    """Every crop position is masked about half of the time."""
+    rng = np.random.RandomState(7)
+    hits = np.zeros(8)
+    for _ in range(400):
+        masks = batch_masks(8, (8, 8), (0.1, 0.5), 0.5, rng=rng)
+        hits += masks.reshape(8, -1).any(1)
+    assert (np.abs(hits / 400 - 0.5) < 0.1).all(), hits
+
+
 def test_mean_ratio_over_many_batches():
     """Mean masked share of the masked crops ~ (0.1 + 0.5) / 2, a little
     lower because the block rule may stop short of a target."""
@@ -83,6 +93,21 @@ def test_dinov2_rule_blocks_stay_inside_the_grid():
         # never fills a whole row or column
         one = blockwise_mask((6, 6), 5, 4, None, rule='dinov2', rng=rng)
         assert not one.all(axis=0).any() and not one.all(axis=1).any()
+    # as tall as the grid is never allowed: a one-row grid gets no mask
+    # (the 'beit' rule masks it)
+    assert not blockwise_mask((1, 10), 4, 2, rule='dinov2', rng=rng).any()
+    assert blockwise_mask((1, 10), 4, 2, rule='beit', rng=rng).any()
+    # a remainder below min_num_patches gets a small block: area drawn in
+    # [1, 4] can give a single cell ('beit' draws 4 and never fits 1)
+    ones = [
+        blockwise_mask((8, 8), 1, 4, rule='dinov2', rng=rng).sum()
+        for _ in range(200)
+    ]
+    assert max(ones) == 1 and sum(ones) > 20
+    assert not any(
+        blockwise_mask((8, 8), 1, 4, rule='beit', rng=rng).any()
+        for _ in range(50)
+    )
     with pytest.raises(ValueError, match='rule'):
         blockwise_mask((6, 6), 5, rule='ibot')
 

@@ -207,7 +207,7 @@ class BlockwiseMaskGenerator(BaseTransform):
                     self.min_num_patches,
                     self.max_num_patches,
                     self.aspect,
-                    rule=self.rule,
+                    **({} if self.rule == 'beit' else dict(rule=self.rule)),
                 )
         results['mask'] = masks
         return results

@@ -176,6 +176,11 @@ def test_gram_teacher_hook_schedule():
     once = GramTeacherHook(first_update=4)
     assert [it for it in range(8) if once.is_due(it, 0)] == [4, 5, 6, 7]
     assert not once.is_due(6, 1)  # one snapshot, taken at 4
+    # a run that starts (load_from) past a due point without a snapshot
+    # takes one at once, then follows the period
+    periodic = GramTeacherHook(first_update=0, period=5)
+    assert periodic.is_due(7, 0) and not periodic.is_due(7, 1)
+    assert periodic.is_due(10, 1)
     with pytest.raises(ValueError, match='period'):
         GramTeacherHook(period=0)
 
