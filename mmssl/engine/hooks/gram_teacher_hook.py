@@ -18,7 +18,10 @@ class GramTeacherHook(Hook):
     the EMA teacher that is refreshed every ``period`` iterations. Before
     iteration ``first_update + k * period`` (k = 0, 1, ...) the model's
     ``update_gram_teacher()`` copies the EMA teacher's backbone into the
-    Gram teacher, at most ``max_updates`` times in all.
+    Gram teacher, at most ``max_updates`` times in all (DINOv3's ViT-7B
+    Gram stage: every 10,000 iterations from iteration 1,010,000, 3 times).
+    A run that starts past a due point without any snapshot (e.g.
+    ``load_from`` a checkpoint of the first stage) takes one at once.
 
     The decision depends on ``runner.iter`` and on the model buffer
     ``gram_teacher_updates`` only, and the Gram teacher's weights are part
