@@ -1,3 +1,4 @@
+from .block_mask_collate import batch_masks, block_mask_collate
 from .cluster_uniform_sampler import ClusterUniformSampler
 from .image_folder import (
     IMG_EXTENSIONS,
@@ -17,6 +18,8 @@ from .volume_folder import VOLUME_EXTENSIONS, VolumeFolderDataset
 from .worker_seed import seed_worker
 
 __all__ = [
+    'batch_masks',
+    'block_mask_collate',
     'KNNDataset',
     'ImageFolderDataset',
     'PathTable',

@@ -95,8 +95,8 @@ MODULE_TESTS: dict[str, tuple[str, ...]] = {
     'mmssl/models/losses/koleo_loss.py': LOSS_TESTS,
     'mmssl/models/losses/centering.py': LOSS_TESTS,
     'mmssl/models/algorithms/dino.py': ALGO_TESTS,
-    'mmssl/models/algorithms/ibot.py': ALGO_TESTS,
-    'mmssl/models/algorithms/dinov2.py': ALGO_TESTS,
+    'mmssl/models/algorithms/dino_family.py': ALGO_TESTS,
+    'mmssl/models/algorithms/dino_parts.py': ALGO_TESTS,
     'mmssl/engine/hooks/teacher_ema_hook.py': (
         'tests/test_engine/test_hooks/test_dino_hooks.py',
     ),

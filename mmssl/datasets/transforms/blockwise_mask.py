@@ -15,6 +15,24 @@ from mmcv.transforms import BaseTransform
 
 from mmssl.registry import TRANSFORMS
 
+RULES = ('beit', 'dinov2')
+
+
+def draw_block(
+    rng,
+    min_area: float,
+    max_area: float,
+    log_aspect: Tuple[float, float],
+) -> Tuple[int, int]:
+    """One block attempt: area ``U(min_area, max_area)`` (either order),
+    aspect ratio ``exp(U(log_aspect))``; returns its (h, w) in cells."""
+    area = rng.uniform(min_area, max_area)
+    aspect = math.exp(rng.uniform(*log_aspect))
+    return (
+        int(round(math.sqrt(area * aspect))),
+        int(round(math.sqrt(area / aspect))),
+    )
+
 
 def blockwise_mask(
     grid: Tuple[int, int],
@@ -23,14 +41,24 @@ def blockwise_mask(
     max_num_patches: Optional[int] = None,
     aspect: Tuple[float, float] = (0.3, 1 / 0.3),
     max_tries: int = 10,
+    rule: str = 'beit',
+    rng=np.random,
 ) -> np.ndarray:
     """Mask about ``num_masking_patches`` cells of a grid with blocks.
 
-    BEiT's rule: add random rectangles (area in ``[min_num_patches,
-    remaining]``, log-uniform aspect ratio) that add at least one and at
-    most ``remaining`` new cells, until the target is met or ``max_tries``
-    rectangles in a row fail. The result therefore never exceeds the
-    target and may fall a little short of it (as in iBOT and DINOv2).
+    Add random rectangles that cover at least one and at most
+    ``remaining`` new cells (``remaining``: what is left of the target,
+    capped by ``max_num_patches``) until the target is met or
+    ``max_tries`` attempts in a row fail. The result therefore never
+    exceeds the target and may fall a little short of it. Each attempt
+    draws a new area and a log-uniform aspect ratio (:func:`draw_block`).
+
+    ``rule='beit'`` (the earlier mmssl rule): area in
+    ``[min_num_patches, max(remaining, min_num_patches)]``, blocks up to the
+    whole grid. ``rule='dinov2'`` (as the DINOv2 reference masking
+    generator): area between ``min_num_patches`` and ``remaining`` in
+    either order (so small remainders get small blocks), and blocks
+    strictly smaller than the grid in both directions.
 
     Args:
         grid (tuple[int, int]): (Hp, Wp) patch grid.
@@ -39,30 +67,32 @@ def blockwise_mask(
         max_num_patches (int, optional): Maximum block area; ``None`` means
             no limit besides the target.
         aspect (tuple[float, float]): Block aspect-ratio range.
-        max_tries (int): Failed rectangles in a row before stopping.
+        max_tries (int): Failed attempts in a row before stopping.
+        rule (str): ``'beit'`` or ``'dinov2'``. Defaults to 'beit'.
+        rng: ``np.random`` or a ``np.random.RandomState``.
 
     Returns:
         np.ndarray: bool (Hp, Wp) mask.
     """
+    if rule not in RULES:
+        raise ValueError(f'rule={rule!r}: use one of {RULES}.')
     hp, wp = grid
     mask = np.zeros((hp, wp), dtype=bool)
     target = int(min(num_masking_patches, hp * wp))
     max_block = target if max_num_patches is None else max_num_patches
     log_aspect = (math.log(aspect[0]), math.log(aspect[1]))
+    strict = rule == 'dinov2'
     count = 0
     while count < target:
         remaining = min(target - count, max_block)
+        hi = remaining if strict else max(remaining, min_num_patches)
         delta = 0
         for _ in range(max_tries):
-            area = np.random.uniform(
-                min_num_patches, max(remaining, min_num_patches)
-            )
-            ar = math.exp(np.random.uniform(*log_aspect))
-            h = int(round(math.sqrt(area * ar)))
-            w = int(round(math.sqrt(area / ar)))
-            if 0 < h <= hp and 0 < w <= wp:
-                top = np.random.randint(0, hp - h + 1)
-                left = np.random.randint(0, wp - w + 1)
+            h, w = draw_block(rng, min_num_patches, hi, log_aspect)
+            fits = (h < hp and w < wp) if strict else (h <= hp and w <= wp)
+            if h > 0 and w > 0 and fits:
+                top = rng.randint(0, hp - h + 1)
+                left = rng.randint(0, wp - w + 1)
                 block = mask[top : top + h, left : left + w]
                 new = h * w - int(block.sum())
                 if 0 < new <= remaining:
@@ -109,6 +139,10 @@ class BlockwiseMaskGenerator(BaseTransform):
         min_aspect (float): Block aspect ratio range is
             ``(min_aspect, max_aspect or 1 / min_aspect)``. Defaults to 0.3.
         max_aspect (float, optional): Defaults to None.
+        rule (str): Block rule of :func:`blockwise_mask`, ``'beit'``
+            (default) or ``'dinov2'``. The DINOv2 reference also masks
+            exactly ``mask_prob`` of the crops of a batch, with ratios
+            spread over ``mask_ratio``: that is ``block_mask_collate``.
     """
 
     def __init__(
@@ -120,7 +154,11 @@ class BlockwiseMaskGenerator(BaseTransform):
         max_num_patches: Optional[int] = None,
         min_aspect: float = 0.3,
         max_aspect: Optional[float] = None,
+        rule: str = 'beit',
     ) -> None:
+        if rule not in RULES:
+            raise ValueError(f'rule={rule!r}: use one of {RULES}.')
+        self.rule = rule
         lo, hi = (float(x) for x in mask_ratio)
         if not 0.0 <= lo <= hi <= 1.0:
             raise ValueError(
@@ -169,6 +207,7 @@ class BlockwiseMaskGenerator(BaseTransform):
                     self.min_num_patches,
                     self.max_num_patches,
                     self.aspect,
+                    **({} if self.rule == 'beit' else dict(rule=self.rule)),
                 )
         results['mask'] = masks
         return results

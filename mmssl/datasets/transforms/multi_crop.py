@@ -126,7 +126,8 @@ class MultiCrop(BaseTransform):
     Modified keys: ``img`` becomes a list of ``G + L`` HxWx3 uint8 arrays,
     global crops first; ``img_shape`` becomes the global crop size.
 
-    Added keys: ``num_global_crops`` (= G).
+    Added keys: ``num_global_crops`` (= G); ``num_gram_crops`` (= G) with
+    ``gram_size``.
 
     Args:
         num_global_crops (int): G. Defaults to 2.
@@ -169,6 +170,13 @@ class MultiCrop(BaseTransform):
         channel_order (str): Channel order of the input, 'bgr' (cv2
             loading, the default) or 'rgb'; it matters for the grey
             weights and the hue direction. Output keeps the input order.
+        gram_size (int | tuple[int, int], optional): When set, G more views
+            are appended after the local ones: each global crop's region
+            and flip again, resized to ``gram_size`` without colour or blur
+            distortions, for the Gram teacher of DINOv3 (its Gram-anchoring
+            stage shows the Gram teacher such high-resolution, undistorted
+            crops; ``DINOFamily(num_gram_crops=G)`` reads them). Adds
+            ``num_gram_crops``. Defaults to None (no such views).
     """
 
     def __init__(
@@ -193,6 +201,7 @@ class MultiCrop(BaseTransform):
         solarize_threshold: int = 128,
         interpolation: str = 'auto',
         channel_order: str = 'bgr',
+        gram_size: Optional[SizeType] = None,
     ) -> None:
         if num_global_crops < 1 or num_local_crops < 0:
             raise ValueError(
@@ -256,6 +265,9 @@ class MultiCrop(BaseTransform):
                 f"channel_order must be 'bgr' or 'rgb', got {channel_order!r}."
             )
         self.channel_order = channel_order
+        self.gram_size = (
+            None if gram_size is None else _pair(gram_size, 'gram_size')
+        )
         # Grey weights and hue rotation expressed in the input's channel
         # order: P maps the input order to RGB (a permutation).
         perm = [2, 1, 0] if channel_order == 'bgr' else [0, 1, 2]
@@ -363,13 +375,18 @@ class MultiCrop(BaseTransform):
         scale: Tuple[float, float],
         blur_p: float,
         solarize_p: float,
+        geometry: Optional[list] = None,
     ) -> np.ndarray:
+        """One view; appends ``(crop ROI, flipped)`` to ``geometry``."""
         h, w = img.shape[:2]
         top, left, ch, cw = self._crop_box(h, w, scale)
         roi = img[top : top + ch, left : left + cw]
         view = self._resize(roi, out_hw)
-        if np.random.rand() < self.flip_prob:
+        flipped = np.random.rand() < self.flip_prob
+        if flipped:
             view = cv2.flip(view, 1)
+        if geometry is not None:
+            geometry.append((roi, flipped))
         M = self._color_matrix(np.asarray(cv2.mean(view)[:3]))
         if M is not None:
             view = cv2.transform(view, M)
@@ -409,7 +426,7 @@ class MultiCrop(BaseTransform):
                 'with LoadImageRobust (it scales 16-bit files to uint8).'
             )
         img = self._to_3ch(img)
-        views = []
+        views, geometry = [], []
         for i in range(self.num_global_crops):
             views.append(
                 self._view(
@@ -418,6 +435,7 @@ class MultiCrop(BaseTransform):
                     self.global_scale,
                     self.global_blur_prob[i],
                     self.global_solarize_prob[i],
+                    geometry if self.gram_size else None,
                 )
             )
         for i in range(self.num_local_crops):
@@ -430,9 +448,14 @@ class MultiCrop(BaseTransform):
                     self.local_solarize_prob[i],
                 )
             )
+        for roi, flipped in geometry:  # Gram teacher: same crop, high res
+            view = self._resize(roi, self.gram_size)
+            views.append(cv2.flip(view, 1) if flipped else view)
         results['img'] = views
         results['img_shape'] = self.global_size
         results['num_global_crops'] = self.num_global_crops
+        if self.gram_size:
+            results['num_gram_crops'] = self.num_global_crops
         return results
 
     def __repr__(self) -> str:

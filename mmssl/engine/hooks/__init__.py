@@ -4,8 +4,10 @@ from .base_lr_log_hook import BaseLRLogHook
 from .deepcluster_hook import DeepClusterHook
 from .dist_loss_average_hook import DistLossAverageHook
 from .freeze_last_layer_hook import FreezeLastLayerHook
+from .gram_teacher_hook import GramTeacherHook
 from .knn_eval_hook import KNNEvalHook
 from .log_interval_hook import LogIntervalHook
+from .loss_weight_schedule_hook import LossWeightScheduleHook
 from .odc_hook import ODCHook
 from .pretrained_init_hook import PretrainedInitHook
 from .swav_queue_hook import SwAVQueueHook
@@ -23,8 +25,10 @@ __all__ = [
     'DeepClusterHook',
     'DistLossAverageHook',
     'FreezeLastLayerHook',
+    'GramTeacherHook',
     'KNNEvalHook',
     'LogIntervalHook',
+    'LossWeightScheduleHook',
     'ODCHook',
     'PretrainedInitHook',
     'SwAVQueueHook',

@@ -1,7 +1,6 @@
 from .deepcluster import DeepCluster
-from .dino import DINO
-from .dinov2 import DINOv2
-from .ibot import iBOT
+from .dino import DINO, DINOv2, iBOT
+from .dino_family import DINOFamily
 from .mff_features import MFFFullImage
 from .npid import NPID
 from .odc import ODC, ODCMemory
@@ -13,6 +12,7 @@ __all__ = [
     'DINO',
     'iBOT',
     'DINOv2',
+    'DINOFamily',
     'DeepCluster',
     'NPID',
     'ODC',

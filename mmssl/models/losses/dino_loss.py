@@ -23,6 +23,11 @@ class DINOLoss(TeacherCentering):
     global and ``L`` local student views. The first ``G`` student views must
     be the same images as the teacher's ``G`` views, in the same order.
 
+    ``local_weight`` scales the pairs with a local student view (DINOv3,
+    https://arxiv.org/abs/2508.10104, down-weights them in its later
+    stages): ``(sum_global H + local_weight * sum_local H) / n_pairs``,
+    i.e. DINOv3's ``global_scale * L_global + w * local_scale * L_local``.
+
     Args:
         out_dim (int): Number of prototypes K.
         student_temp (float): Student temperature T_s. Defaults to 0.1.
@@ -51,6 +56,7 @@ class DINOLoss(TeacherCentering):
         student_logits: Tensor,
         teacher_logits: Tensor,
         teacher_temp: float,
+        local_weight: float = 1.0,
     ) -> Tensor:
         """Compute the loss.
 
@@ -58,6 +64,8 @@ class DINOLoss(TeacherCentering):
             student_logits (Tensor): (V, B, K), V = G + L student views.
             teacher_logits (Tensor): (G, B, K), teacher global views.
             teacher_temp (float): Teacher temperature.
+            local_weight (float): Factor of the local-view pairs.
+                Defaults to 1.0.
 
         Returns:
             Tensor: Scalar loss.
@@ -86,4 +94,6 @@ class DINOLoss(TeacherCentering):
                 'DINOLoss needs at least two views (one global '
                 'and another global or local one).'
             )
+        if local_weight != 1.0:
+            ce = torch.cat([ce[:, :num_g], local_weight * ce[:, num_g:]], 1)
         return ce[keep].sum() / num_terms

@@ -1,0 +1,217 @@
+"""Plumbing of the DINO family: teacher copies, views, masks, features.
+
+Pure functions used by :class:`~mmssl.models.algorithms.DINOFamily`, kept
+apart so that its training step reads in one screen.
+"""
+
+import math
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import torch
+import torch.nn.functional as F
+from mmengine.model import BaseModule
+from mmpretrain.structures import DataSample
+from torch import Tensor, nn
+
+from mmssl.registry import MODELS
+
+
+def strip_for_teacher(module: nn.Module) -> nn.Module:
+    """Teacher copy: no gradients, no stochastic depth / dropout, no
+    activation checkpointing, no pretrained re-initialisation."""
+    for m in module.modules():
+        if hasattr(m, 'drop_prob'):  # DropPath (mmcv, timm)
+            m.drop_prob = 0.0
+        if isinstance(m, nn.Dropout):
+            m.p = 0.0
+        if hasattr(m, 'with_cp'):
+            m.with_cp = False
+        if isinstance(m, BaseModule):
+            m.init_cfg = None
+    for p in module.parameters():
+        p.requires_grad_(False)
+    return module
+
+
+def forward_backbone(
+    backbone: nn.Module, x: Tensor, mask: Optional[Tensor] = None
+) -> Tuple[Tensor, Optional[Tensor]]:
+    """Run a backbone; return CLS (B, C) and patch tokens (B, N, C).
+
+    Understood outputs: ViT tokens (B, 1 + R + N, C) (CLS first, then
+    ``backbone.num_extra_tokens - 1`` registers, then patches), CLS
+    features (B, C), or CNN maps (B, C, H, W) (global average pooled).
+    """
+    out = backbone(x) if mask is None else backbone(x, mask=mask)
+    if isinstance(out, (list, tuple)):
+        out = out[-1]
+    if out.dim() == 4:  # CNN feature map
+        return out.mean(dim=(2, 3)), None
+    if out.dim() == 2:  # CLS feature
+        return out, None
+    if out.dim() == 3:  # tokens: CLS, registers, patches
+        num_extra = getattr(backbone, 'num_extra_tokens', 1)
+        return out[:, 0], out[:, num_extra:]
+    raise ValueError(f'Unsupported backbone output {tuple(out.shape)}.')
+
+
+def split_views(
+    inputs: List[Tensor], num_global: int, num_gram: int = 0
+) -> Tuple[Tensor, List[Tensor], Optional[Tensor]]:
+    """Split the views of a batch.
+
+    Args:
+        inputs (list[Tensor]): Views (B, 3, h, w): ``num_global`` global
+            crops, then local crops, then ``num_gram`` high-resolution
+            copies of the global crops for the Gram teacher.
+        num_global (int): G.
+        num_gram (int): 0 or G.
+
+    Returns:
+        tuple: Global crops (G*B, 3, H, W); local crops, one (n*B, 3, h, w)
+        tensor per run of same-size views; Gram crops (G*B, 3, H', W') or
+        None.
+    """
+    if not isinstance(inputs, (list, tuple)):
+        raise TypeError(
+            'DINO-style training needs a list of views '
+            '(use the MultiCrop transform).'
+        )
+    if len(inputs) - num_gram < max(num_global, 2):
+        raise ValueError(
+            f'Got {len(inputs)} views but num_global_crops={num_global} '
+            f'(and {num_gram} Gram crops); DINO needs the G global crops '
+            'first and at least 2 views.'
+        )
+    gram_x = torch.cat(list(inputs[-num_gram:])) if num_gram else None
+    local = inputs[num_global : len(inputs) - num_gram]
+    groups: List[List[Tensor]] = []
+    for view in local:  # same-size local crops go together
+        if groups and groups[-1][0].shape == view.shape:
+            groups[-1].append(view)
+        else:
+            groups.append([view])
+    global_x = torch.cat(list(inputs[:num_global]))  # (G*B, 3, H, W)
+    return global_x, [torch.cat(g) for g in groups], gram_x
+
+
+def global_masks(
+    data_samples: Sequence[DataSample], num_global: int, device
+) -> Tensor:
+    """(G*B, Hp*Wp) bool masks in the order of the concatenated crops."""
+    if not data_samples or 'mask' not in data_samples[0]:
+        raise ValueError(
+            'The ibot_patch term needs patch masks in data_sample.mask: add '
+            'BlockwiseMaskGenerator after MultiCrop in the pipeline (or the '
+            'block_mask_collate collate function).'
+        )
+    masks = torch.stack([s.mask for s in data_samples]).to(device)
+    if masks.dim() == 3:  # (B, G, Hp*Wp) already flat
+        masks = masks.unsqueeze(-1)
+    batch, num_g = masks.shape[:2]
+    if num_g != num_global:
+        raise ValueError(
+            f'data_sample.mask has {num_g} crops per image, expected '
+            f'num_global_crops={num_global}.'
+        )
+    # (B, G, ...) -> (G, B, ...) -> (G*B, P): crop-major like the inputs
+    return masks.transpose(0, 1).reshape(num_g * batch, -1).bool()
+
+
+def masked_tokens(
+    patches: Optional[Tensor], masks: Optional[Tensor]
+) -> Optional[Tensor]:
+    """Patch tokens (M, C) at the masked positions; None without masks.
+
+    Raises clear errors when the backbone gives no or too few / many
+    patch tokens for the masks (G*B, P).
+    """
+    if masks is None:
+        return None
+    if patches is None:
+        raise ValueError(
+            'Patch terms need patch tokens: build the backbone with out_type'
+            "='raw'."
+        )
+    if patches.shape[1] != masks.shape[1]:
+        raise ValueError(
+            f'The masks have {masks.shape[1]} patches per crop but the '
+            f'backbone gives {patches.shape[1]} patch tokens: set the mask '
+            'generator input_size to global crop size // patch size.'
+        )
+    return patches[masks]
+
+
+def patch_grid(x: Tensor, num_patches: int) -> Tuple[int, int]:
+    """Patch grid (h, w) of images ``x`` (..., H, W) cut into N patches."""
+    height, width = x.shape[-2:]
+    p = max(1, round(math.sqrt(height * width / num_patches)))
+    if (height // p) * (width // p) != num_patches:
+        raise ValueError(
+            f'{num_patches} patch tokens do not tile a {height}x{width} '
+            'image with square patches.'
+        )
+    return height // p, width // p
+
+
+def resize_patch_grid(
+    patches: Tensor, src_hw: Tuple[int, int], dst_hw: Tuple[int, int]
+) -> Tensor:
+    """Resize patch features (B, h*w, C) on their grid, bicubic.
+
+    Used to bring the Gram teacher's features of a high-resolution crop to
+    the student's patch grid (DINOv3, Simeoni et al. 2025,
+    https://arxiv.org/abs/2508.10104).
+    """
+    if tuple(src_hw) == tuple(dst_hw):
+        return patches
+    b, n, c = patches.shape
+    if n != src_hw[0] * src_hw[1]:
+        raise ValueError(f'{n} patch tokens do not form a {src_hw} grid.')
+    grid = patches.transpose(1, 2).reshape(b, c, *src_hw)  # (B, C, h, w)
+    grid = F.interpolate(
+        grid.float(), size=tuple(dst_hw), mode='bicubic', align_corners=False
+    )
+    return grid.flatten(2).transpose(1, 2)  # (B, h'*w', C)
+
+
+#: term name -> attribute holding its criterion (the checkpoint keys).
+TERM_ATTRS = dict(
+    dino_cls='dino_loss',
+    ibot_patch='ibot_loss',
+    koleo='koleo_loss',
+    gram='gram_loss',
+)
+
+
+def build_terms(
+    model: nn.Module,
+    terms: Dict[str, dict],
+    weight_keys: Dict[str, str],
+    loss_weights: Optional[dict],
+) -> Dict[str, float]:
+    """Build each term's criterion as ``model.<TERM_ATTRS[name]>``.
+
+    Returns:
+        dict: ``loss_weights``: each term's ``weight`` (default 1.0) under
+        its key in ``weight_keys``, updated by ``loss_weights``, which may
+        also hold ``dino_local`` (the local-crop factor of the DINO CE).
+    """
+    if set(terms) - set(TERM_ATTRS) or 'dino_cls' not in terms:
+        raise ValueError(
+            f'terms must include dino_cls and be among {list(TERM_ATTRS)}, '
+            f'got {sorted(terms)}.'
+        )
+    weights = {}
+    for name, cfg in terms.items():
+        cfg = dict(cfg)
+        weights[weight_keys[name]] = cfg.pop('weight', 1.0)
+        setattr(model, TERM_ATTRS[name], MODELS.build(cfg))
+    extra = set(loss_weights or {}) - set(weights) - {'dino_local'}
+    if extra:
+        raise ValueError(
+            f'Unknown loss_weights keys {sorted(extra)}; '
+            f'{type(model).__name__} has {sorted(weights)}.'
+        )
+    weights.update(loss_weights or {})
+    return weights

@@ -1,0 +1,96 @@
+"""Student / EMA-teacher bookkeeping shared by the DINO family."""
+
+import copy
+from typing import Dict, Optional
+
+import torch
+from mmpretrain.models.selfsup import BaseSelfSupervisor
+from torch import Tensor, nn
+
+from mmssl.checkpoint.warm_start import apply_warm_start
+
+from .dino_parts import forward_backbone, strip_for_teacher
+
+
+class EMATeacherSelfSupervisor(BaseSelfSupervisor):
+    """A self-supervisor with an EMA teacher and an optional Gram teacher.
+
+    ``self.teacher`` (a ``ModuleDict``) holds a frozen copy of every module
+    of :meth:`student_modules`; ``TeacherEMAHook`` calls
+    :meth:`update_teacher`. With ``build_teachers(gram=True)`` a frozen copy
+    of the backbone, ``self.gram_teacher``, is set to the teacher's backbone
+    by :meth:`update_gram_teacher` (``GramTeacherHook``); the buffer
+    ``gram_teacher_updates`` counts the updates. Both live in the state
+    dict, so checkpoints hold them and a resume restores them exactly.
+    """
+
+    def student_modules(self) -> Dict[str, nn.Module]:
+        """Student modules that have an EMA twin in ``self.teacher``."""
+        modules = dict(backbone=self.backbone, head=self.head)
+        if getattr(self, 'patch_head', None) is not None:
+            modules['patch_head'] = self.patch_head
+        return modules
+
+    def build_teachers(self, gram: bool) -> None:
+        """Create the teacher copies (call once the student is built)."""
+        self.teacher = nn.ModuleDict(
+            {
+                k: strip_for_teacher(copy.deepcopy(m))
+                for k, m in self.student_modules().items()
+            }
+        )
+        if gram:
+            self.gram_teacher = strip_for_teacher(copy.deepcopy(self.backbone))
+            self.register_buffer(
+                'gram_teacher_updates', torch.zeros((), dtype=torch.long)
+            )
+
+    def __init__(self, *args, warm_start: Optional[dict] = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        #: ``model.warm_start`` of the config: start student and teacher
+        #: from a released backbone or a previous stage (docs/en/
+        #: warm_start.md, :func:`mmssl.checkpoint.warm_start.
+        #: apply_warm_start`).
+        self.warm_start = warm_start
+
+    def init_weights(self) -> None:
+        """Initialise the student, start the teachers from it, then apply
+        ``warm_start`` when the config sets one."""
+        super().init_weights()
+        for name, module in self.student_modules().items():
+            self.teacher[name].load_state_dict(module.state_dict())
+        if self.warm_start:
+            apply_warm_start(self, self.warm_start)
+        full = (self.warm_start or {}).get('format') == 'mmssl_full'
+        if hasattr(self, 'gram_teacher') and not full:
+            self.gram_teacher.load_state_dict(
+                self.teacher['backbone'].state_dict()
+            )
+
+    @torch.no_grad()
+    def update_teacher(self, momentum: float) -> None:
+        """EMA step: ``teacher = m * teacher + (1 - m) * student``."""
+        for name, module in self.student_modules().items():
+            t_params = list(self.teacher[name].parameters())
+            s_params = [p.detach() for p in module.parameters()]
+            torch._foreach_mul_(t_params, momentum)
+            torch._foreach_add_(t_params, s_params, alpha=1.0 - momentum)
+
+    @torch.no_grad()
+    def update_gram_teacher(self) -> None:
+        """Gram teacher := a snapshot of the EMA teacher's backbone."""
+        if not hasattr(self, 'gram_teacher'):
+            raise AttributeError(
+                f'{type(self).__name__} has no Gram teacher: add a gram term.'
+            )
+        self.gram_teacher.load_state_dict(
+            self.teacher['backbone'].state_dict()
+        )
+        self.gram_teacher_updates += 1
+
+    def extract_feat(self, inputs) -> Tensor:
+        """Teacher backbone CLS / pooled features (B, C), used for kNN."""
+        if isinstance(inputs, (list, tuple)):
+            inputs = inputs[0]
+        with torch.no_grad():
+            return forward_backbone(self.teacher['backbone'], inputs)[0]
