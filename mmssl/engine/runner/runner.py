@@ -26,10 +26,13 @@ from mmssl.datasets.worker_seed import seed_worker
 from mmssl.launch.lock import RunLock, WorkDirBusyError
 from mmssl.launch.requeue import requeue_slurm_job, requeue_wanted
 from mmssl.launch.signals import DEFAULT_SIGNALS, StopSignals
+from mmssl.models.utils.derived_sizes import resolve_model_sizes
 from mmssl.registry import RUNNERS
+from mmssl.utils.config_keys import check_top_level_keys
 
 from .distributed import cpu_model_wrapper_cfg
 from .loops import resumable_loop_cfg
+from .run_length import resolve_run_fractions
 from .rank_buffers import (
     RANK_BUFFERS_KEY,
     gather_rank_buffers,
@@ -104,6 +107,11 @@ class SSLRunner(Runner):
     * **One run per work dir.** Rank 0 holds ``mmssl-run.lock`` in the
       work dir while training (:mod:`mmssl.launch.lock`); a second run
       there raises :class:`~mmssl.launch.lock.WorkDirBusyError`.
+    * **Config checks and derived values** (:meth:`from_cfg`): an unknown
+      top-level key is an error (:mod:`mmssl.utils.config_keys`); run
+      fractions such as ``end='10%'`` become epochs or iterations of
+      this run (:mod:`.run_length`); ``'auto'`` neck/head sizes follow
+      the backbone (:mod:`mmssl.models.utils.derived_sizes`).
     """
 
     stop_signals: Optional[StopSignals] = None
@@ -112,6 +120,32 @@ class SSLRunner(Runner):
     _loaded_rank_buffers: Optional[List[Dict]] = None
 
     # ------------------------------------------------------------ build
+    @classmethod
+    def from_cfg(cls, cfg) -> 'SSLRunner':
+        """Check and resolve ``cfg`` (a copy), then build the runner.
+
+        Raises:
+            UnknownConfigKeyError: For an unknown top-level key.
+            ValueError: For a run fraction that cannot be resolved.
+        """
+        check_top_level_keys(list(cfg.keys()), getattr(cfg, 'filename', None))
+        resolved = copy.deepcopy(cfg)
+        notes = resolve_run_fractions(resolved)
+        runner = super().from_cfg(resolved)
+        if notes:
+            runner.logger.info('run fractions: ' + '; '.join(notes))
+            # The work dir's config copy shows the numbers used; the
+            # checkpoints store the config as written, so that a resume
+            # or requeue compares like with like.
+            runner.cfg = copy.deepcopy(cfg)
+        return runner
+
+    def build_model(self, model: Union[nn.Module, Dict]) -> nn.Module:
+        """mmengine's ``build_model`` after filling ``'auto'`` sizes."""
+        if isinstance(model, dict):
+            model = resolve_model_sizes(model)
+        return super().build_model(model)
+
     def wrap_model(self, model_wrapper_cfg: Optional[Dict], model: nn.Module):
         """Wrap ``model``; adapt to CPU processes first when needed."""
         if (
