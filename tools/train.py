@@ -80,6 +80,20 @@ def parse_args(argv=None) -> argparse.Namespace:
         help='also save a safety checkpoint every N minutes (the newest '
         'one is kept; config key checkpoint_every_minutes)',
     )
+    parser.add_argument(
+        '--max-epochs',
+        type=int,
+        metavar='N',
+        help='train N epochs (train_cfg.max_epochs); schedules given as run '
+        "fractions ('10%%') follow",
+    )
+    parser.add_argument(
+        '--max-iters',
+        type=int,
+        metavar='N',
+        help='train N iterations (an IterBasedTrainLoop); schedules given '
+        'as run fractions follow',
+    )
     parser.add_argument('--seed', type=int, default=None, help='random seed')
     parser.add_argument(
         '--deterministic',
@@ -172,6 +186,7 @@ def main(argv=None) -> None:
         check_train_dataloader,
         setup_distributed_cfg,
     )
+    from mmssl.engine.runner.run_length import set_run_length
     from mmssl.launch import RunLock, WorkDirBusyError, resolve_resume
     from mmssl.launch.requeue import is_requeued_run
     from mmssl.utils import register_all_modules
@@ -189,7 +204,8 @@ def main(argv=None) -> None:
     cfg = load_config_file(args.config)
     try:
         notes = merge_cfg_options(cfg, args.cfg_options, args.allow_new_keys)
-    except (UnknownConfigKeyError, IndexError, TypeError) as exc:
+        run_length = set_run_length(cfg, args.max_epochs, args.max_iters)
+    except (UnknownConfigKeyError, IndexError, TypeError, ValueError) as exc:
         _fail(str(exc))
 
     if cfg.get('custom_imports'):  # e.g. added with --cfg-options
@@ -219,7 +235,7 @@ def main(argv=None) -> None:
     except RuntimeError as exc:
         _fail(str(exc))
     cuda = torch.cuda.is_available()
-    log_lines = []
+    log_lines = [run_length] if run_length else []
     if rank == 0:
         print(f'mmssl: work dir {osp.abspath(cfg.work_dir)}', flush=True)
     if world_size > 1:
@@ -268,7 +284,10 @@ def main(argv=None) -> None:
             cfg.load_from = ckpt
         log_lines.append(message)
 
-    runner = build_runner(cfg)
+    try:
+        runner = build_runner(cfg)
+    except UnknownConfigKeyError as exc:
+        _fail(str(exc))
     if args.deterministic:
         # mmengine enabled strict mode; many vision ops (e.g. the CUDA
         # backward of adaptive average pooling) have no deterministic

@@ -227,3 +227,95 @@ def _has_fraction(train_cfg, scheduler_places, hook_places) -> bool:
     for _, hook in hook_places:
         values += list(hook.values())
     return any(parse_fraction(v) is not None for v in values)
+
+
+def set_run_length(
+    cfg: Dict,
+    max_epochs: Optional[int] = None,
+    max_iters: Optional[int] = None,
+) -> Optional[str]:
+    """Set the run length (``--max-epochs`` / ``--max-iters``), in place.
+
+    ``max_epochs`` sets ``train_cfg.max_epochs``. ``max_iters`` turns the
+    loop into an ``IterBasedTrainLoop`` of that many iterations (its
+    ``val_interval`` kept); the run fractions of the config then count
+    iterations (:func:`resolve_run_fractions`).
+
+    Args:
+        cfg (dict | mmengine.Config): The full config.
+        max_epochs (int, optional): Epochs to train.
+        max_iters (int, optional): Iterations to train.
+
+    Returns:
+        str | None: A line for the log, None when nothing was set.
+
+    Raises:
+        ValueError: Both given, or a value below 1.
+    """
+    if max_epochs is None and max_iters is None:
+        return None
+    if max_epochs is not None and max_iters is not None:
+        raise ValueError('Give --max-epochs or --max-iters, not both.')
+    value = max_epochs if max_iters is None else max_iters
+    if value < 1:
+        raise ValueError(f'The run length must be >= 1, got {value}.')
+    train_cfg = dict(cfg.get('train_cfg') or {})
+    if max_epochs is not None:
+        train_cfg['max_epochs'] = max_epochs
+        cfg['train_cfg'] = train_cfg
+        return f'run length: {max_epochs} epochs'
+    new = dict(type='IterBasedTrainLoop', max_iters=max_iters)
+    if 'val_interval' in train_cfg:
+        new['val_interval'] = train_cfg['val_interval']
+    cfg['train_cfg'] = new
+    return f'run length: {max_iters} iterations (IterBasedTrainLoop)'
+
+
+def fractional_epochs_to_iters(scheduler: Any, epoch_length: int) -> Any:
+    """Turn a scheduler's fractional epochs into iterations, rounded.
+
+    mmengine converts ``convert_to_iter_based`` schedulers with ``int(x *
+    epoch_length)``, so a warm-up of 0.1 epoch in a 7-iteration epoch
+    becomes ``begin=0, end=0`` and fails. Here such values are rounded
+    instead and a scheduler keeps at least one iteration. Schedulers
+    whose epochs are whole numbers are returned unchanged (mmengine
+    converts them exactly as before).
+
+    Args:
+        scheduler (Any): A scheduler config (dict), a list of them, a dict
+            of lists (one per optimizer) or built schedulers.
+        epoch_length (int): Iterations per epoch.
+
+    Returns:
+        Any: The same structure with converted dicts.
+    """
+    if isinstance(scheduler, (list, tuple)):
+        return [fractional_epochs_to_iters(s, epoch_length) for s in scheduler]
+    if not isinstance(scheduler, dict):
+        return scheduler
+    if 'type' not in scheduler:  # one list per optimizer
+        return {
+            k: fractional_epochs_to_iters(v, epoch_length)
+            for k, v in scheduler.items()
+        }
+    values = [scheduler.get(k) for k in _SCHEDULER_FIELDS]
+    fractional = any(
+        isinstance(v, float) and not v.is_integer() and v != float('inf')
+        for v in values
+    )
+    if not (
+        fractional
+        and scheduler.get('convert_to_iter_based', False)
+        and scheduler.get('by_epoch', True)
+    ):
+        return scheduler
+    out = dict(scheduler, by_epoch=False)
+    out.pop('convert_to_iter_based')
+    for key in _SCHEDULER_FIELDS:
+        value = out.get(key)
+        if isinstance(value, (int, float)) and value != float('inf'):
+            out[key] = int(round(value * epoch_length))
+    begin = out.get('begin', 0)
+    if 'end' in out and out['end'] <= begin:
+        out['end'] = begin + 1
+    return out

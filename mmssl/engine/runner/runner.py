@@ -32,12 +32,12 @@ from mmssl.utils.config_keys import check_top_level_keys
 
 from .distributed import cpu_model_wrapper_cfg
 from .loops import resumable_loop_cfg
-from .run_length import resolve_run_fractions
 from .rank_buffers import (
     RANK_BUFFERS_KEY,
     gather_rank_buffers,
     restore_rank_buffers,
 )
+from .run_length import fractional_epochs_to_iters, resolve_run_fractions
 
 LOOP_STATE_KEY = 'loop_state'
 
@@ -145,6 +145,18 @@ class SSLRunner(Runner):
         if isinstance(model, dict):
             model = resolve_model_sizes(model)
         return super().build_model(model)
+
+    def build_param_scheduler(self, scheduler):
+        """mmengine's, with fractional epochs rounded to iterations.
+
+        See :func:`~.run_length.fractional_epochs_to_iters`.
+        """
+        if not isinstance(scheduler, (list, tuple, dict)):
+            return super().build_param_scheduler(scheduler)
+        epoch_length = len(self.train_dataloader)
+        return super().build_param_scheduler(
+            fractional_epochs_to_iters(scheduler, epoch_length)
+        )
 
     def wrap_model(self, model_wrapper_cfg: Optional[Dict], model: nn.Module):
         """Wrap ``model``; adapt to CPU processes first when needed."""
