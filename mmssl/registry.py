@@ -139,7 +139,6 @@ TRANSFORMS = Registry(
 )
 
 
-
 def _build_model(cfg, registry, default_args=None):
     """mmengine's model build, after filling ``'auto'`` neck/head sizes.
 

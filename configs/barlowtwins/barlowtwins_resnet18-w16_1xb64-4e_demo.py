@@ -21,7 +21,7 @@ model = dict(
     backbone=_backbone,
     neck=dict(
         type='NonLinearNeck',
-        in_channels=128,
+        in_channels='auto',
         hid_channels=256,
         out_channels=256,
         num_layers=3,
@@ -31,7 +31,7 @@ model = dict(
     ),
     head=dict(
         type='LatentCrossCorrelationHead',
-        in_channels=256,
+        in_channels='auto',
         loss=dict(type='CrossCorrelationLoss'),
     ),
 )

@@ -73,7 +73,7 @@ model = dict(
     neck=None,
     head=dict(
         type='BEiTV1Head',
-        embed_dims=96,
+        embed_dims='auto',
         num_embed=64,
         loss=dict(type='CrossEntropyLoss'),
     ),

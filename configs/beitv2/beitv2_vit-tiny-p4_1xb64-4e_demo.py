@@ -77,7 +77,7 @@ model = dict(
         early_layers=2,
         # mmpretrain checks for 'num_layers' but reads 'depth'
         backbone_arch=dict(
-            embed_dims=96,
+            embed_dims='auto',
             depth=4,
             num_layers=4,
             num_heads=3,
@@ -87,7 +87,7 @@ model = dict(
     ),
     head=dict(
         type='BEiTV2Head',
-        embed_dims=96,
+        embed_dims='auto',
         num_embed=64,
         loss=dict(type='CrossEntropyLoss'),
     ),

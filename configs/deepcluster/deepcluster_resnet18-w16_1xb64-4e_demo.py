@@ -66,7 +66,9 @@ model = dict(
     data_preprocessor=data_preprocessor,
     backbone=_backbone,
     neck=dict(type='GlobalAveragePooling'),
-    head=dict(type='PretextClsHead', in_channels=128, num_classes=_num_classes),
+    head=dict(
+        type='PretextClsHead', in_channels='auto', num_classes=_num_classes
+    ),
 )
 custom_hooks = [
     dict(

@@ -26,7 +26,7 @@ model = dict(
     backbone=dict(type='ResNet', depth=50, norm_cfg=dict(type='BN')),
     neck=dict(type='GlobalAveragePooling'),
     head=dict(
-        type='PretextClsHead', in_channels=2048, num_classes=_num_classes
+        type='PretextClsHead', in_channels='auto', num_classes=_num_classes
     ),
 )
 train_dataloader = dict(

@@ -7,9 +7,7 @@
 #       --cfg-options train_dataloader.dataset.data_root=/data/my_images
 _base_ = './dino_vit-s16_8xb128-100e_in1k.py'
 train_dataloader = dict(batch_size=64, dataset=dict(data_root='data/custom'))
-model = dict(
-    head=dict(n_prototypes=16384), loss=dict(out_dim=16384)
-)
+model = dict(head=dict(n_prototypes=16384), loss=dict(out_dim=16384))
 optim_wrapper = dict(optimizer=dict(lr=0.0005 * 64 / 256))
 # 200 epochs with the warm-ups of 10 (lr) and 30 (temperature) epochs and
 # one frozen epoch: 5%, 15% and 0.5% of the run.

@@ -149,7 +149,9 @@ custom_hooks = [
     dict(type='FreezeLastLayerHook', freeze_epochs='10%'),
 ]
 # Every length above and below is a fraction of the run (docs/en/config.md)
-train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=10, val_interval='100%')
+train_cfg = dict(
+    type='EpochBasedTrainLoop', max_epochs=10, val_interval='100%'
+)
 # DINOv2 rule: lr scales with sqrt(total batch / base_batch_size) when
 # tools/train.py --auto-scale-lr is given.
 auto_scale_lr = dict(base_batch_size=64, rule='sqrt')

@@ -60,7 +60,7 @@ model = dict(
         type='MaskFeatViT', arch=_vit_arch, img_size=56, patch_size=4
     ),
     neck=dict(
-        type='LinearNeck', in_channels=96, out_channels=108, norm_cfg=None
+        type='LinearNeck', in_channels='auto', out_channels=108, norm_cfg=None
     ),
     head=dict(
         type='MIMHead',

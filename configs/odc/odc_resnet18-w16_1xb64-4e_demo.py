@@ -70,13 +70,15 @@ model = dict(
     backbone=_backbone,
     neck=dict(
         type='NonLinearNeck',
-        in_channels=128,
+        in_channels='auto',
         hid_channels=128,
         out_channels=64,
         num_layers=2,
         with_avg_pool=True,
     ),
-    head=dict(type='PretextClsHead', in_channels=64, num_classes=_num_classes),
+    head=dict(
+        type='PretextClsHead', in_channels='auto', num_classes=_num_classes
+    ),
 )
 custom_hooks = [
     dict(

@@ -29,13 +29,15 @@ model = dict(
     backbone=dict(type='ResNet', depth=50, norm_cfg=dict(type='BN')),
     neck=dict(
         type='NonLinearNeck',
-        in_channels=2048,
+        in_channels='auto',
         hid_channels=512,
         out_channels=256,
         num_layers=2,
         with_avg_pool=True,
     ),
-    head=dict(type='PretextClsHead', in_channels=256, num_classes=_num_classes),
+    head=dict(
+        type='PretextClsHead', in_channels='auto', num_classes=_num_classes
+    ),
 )
 custom_hooks = [
     dict(

@@ -50,8 +50,8 @@ model = dict(
     type='RelativeLoc',
     data_preprocessor=data_preprocessor,
     backbone=_backbone,
-    neck=dict(type='RelativeLocNeck', in_channels=128, out_channels=256),
-    head=dict(type='PretextClsHead', in_channels=256, num_classes=8),
+    neck=dict(type='RelativeLocNeck', in_channels='auto', out_channels=256),
+    head=dict(type='PretextClsHead', in_channels='auto', num_classes=8),
 )
 
 optim_wrapper = dict(

@@ -58,7 +58,7 @@ model = dict(
     backbone=_backbone,
     head=dict(
         type='PretextClsHead',
-        in_channels=128,
+        in_channels='auto',
         num_classes=4,
         with_avg_pool=True,
     ),

@@ -61,7 +61,7 @@ model = dict(
     ),
     neck=dict(
         type='NonLinearNeck',
-        in_channels=128,
+        in_channels='auto',
         hid_channels=128,
         out_channels=64,
         num_layers=2,

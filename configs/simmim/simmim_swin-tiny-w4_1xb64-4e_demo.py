@@ -55,7 +55,9 @@ model = dict(
         out_indices=(1,),
         stage_cfgs=dict(block_cfgs=dict(window_size=4)),
     ),
-    neck=dict(type='SimMIMLinearDecoder', in_channels=96, encoder_stride=8),
+    neck=dict(
+        type='SimMIMLinearDecoder', in_channels='auto', encoder_stride=8
+    ),
     head=dict(
         type='SimMIMHead',
         patch_size=4,

@@ -21,7 +21,7 @@ model = dict(
     backbone=_backbone,
     neck=dict(
         type='NonLinearNeck',
-        in_channels=128,
+        in_channels='auto',
         hid_channels=256,
         out_channels=256,
         num_layers=3,
@@ -33,7 +33,7 @@ model = dict(
         loss=dict(type='CosineSimilarityLoss'),
         predictor=dict(
             type='NonLinearNeck',
-            in_channels=256,
+            in_channels='auto',
             hid_channels=64,
             out_channels=256,
             with_avg_pool=False,

@@ -65,7 +65,7 @@ model = dict(
     head=dict(
         type='LinearClsHead',
         num_classes=10,
-        in_channels=128,
+        in_channels='auto',
         loss=dict(type='CrossEntropyLoss'),
     ),
 )
@@ -86,7 +86,9 @@ param_scheduler = [
     )
 ]
 train_cfg = dict(
-    type='EpochBasedTrainLoop', max_epochs=_max_epochs, val_interval=_max_epochs
+    type='EpochBasedTrainLoop',
+    max_epochs=_max_epochs,
+    val_interval=_max_epochs,
 )
 val_cfg = dict()
 test_cfg = dict()

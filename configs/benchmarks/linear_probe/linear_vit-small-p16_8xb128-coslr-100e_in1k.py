@@ -83,7 +83,7 @@ model = dict(
     head=dict(
         type='LinearClsHead',
         num_classes=1000,
-        in_channels=384,
+        in_channels='auto',
         loss=dict(type='CrossEntropyLoss'),
         init_cfg=dict(type='TruncNormal', layer='Linear', std=0.01),
     ),

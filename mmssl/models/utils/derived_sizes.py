@@ -8,6 +8,9 @@ as the class names its input size) in ``model.neck``, ``model.head`` or
 * in a head: the neck's ``out_channels`` when the neck states one (e.g.
   ``NonLinearNeck``), else the backbone's output channels.
 
+Dicts nested in a neck or head follow the same rule (a predictor MLP in
+``LatentPredictHead``, ``BEiTV2Neck.backbone_arch``).
+
 The backbone's output channels are read from the backbone built once
 (on the ``meta`` device where it can be, so no memory is used):
 ``feat_dim`` (ResNets), ``num_features`` (hierarchical transformers; the
@@ -66,15 +69,22 @@ def _build_backbone(backbone_cfg: Dict) -> nn.Module:
 
 
 def _has_auto(part: Any) -> bool:
-    return isinstance(part, dict) and any(
-        part.get(k) == AUTO for k in SIZE_KEYS
+    """Whether ``part`` or a dict nested in it has an ``'auto'`` size."""
+    if not isinstance(part, dict):
+        return False
+    return any(part.get(k) == AUTO for k in SIZE_KEYS) or any(
+        _has_auto(v) for v in part.values()
     )
 
 
 def _fill(part: Dict, size: int) -> None:
-    for key in SIZE_KEYS:
-        if part.get(key) == AUTO:
+    """Fill ``'auto'`` sizes in ``part`` and the dicts nested in it (e.g.
+    ``LatentPredictHead.predictor``, ``BEiTV2Neck.backbone_arch``)."""
+    for key, value in part.items():
+        if key in SIZE_KEYS and value == AUTO:
             part[key] = size
+        elif isinstance(value, dict):
+            _fill(value, size)
 
 
 def resolve_model_sizes(model_cfg: Dict) -> Dict:
