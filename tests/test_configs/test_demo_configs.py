@@ -25,6 +25,7 @@ from mmengine.hooks import Hook
 
 from mmssl.checkpoint import load_checkpoint
 from mmssl.engine.runner import build_runner
+from mmssl.engine.runner.run_length import resolve_run_fractions
 from mmssl.registry import DATASETS, MODELS
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
@@ -151,6 +152,8 @@ def _fixed_by_design(name: str, cfg: Config) -> bool:
 
 
 def check_weights_moved(start: dict, model, cfg: Config) -> None:
+    cfg = copy.deepcopy(cfg)
+    resolve_run_fractions(cfg)  # e.g. freeze_epochs='10%', as the runner
     moved_ema = []
     for name, p in model.named_parameters():
         before, trainable = start[name]
