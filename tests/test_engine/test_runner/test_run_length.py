@@ -140,7 +140,7 @@ def test_set_run_length():
 
 def test_fractional_epochs_round_to_at_least_one_iteration():
     scheds = [
-        dict(type='LinearLR', end=0.1, convert_to_iter_based=True),
+        dict(type='LinearLR', end=0.05, convert_to_iter_based=True),
         dict(type='CosineAnnealingLR', begin=0.1, end=2, T_max=1.9),
         dict(type='CosineAnnealingLR', begin=0.5, end=2.0, by_epoch=True),
         dict(type='ConstantLR', begin=1, end=2, convert_to_iter_based=True),
@@ -182,6 +182,10 @@ def test_fractional_epoch_hooks_count_iterations():
     assert not freeze.is_frozen(runner)
     runner.iter = 4
     assert temp.value(runner) == pytest.approx(0.07)
+    # 0.35 epochs of 10 iterations: a 4-iteration warm-up (rounded)
+    rounded = TeacherTempWarmupHook(0.04, 0.07, warmup_epochs=0.35)
+    runner.iter = 2
+    assert rounded.value(runner) == pytest.approx(0.04 + 0.03 * 2 / 3)
     iters = TeacherTempWarmupHook(0.04, 0.07, warmup_iters=3)
     runner.iter = 1
     assert iters.value(runner) == pytest.approx(0.055)
