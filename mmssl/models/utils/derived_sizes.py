@@ -11,8 +11,9 @@ as the class names its input size) in ``model.neck``, ``model.head`` or
 Dicts nested in a neck or head follow the same rule (a predictor MLP in
 ``LatentPredictHead``, ``BEiTV2Neck.backbone_arch``).
 
-The backbone's output channels are read from the backbone built once
-(on the ``meta`` device where it can be, so no memory is used):
+The backbone's output channels come from the arch table of a
+single-stage (ViT-like) backbone, else from the backbone built once (on
+the ``meta`` device where it can be, so no memory is used):
 ``feat_dim`` (ResNets), ``num_features`` (hierarchical transformers; the
 last stage) or ``embed_dims`` (ViTs). So ``model.backbone.arch=small``
 (ViT) or ``model.backbone.depth=18`` (ResNet) alone gives a consistent
@@ -54,6 +55,27 @@ def backbone_out_channels(backbone: nn.Module) -> int:
         '(no feat_dim, num_features or embed_dims); set the neck/head '
         "input sizes explicitly instead of 'auto'."
     )
+
+
+def _plain_vit_width(backbone_cfg: Dict) -> Optional[int]:
+    """``embed_dims`` of a single-stage (ViT-like) backbone from its arch
+    table, without building it; None when that cannot be read."""
+    from mmssl.registry import MODELS
+
+    try:
+        cls = MODELS.get(backbone_cfg['type'])
+    except Exception:  # an unknown type: the build will say so
+        return None
+    arch = backbone_cfg.get('arch')
+    zoo = getattr(cls, 'arch_zoo', None)
+    if isinstance(arch, str) and isinstance(zoo, dict):
+        arch = zoo.get(arch.lower(), zoo.get(arch))
+    if not isinstance(arch, dict) or 'depths' in arch:
+        return None  # hierarchical: the last stage is wider
+    if hasattr(cls, 'num_features') or 'feat_dim' in vars(cls):
+        return None
+    dims = arch.get('embed_dims')
+    return dims if isinstance(dims, int) else None
 
 
 def _build_backbone(backbone_cfg: Dict) -> nn.Module:
@@ -107,7 +129,11 @@ def resolve_model_sizes(model_cfg: Dict) -> Dict:
     if not isinstance(model_cfg.get('backbone'), dict):
         raise ValueError("'auto' neck/head sizes need model.backbone.")
     model_cfg = copy.deepcopy(model_cfg)
-    channels = backbone_out_channels(_build_backbone(model_cfg['backbone']))
+    channels = _plain_vit_width(model_cfg['backbone'])
+    if channels is None:
+        channels = backbone_out_channels(
+            _build_backbone(model_cfg['backbone'])
+        )
     neck = model_cfg.get('neck')
     if _has_auto(neck):
         _fill(neck, channels)
