@@ -40,6 +40,7 @@ def test_keys_of_another_packages_base_are_allowed():
     assert 'optimizer' not in foreign_base_keys(DEMO)  # mmssl bases only
 
 
+@pytest.mark.slow
 def test_train_cli_refuses_an_unknown_key(tmp_path):
     config = tmp_path / 'mine.py'
     config.write_text(
