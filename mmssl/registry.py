@@ -138,10 +138,27 @@ TRANSFORMS = Registry(
     locations=['mmssl.datasets'],
 )
 
+
+def _build_model(cfg, registry, default_args=None):
+    """mmengine's model build, after filling ``'auto'`` neck/head sizes.
+
+    ``MODELS.build(cfg.model)`` from Python then accepts the same configs
+    as the runner (:mod:`mmssl.models.utils.derived_sizes`).
+    """
+    from mmengine.registry.build_functions import build_model_from_cfg
+
+    from mmssl.models.utils.derived_sizes import resolve_model_sizes
+
+    if isinstance(cfg, dict):
+        cfg = resolve_model_sizes(cfg)
+    return build_model_from_cfg(cfg, registry, default_args)
+
+
 MODELS = Registry(
     'model',
     parent=MMPRETRAIN_MODELS,
     locations=['mmssl.models'],
+    build_func=_build_model,
 )
 
 MODEL_WRAPPERS = Registry(

@@ -40,6 +40,8 @@ PREPARE_ARGS = (
     'allow_new_keys',
     'checkpoint_every_minutes',
     'vis',
+    'max_epochs',
+    'max_iters',
 )
 
 
@@ -99,6 +101,20 @@ def parse_args(argv=None) -> argparse.Namespace:
         metavar='N',
         help='also save a safety checkpoint every N minutes (the newest '
         'one is kept; config key checkpoint_every_minutes)',
+    )
+    parser.add_argument(
+        '--max-epochs',
+        type=int,
+        metavar='N',
+        help='train N epochs (train_cfg.max_epochs); schedules given as run '
+        "fractions ('10%%') follow",
+    )
+    parser.add_argument(
+        '--max-iters',
+        type=int,
+        metavar='N',
+        help='train N iterations (an IterBasedTrainLoop); schedules given '
+        'as run fractions follow',
     )
     parser.add_argument(
         '--vis',

@@ -4,10 +4,10 @@
 #   python tools/train.py configs/barlowtwins/barlowtwins_resnet18-w16_1xb64-4e_demo.py
 _base_ = [
     '../_base_/datasets/demo_two_view.py',
-    '../_base_/default_runtime.py',
+    '../_base_/schedules/demo_4e.py',
 ]
 
-backbone = dict(
+_backbone = dict(
     type='ResNet_CIFAR',
     depth=18,
     stem_channels=16,
@@ -18,10 +18,10 @@ backbone = dict(
 model = dict(
     type='BarlowTwins',
     data_preprocessor={{_base_.data_preprocessor}},
-    backbone=backbone,
+    backbone=_backbone,
     neck=dict(
         type='NonLinearNeck',
-        in_channels=128,
+        in_channels='auto',
         hid_channels=256,
         out_channels=256,
         num_layers=3,
@@ -31,7 +31,7 @@ model = dict(
     ),
     head=dict(
         type='LatentCrossCorrelationHead',
-        in_channels=256,
+        in_channels='auto',
         loss=dict(type='CrossCorrelationLoss'),
     ),
 )
@@ -41,31 +41,5 @@ optim_wrapper = dict(
     optimizer=dict(type='SGD', lr=0.05, momentum=0.9, weight_decay=5e-4),
 )
 
-max_epochs = 4
-param_scheduler = [
-    dict(
-        type='LinearLR',
-        start_factor=0.1,
-        by_epoch=True,
-        begin=0,
-        end=1,
-        convert_to_iter_based=True,
-    ),
-    dict(
-        type='CosineAnnealingLR',
-        T_max=max_epochs - 1,
-        by_epoch=True,
-        begin=1,
-        end=max_epochs,
-        convert_to_iter_based=True,
-    ),
-]
-train_cfg = dict(
-    type='EpochBasedTrainLoop', max_epochs=max_epochs, val_interval=max_epochs
-)
 auto_scale_lr = dict(base_batch_size=64)
-default_hooks = dict(
-    logger=dict(interval=10),
-    checkpoint=dict(interval=max_epochs, max_keep_ckpts=1),
-)
 randomness = dict(seed=0)

@@ -4,7 +4,7 @@
 #   python tools/train.py configs/deepcluster/deepcluster_resnet18-w16_1xb64-4e_demo.py
 _base_ = [
     '../_base_/datasets/demo_knn.py',
-    '../_base_/default_runtime.py',
+    '../_base_/schedules/demo_4e.py',
 ]
 
 data_preprocessor = dict(
@@ -30,7 +30,7 @@ train_pipeline = [
     dict(type='PackInputs'),
 ]
 # deterministic pipeline for the features that are clustered
-extract_pipeline = [
+_extract_pipeline = [
     dict(type='LoadImageFromFile'),
     dict(type='PackInputs'),
 ]
@@ -49,7 +49,7 @@ train_dataloader = dict(
     ),
 )
 
-backbone = dict(
+_backbone = dict(
     type='ResNet_CIFAR',
     depth=18,
     stem_channels=16,
@@ -58,20 +58,22 @@ backbone = dict(
 )
 
 # num_samples = number of training images (the pseudo-label buffer length)
-num_classes = 20
+_num_classes = 20
 model = dict(
     type='DeepCluster',
     num_samples=1438,
-    num_classes=num_classes,
+    num_classes=_num_classes,
     data_preprocessor=data_preprocessor,
-    backbone=backbone,
+    backbone=_backbone,
     neck=dict(type='GlobalAveragePooling'),
-    head=dict(type='PretextClsHead', in_channels=128, num_classes=num_classes),
+    head=dict(
+        type='PretextClsHead', in_channels='auto', num_classes=_num_classes
+    ),
 )
 custom_hooks = [
     dict(
         type='DeepClusterHook',
-        extract_pipeline=extract_pipeline,
+        extract_pipeline=_extract_pipeline,
         interval=1,
         batch_size=128,
     )
@@ -81,31 +83,5 @@ optim_wrapper = dict(
     type='OptimWrapper',
     optimizer=dict(type='SGD', lr=0.05, momentum=0.9, weight_decay=5e-4),
 )
-max_epochs = 4
-param_scheduler = [
-    dict(
-        type='LinearLR',
-        start_factor=0.1,
-        by_epoch=True,
-        begin=0,
-        end=1,
-        convert_to_iter_based=True,
-    ),
-    dict(
-        type='CosineAnnealingLR',
-        T_max=max_epochs - 1,
-        by_epoch=True,
-        begin=1,
-        end=max_epochs,
-        convert_to_iter_based=True,
-    ),
-]
-train_cfg = dict(
-    type='EpochBasedTrainLoop', max_epochs=max_epochs, val_interval=max_epochs
-)
 auto_scale_lr = dict(base_batch_size=64)
-default_hooks = dict(
-    logger=dict(interval=10),
-    checkpoint=dict(interval=max_epochs, max_keep_ckpts=1),
-)
 randomness = dict(seed=0)

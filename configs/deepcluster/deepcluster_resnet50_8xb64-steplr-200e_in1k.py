@@ -9,24 +9,24 @@ _base_ = [
 default_scope = 'mmssl'
 train_dataloader = dict(batch_size=64, num_workers=8)
 
-extract_pipeline = [
+_extract_pipeline = [
     dict(type='LoadImageFromFile'),
     dict(type='ResizeEdge', scale=256, edge='short'),
     dict(type='CenterCrop', crop_size=224),
     dict(type='PackInputs'),
 ]
 
-num_classes = 10000
+_num_classes = 10000
 # num_samples must equal the number of training images (1281167 for
 # ImageNet-1k train).
 model = dict(
     type='DeepCluster',
     num_samples=1281167,
-    num_classes=num_classes,
+    num_classes=_num_classes,
     backbone=dict(type='ResNet', depth=50, norm_cfg=dict(type='BN')),
     neck=dict(type='GlobalAveragePooling'),
     head=dict(
-        type='PretextClsHead', in_channels=2048, num_classes=num_classes
+        type='PretextClsHead', in_channels='auto', num_classes=_num_classes
     ),
 )
 train_dataloader = dict(
@@ -35,7 +35,7 @@ train_dataloader = dict(
 custom_hooks = [
     dict(
         type='DeepClusterHook',
-        extract_pipeline=extract_pipeline,
+        extract_pipeline=_extract_pipeline,
         pca_dim=256,
         interval=1,
         batch_size=128,

@@ -21,7 +21,7 @@ train_pipeline = [
     dict(type='PackInputs'),
 ]
 train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
-n_prototypes = 1024
+_n_prototypes = 1024
 model = dict(
     _delete_=True,
     type='DINO',
@@ -41,16 +41,15 @@ model = dict(
     ),
     head=dict(
         type='DINOHead',
-        in_channels=128,
-        n_prototypes=n_prototypes,
+        in_channels='auto',
+        n_prototypes=_n_prototypes,
         hidden_channels=256,
         bottleneck_channels=64,
         use_bn=True,
         norm_last_layer=True,
     ),
-    loss=dict(type='DINOLoss', out_dim=n_prototypes, centering='centering'),
+    loss=dict(type='DINOLoss', out_dim=_n_prototypes, centering='centering'),
 )
-max_epochs = 4
 optim_wrapper = dict(
     _delete_=True,
     type='NaNGuardOptimWrapper',
@@ -64,15 +63,14 @@ param_scheduler = [
         start_factor=0.01,
         by_epoch=True,
         begin=0,
-        end=1,
+        end='25%',
         convert_to_iter_based=True,
     ),
     dict(
         type='CosineAnnealingLR',
-        T_max=max_epochs - 1,
         by_epoch=True,
-        begin=1,
-        end=max_epochs,
+        begin='25%',
+        end='100%',
         convert_to_iter_based=True,
     ),
 ]
@@ -84,10 +82,7 @@ custom_hooks = [
         temp=0.04,
         warmup_epochs=0,
     ),
-    dict(type='FreezeLastLayerHook', freeze_epochs=1),
+    dict(type='FreezeLastLayerHook', freeze_epochs='25%'),
     dict(type='BadFileSummaryHook', interval=50),
 ]
-train_cfg = dict(
-    type='EpochBasedTrainLoop', max_epochs=max_epochs, val_interval=max_epochs
-)
-default_hooks = dict(checkpoint=dict(interval=max_epochs, max_keep_ckpts=1))
+train_cfg = dict(max_epochs=4)  # the rest: fractions, from the base

@@ -31,7 +31,7 @@ model = dict(
         norm_cfg=dict(type='SyncBN'),
         zero_init_residual=True,
     ),
-    head=dict(in_channels=2048, use_bn=True, norm_last_layer=True),
+    head=dict(use_bn=True, norm_last_layer=True),
 )
 optim_wrapper = dict(
     _delete_=True,
@@ -48,16 +48,15 @@ param_scheduler = [
         start_factor=1e-6,
         by_epoch=True,
         begin=0,
-        end=10,
+        end='10%',
         convert_to_iter_based=True,
     ),
     dict(
         type='CosineAnnealingLR',
-        T_max=90,
         eta_min=0.0048,
         by_epoch=True,
-        begin=10,
-        end=100,
+        begin='10%',
+        end='100%',
         convert_to_iter_based=True,
     ),
 ]
@@ -68,8 +67,8 @@ custom_hooks = [
         type='TeacherTempWarmupHook',
         warmup_temp=0.04,
         temp=0.07,
-        warmup_epochs=50,
+        warmup_epochs='50%',
         by_epoch=True,
     ),
-    dict(type='FreezeLastLayerHook', freeze_epochs=1),
+    dict(type='FreezeLastLayerHook', freeze_epochs='1%'),
 ]

@@ -9,10 +9,9 @@
 # the first epoch, drop path 0.1. Reference: 69.3 kNN / 74.0 linear top-1.
 _base_ = [
     '../_base_/datasets/custom_folder_multicrop.py',
-    '../_base_/default_runtime.py',
+    '../_base_/models/dino_vit-s16.py',
+    '../_base_/schedules/dino_family_100e.py',
 ]
-
-n_prototypes = 65536
 train_pipeline = [
     dict(type='LoadImageRobust', max_side=None),
     dict(
@@ -34,44 +33,7 @@ train_dataloader = dict(
     dataset=dict(data_root='data/imagenet/train', pipeline=train_pipeline),
 )
 
-model = dict(
-    type='DINO',
-    data_preprocessor=dict(
-        type='SelfSupDataPreprocessor',
-        mean=[123.675, 116.28, 103.53],
-        std=[58.395, 57.12, 57.375],
-        to_rgb=True,
-    ),
-    num_global_crops=2,
-    backbone=dict(
-        type='DINOVisionTransformer',
-        arch='small',
-        img_size=224,
-        patch_size=16,
-        layer_scale_init_value=0.0,  # DINO ViTs have no LayerScale
-        drop_path_rate=0.1,
-        out_type='cls_token',
-    ),
-    head=dict(
-        type='DINOHead',
-        in_channels=384,
-        n_prototypes=n_prototypes,
-        hidden_channels=2048,
-        bottleneck_channels=256,
-        nlayers=3,
-        norm_last_layer=False,
-    ),
-    loss=dict(
-        type='DINOLoss',
-        out_dim=n_prototypes,
-        student_temp=0.1,
-        centering='centering',
-        center_momentum=0.9,
-    ),
-)
 
-max_epochs = 100
-warmup_epochs = 10
 optim_wrapper = dict(
     type='NaNGuardOptimWrapper',
     max_consecutive_skips=10,
@@ -84,35 +46,6 @@ optim_wrapper = dict(
     clip_grad=dict(max_norm=3.0),
     paramwise_cfg=dict(flat_decay_mult=0.0),
 )  # no decay on biases / norms
-param_scheduler = [
-    dict(
-        type='LinearLR',
-        start_factor=1e-6,
-        by_epoch=True,
-        begin=0,
-        end=warmup_epochs,
-        convert_to_iter_based=True,
-    ),
-    dict(
-        type='CosineAnnealingLR',
-        T_max=max_epochs - warmup_epochs,
-        eta_min=1e-6,
-        by_epoch=True,
-        begin=warmup_epochs,
-        end=max_epochs,
-        convert_to_iter_based=True,
-    ),
-    dict(
-        type='CosineAnnealingParamScheduler',
-        param_name='weight_decay',
-        eta_min_ratio=10.0,
-        T_max=max_epochs,
-        by_epoch=True,
-        begin=0,
-        end=max_epochs,
-        convert_to_iter_based=True,
-    ),
-]
 custom_hooks = [
     dict(type='BadFileSummaryHook', interval=50),
     dict(type='TeacherEMAHook', momentum=0.996, end_momentum=1.0),
@@ -120,12 +53,10 @@ custom_hooks = [
         type='TeacherTempWarmupHook',
         warmup_temp=0.04,
         temp=0.07,
-        warmup_epochs=30,
+        warmup_epochs='30%',
         by_epoch=True,
     ),
-    dict(type='FreezeLastLayerHook', freeze_epochs=1),
+    dict(type='FreezeLastLayerHook', freeze_epochs='1%'),
 ]
-train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=max_epochs)
 # lr 0.002 is for a total batch of 1024: --auto-scale-lr (linear) rescales.
 auto_scale_lr = dict(base_batch_size=1024, rule='linear')
-default_hooks = dict(checkpoint=dict(interval=5, max_keep_ckpts=3))

@@ -4,42 +4,39 @@
 #   python tools/train.py configs/dinov2/dinov2_vit-s14_1xb64-200e_custom-small.py \
 #       --cfg-options train_dataloader.dataset.data_root=/data/cells
 _base_ = './dinov2_vit-s14_8xb128-100e_in1k.py'
-n_prototypes = 16384
-max_epochs = 200
-warmup_epochs = 10
 train_dataloader = dict(batch_size=64, dataset=dict(data_root='data/custom'))
 model = dict(
-    head=dict(n_prototypes=n_prototypes),
-    loss=dict(out_dim=n_prototypes),
-    ibot_loss=dict(out_dim=n_prototypes),
+    head=dict(n_prototypes=16384),
+    loss=dict(out_dim=16384),
+    ibot_loss=dict(out_dim=16384),
 )
 optim_wrapper = dict(optimizer=dict(lr=0.004 * (64 / 1024) ** 0.5))
+# 200 epochs with the warm-ups of 10 (lr) and 30 (temperature) epochs and
+# one frozen epoch: 5%, 15% and 0.5% of the run.
 param_scheduler = [
     dict(
         type='LinearLR',
         start_factor=1e-6,
         by_epoch=True,
         begin=0,
-        end=warmup_epochs,
+        end='5%',
         convert_to_iter_based=True,
     ),
     dict(
         type='CosineAnnealingLR',
-        T_max=max_epochs - warmup_epochs,
         eta_min=1e-6,
         by_epoch=True,
-        begin=warmup_epochs,
-        end=max_epochs,
+        begin='5%',
+        end='100%',
         convert_to_iter_based=True,
     ),
     dict(
         type='CosineAnnealingParamScheduler',
         param_name='weight_decay',
         eta_min_ratio=10.0,
-        T_max=max_epochs,
         by_epoch=True,
         begin=0,
-        end=max_epochs,
+        end='100%',
         convert_to_iter_based=True,
     ),
 ]
@@ -50,10 +47,11 @@ custom_hooks = [
         type='TeacherTempWarmupHook',
         warmup_temp=0.04,
         temp=0.07,
-        warmup_epochs=30,
+        warmup_epochs='15%',
         by_epoch=False,
     ),
-    dict(type='FreezeLastLayerHook', freeze_epochs=1),
+    dict(type='FreezeLastLayerHook', freeze_epochs='0.5%'),
 ]
-train_cfg = dict(max_epochs=max_epochs)
+train_cfg = dict(max_epochs=200)
+default_hooks = dict(checkpoint=dict(interval='2.5%'))
 auto_scale_lr = dict(base_batch_size=64, rule='sqrt')

@@ -14,10 +14,10 @@ _base_ = [
     '../_base_/default_runtime.py',
 ]
 
-num_global_crops = 2
-num_local_crops = 4
-patch_size = 4
-n_prototypes = 256
+_num_global_crops = 2
+_num_local_crops = 4
+_patch_size = 4
+_n_prototypes = 256
 
 data_preprocessor = dict(
     type='SelfSupDataPreprocessor',
@@ -30,8 +30,8 @@ train_pipeline = [
     dict(type='LoadImageRobust'),
     dict(
         type='MultiCrop',
-        num_global_crops=num_global_crops,
-        num_local_crops=num_local_crops,
+        num_global_crops=_num_global_crops,
+        num_local_crops=_num_local_crops,
         global_size=32,
         local_size=16,
         global_scale=(0.4, 1.0),
@@ -40,7 +40,7 @@ train_pipeline = [
     ),
     dict(
         type='BlockwiseMaskGenerator',
-        patch_size=patch_size,
+        patch_size=_patch_size,
         mask_ratio=(0.1, 0.5),
         mask_prob=0.5,
         min_num_patches=4,
@@ -61,10 +61,10 @@ train_dataloader = dict(
     ),
 )
 
-head = dict(
+_head = dict(
     type='DINOHead',
-    in_channels=64,
-    n_prototypes=n_prototypes,
+    in_channels='auto',  # the backbone's width
+    n_prototypes=_n_prototypes,
     hidden_channels=256,
     bottleneck_channels=64,
     norm_last_layer=False,
@@ -72,32 +72,30 @@ head = dict(
 model = dict(
     type='DINOv2',
     data_preprocessor=data_preprocessor,
-    num_global_crops=num_global_crops,
+    num_global_crops=_num_global_crops,
     backbone=dict(
         type='DINOVisionTransformer',
         arch=dict(
             embed_dims=64, num_layers=4, num_heads=4, feedforward_channels=256
         ),
         img_size=32,
-        patch_size=patch_size,
+        patch_size=_patch_size,
         layer_scale_init_value=0.0,  # see the header
         drop_path_rate=0.0,
         out_type='raw',
     ),
-    head=head,
+    head=_head,
     patch_head=None,  # shared with the CLS head; a dict gives a separate one
     loss=dict(
-        type='DINOLoss', out_dim=n_prototypes, centering='sinkhorn_knopp'
+        type='DINOLoss', out_dim=_n_prototypes, centering='sinkhorn_knopp'
     ),
     ibot_loss=dict(
-        type='iBOTPatchLoss', out_dim=n_prototypes, centering='sinkhorn_knopp'
+        type='iBOTPatchLoss', out_dim=_n_prototypes, centering='sinkhorn_knopp'
     ),
     koleo_loss=dict(type='KoLeoLoss'),
     loss_weights=dict(dino=1.0, ibot=1.0, koleo=0.1),
 )
 
-max_epochs = 10
-warmup_epochs = 1
 optim_wrapper = dict(
     type='NaNGuardOptimWrapper',
     max_consecutive_skips=10,
@@ -118,26 +116,24 @@ param_scheduler = [
         start_factor=1e-3,
         by_epoch=True,
         begin=0,
-        end=warmup_epochs,
+        end='10%',
         convert_to_iter_based=True,
     ),
     dict(
         type='CosineAnnealingLR',
-        T_max=max_epochs - warmup_epochs,
         eta_min=1e-6,
         by_epoch=True,
-        begin=warmup_epochs,
-        end=max_epochs,
+        begin='10%',
+        end='100%',
         convert_to_iter_based=True,
     ),
     dict(
         type='CosineAnnealingParamScheduler',
         param_name='weight_decay',
         eta_min_ratio=10.0,
-        T_max=max_epochs,
         by_epoch=True,
         begin=0,
-        end=max_epochs,
+        end='100%',
         convert_to_iter_based=True,
     ),
 ]
@@ -150,16 +146,17 @@ custom_hooks = [
         warmup_epochs=0,
         by_epoch=False,
     ),
-    dict(type='FreezeLastLayerHook', freeze_epochs=1),
+    dict(type='FreezeLastLayerHook', freeze_epochs='10%'),
 ]
+# Every length above and below is a fraction of the run (docs/en/config.md)
 train_cfg = dict(
-    type='EpochBasedTrainLoop', max_epochs=max_epochs, val_interval=max_epochs
+    type='EpochBasedTrainLoop', max_epochs=10, val_interval='100%'
 )
 # DINOv2 rule: lr scales with sqrt(total batch / base_batch_size) when
 # tools/train.py --auto-scale-lr is given.
 auto_scale_lr = dict(base_batch_size=64, rule='sqrt')
 default_hooks = dict(
     logger=dict(interval=10),
-    checkpoint=dict(interval=max_epochs, max_keep_ckpts=1),
+    checkpoint=dict(interval='100%', max_keep_ckpts=1),
 )
 randomness = dict(seed=0)

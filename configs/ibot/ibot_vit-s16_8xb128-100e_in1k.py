@@ -5,7 +5,7 @@
 # global crops, EMA centring for both losses, loss weights 1 / 1.
 _base_ = '../dino/dino_vit-s16_8xb128-100e_in1k.py'
 
-n_prototypes = 8192
+_n_prototypes = 8192
 train_pipeline = [
     dict(type='LoadImageRobust', max_side=None),
     dict(
@@ -32,12 +32,12 @@ train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
 model = dict(
     type='iBOT',
     backbone=dict(out_type='raw'),
-    head=dict(n_prototypes=n_prototypes),
+    head=dict(n_prototypes=_n_prototypes),
     patch_head=None,
-    loss=dict(out_dim=n_prototypes),
+    loss=dict(out_dim=_n_prototypes),
     ibot_loss=dict(
         type='iBOTPatchLoss',
-        out_dim=n_prototypes,
+        out_dim=_n_prototypes,
         student_temp=0.1,
         centering='centering',
         center_momentum=0.9,

@@ -10,7 +10,7 @@
 #   python tools/train.py configs/ibot/ibot_vit-tiny-p4_1xb64-10e_demo.py
 _base_ = '../dinov2/dinov2_vit-tiny-p4_1xb64-10e_demo.py'
 
-n_prototypes = 256
+_n_prototypes = 256
 model = dict(
     _delete_=True,
     type='iBOT',
@@ -34,16 +34,16 @@ model = dict(
     ),
     head=dict(
         type='DINOHead',
-        in_channels=64,
-        n_prototypes=n_prototypes,
+        in_channels='auto',
+        n_prototypes=_n_prototypes,
         hidden_channels=256,
         bottleneck_channels=64,
         norm_last_layer=False,
     ),
     patch_head=None,  # shared with the CLS head, as in iBOT's ViT-S recipe
-    loss=dict(type='DINOLoss', out_dim=n_prototypes, centering='centering'),
+    loss=dict(type='DINOLoss', out_dim=_n_prototypes, centering='centering'),
     ibot_loss=dict(
-        type='iBOTPatchLoss', out_dim=n_prototypes, centering='centering'
+        type='iBOTPatchLoss', out_dim=_n_prototypes, centering='centering'
     ),
     loss_weights=dict(dino=1.0, ibot=1.0),
 )

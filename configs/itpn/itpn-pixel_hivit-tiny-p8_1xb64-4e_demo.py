@@ -7,7 +7,7 @@
 # Data, AdamW, schedule and runtime: the MAE demo's.
 _base_ = '../mae/mae_vit-tiny-p4_1xb64-4e_demo.py'
 
-patch_size = 8
+_patch_size = 8
 model = dict(
     _delete_=True,
     type='iTPN',
@@ -16,7 +16,7 @@ model = dict(
         type='iTPNHiViT',
         arch=dict(embed_dims=96, depths=[1, 1, 7], num_heads=3),
         img_size=32,
-        patch_size=patch_size,
+        patch_size=_patch_size,
         inner_patches=4,
         # mmpretrain's HiViT.forward (used for features) compares one index
         # list against both the stem modules (here 2 + merge + 2 + merge,
@@ -29,10 +29,10 @@ model = dict(
     ),
     neck=dict(
         type='iTPNPretrainDecoder',
-        num_patches=(32 // patch_size) ** 2,
-        patch_size=patch_size,
+        num_patches=(32 // _patch_size) ** 2,
+        patch_size=_patch_size,
         in_chans=3,
-        embed_dim=96,
+        embed_dim='auto',
         decoder_embed_dim=64,
         decoder_depth=2,
         decoder_num_heads=4,
@@ -45,7 +45,7 @@ model = dict(
     head=dict(
         type='MAEPretrainHead',
         norm_pix=True,
-        patch_size=patch_size,
+        patch_size=_patch_size,
         loss=dict(type='PixelReconstructionLoss', criterion='L2'),
     ),
     init_cfg=[

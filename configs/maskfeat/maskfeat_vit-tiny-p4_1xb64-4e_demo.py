@@ -4,7 +4,7 @@
 #   python tools/train.py configs/maskfeat/maskfeat_vit-tiny-p4_1xb64-4e_demo.py
 _base_ = [
     '../_base_/datasets/demo_knn.py',
-    '../_base_/default_runtime.py',
+    '../_base_/schedules/demo_4e.py',
 ]
 
 data_preprocessor = dict(
@@ -45,7 +45,7 @@ train_dataloader = dict(
 )
 
 # a ViT-tiny-ish encoder: 64 tokens of 4x4 px on 32 px images
-vit_arch = dict(
+_vit_arch = dict(
     embed_dims=96, num_layers=4, num_heads=3, feedforward_channels=384
 )
 
@@ -57,10 +57,10 @@ model = dict(
     type='MaskFeat',
     data_preprocessor=data_preprocessor,
     backbone=dict(
-        type='MaskFeatViT', arch=vit_arch, img_size=56, patch_size=4
+        type='MaskFeatViT', arch=_vit_arch, img_size=56, patch_size=4
     ),
     neck=dict(
-        type='LinearNeck', in_channels=96, out_channels=108, norm_cfg=None
+        type='LinearNeck', in_channels='auto', out_channels=108, norm_cfg=None
     ),
     head=dict(
         type='MIMHead',
@@ -77,31 +77,5 @@ optim_wrapper = dict(
         type='AdamW', lr=0.001, betas=(0.9, 0.95), weight_decay=0.05
     ),
 )
-max_epochs = 4
-param_scheduler = [
-    dict(
-        type='LinearLR',
-        start_factor=0.1,
-        by_epoch=True,
-        begin=0,
-        end=1,
-        convert_to_iter_based=True,
-    ),
-    dict(
-        type='CosineAnnealingLR',
-        T_max=max_epochs - 1,
-        by_epoch=True,
-        begin=1,
-        end=max_epochs,
-        convert_to_iter_based=True,
-    ),
-]
-train_cfg = dict(
-    type='EpochBasedTrainLoop', max_epochs=max_epochs, val_interval=max_epochs
-)
 auto_scale_lr = dict(base_batch_size=64)
-default_hooks = dict(
-    logger=dict(interval=10),
-    checkpoint=dict(interval=max_epochs, max_keep_ckpts=1),
-)
 randomness = dict(seed=0)

@@ -4,7 +4,7 @@
 #   python tools/train.py configs/mixmim/mixmim_mixmim-tiny_1xb64-4e_demo.py
 _base_ = [
     '../_base_/datasets/demo_knn.py',
-    '../_base_/default_runtime.py',
+    '../_base_/schedules/demo_4e.py',
 ]
 
 data_preprocessor = dict(
@@ -38,7 +38,6 @@ train_dataloader = dict(
     ),
 )
 
-
 # 64 px input, 4 px patches: 16x16 tokens, 2x2 after the last stage
 model = dict(
     type='MixMIM',
@@ -55,7 +54,7 @@ model = dict(
         type='MixMIMPretrainDecoder',
         num_patches=4,
         encoder_stride=32,
-        embed_dim=256,
+        embed_dim='auto',
         decoder_embed_dim=64,
         decoder_depth=2,
         decoder_num_heads=4,
@@ -74,44 +73,18 @@ optim_wrapper = dict(
         type='AdamW', lr=0.0015, betas=(0.9, 0.95), weight_decay=0.05
     ),
 )
-max_epochs = 4
-param_scheduler = [
-    dict(
-        type='LinearLR',
-        start_factor=0.1,
-        by_epoch=True,
-        begin=0,
-        end=1,
-        convert_to_iter_based=True,
-    ),
-    dict(
-        type='CosineAnnealingLR',
-        T_max=max_epochs - 1,
-        by_epoch=True,
-        begin=1,
-        end=max_epochs,
-        convert_to_iter_based=True,
-    ),
-]
-train_cfg = dict(
-    type='EpochBasedTrainLoop', max_epochs=max_epochs, val_interval=max_epochs
-)
 auto_scale_lr = dict(base_batch_size=64)
-default_hooks = dict(
-    logger=dict(interval=10),
-    checkpoint=dict(interval=max_epochs, max_keep_ckpts=1),
-)
 randomness = dict(seed=0)
 
 # kNN evaluation at the training resolution (64 px)
-knn_pipeline = [
+_knn_pipeline = [
     dict(type='LoadImageFromFile'),
     dict(type='Resize', scale=(64, 64), backend='cv2'),
     dict(type='PackInputs'),
 ]
 val_dataloader = dict(
     dataset=dict(
-        bank=dict(pipeline=knn_pipeline), query=dict(pipeline=knn_pipeline)
+        bank=dict(pipeline=_knn_pipeline), query=dict(pipeline=_knn_pipeline)
     )
 )
 test_dataloader = val_dataloader

@@ -4,7 +4,7 @@
 #   python tools/train.py configs/npid/npid_resnet18-w16_1xb64-4e_demo.py
 _base_ = [
     '../_base_/datasets/demo_knn.py',
-    '../_base_/default_runtime.py',
+    '../_base_/schedules/demo_4e.py',
 ]
 
 data_preprocessor = dict(
@@ -44,7 +44,7 @@ train_dataloader = dict(
     ),
 )
 
-backbone = dict(
+_backbone = dict(
     type='ResNet_CIFAR',
     depth=18,
     stem_channels=16,
@@ -60,10 +60,10 @@ model = dict(
     neg_num=1024,
     bank_momentum=0.5,
     data_preprocessor=data_preprocessor,
-    backbone=backbone,
+    backbone=_backbone,
     neck=dict(
         type='MoCoV2Neck',
-        in_channels=128,
+        in_channels='auto',
         hid_channels=128,
         out_channels=64,
         with_avg_pool=True,
@@ -79,31 +79,5 @@ optim_wrapper = dict(
     type='OptimWrapper',
     optimizer=dict(type='SGD', lr=0.03, momentum=0.9, weight_decay=5e-4),
 )
-max_epochs = 4
-param_scheduler = [
-    dict(
-        type='LinearLR',
-        start_factor=0.1,
-        by_epoch=True,
-        begin=0,
-        end=1,
-        convert_to_iter_based=True,
-    ),
-    dict(
-        type='CosineAnnealingLR',
-        T_max=max_epochs - 1,
-        by_epoch=True,
-        begin=1,
-        end=max_epochs,
-        convert_to_iter_based=True,
-    ),
-]
-train_cfg = dict(
-    type='EpochBasedTrainLoop', max_epochs=max_epochs, val_interval=max_epochs
-)
 auto_scale_lr = dict(base_batch_size=64)
-default_hooks = dict(
-    logger=dict(interval=10),
-    checkpoint=dict(interval=max_epochs, max_keep_ckpts=1),
-)
 randomness = dict(seed=0)

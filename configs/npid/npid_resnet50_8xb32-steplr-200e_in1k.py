@@ -20,7 +20,7 @@ model = dict(
     backbone=dict(type='ResNet', depth=50, norm_cfg=dict(type='BN')),
     neck=dict(
         type='LinearNeck',
-        in_channels=2048,
+        in_channels='auto',
         out_channels=128,
         gap_dim=2,
         norm_cfg=None,

@@ -4,7 +4,7 @@
 #   python tools/train.py configs/odc/odc_resnet18-w16_1xb64-4e_demo.py
 _base_ = [
     '../_base_/datasets/demo_knn.py',
-    '../_base_/default_runtime.py',
+    '../_base_/schedules/demo_4e.py',
 ]
 
 data_preprocessor = dict(
@@ -30,7 +30,7 @@ train_pipeline = [
     dict(type='PackInputs'),
 ]
 # deterministic pipeline for the features that are clustered
-extract_pipeline = [
+_extract_pipeline = [
     dict(type='LoadImageFromFile'),
     dict(type='PackInputs'),
 ]
@@ -49,7 +49,7 @@ train_dataloader = dict(
     ),
 )
 
-backbone = dict(
+_backbone = dict(
     type='ResNet_CIFAR',
     depth=18,
     stem_channels=16,
@@ -58,30 +58,32 @@ backbone = dict(
 )
 
 # num_samples = number of training images (the sample memory length)
-num_classes = 20
+_num_classes = 20
 model = dict(
     type='ODC',
     num_samples=1438,
-    num_classes=num_classes,
+    num_classes=_num_classes,
     feat_dim=64,
     memory_momentum=0.5,
     min_cluster=20,
     data_preprocessor=data_preprocessor,
-    backbone=backbone,
+    backbone=_backbone,
     neck=dict(
         type='NonLinearNeck',
-        in_channels=128,
+        in_channels='auto',
         hid_channels=128,
         out_channels=64,
         num_layers=2,
         with_avg_pool=True,
     ),
-    head=dict(type='PretextClsHead', in_channels=64, num_classes=num_classes),
+    head=dict(
+        type='PretextClsHead', in_channels='auto', num_classes=_num_classes
+    ),
 )
 custom_hooks = [
     dict(
         type='ODCHook',
-        extract_pipeline=extract_pipeline,
+        extract_pipeline=_extract_pipeline,
         centroids_update_interval=10,
         deal_with_small_clusters_interval=1,
         batch_size=128,
@@ -92,31 +94,5 @@ optim_wrapper = dict(
     type='OptimWrapper',
     optimizer=dict(type='SGD', lr=0.05, momentum=0.9, weight_decay=5e-4),
 )
-max_epochs = 4
-param_scheduler = [
-    dict(
-        type='LinearLR',
-        start_factor=0.1,
-        by_epoch=True,
-        begin=0,
-        end=1,
-        convert_to_iter_based=True,
-    ),
-    dict(
-        type='CosineAnnealingLR',
-        T_max=max_epochs - 1,
-        by_epoch=True,
-        begin=1,
-        end=max_epochs,
-        convert_to_iter_based=True,
-    ),
-]
-train_cfg = dict(
-    type='EpochBasedTrainLoop', max_epochs=max_epochs, val_interval=max_epochs
-)
 auto_scale_lr = dict(base_batch_size=64)
-default_hooks = dict(
-    logger=dict(interval=10),
-    checkpoint=dict(interval=max_epochs, max_keep_ckpts=1),
-)
 randomness = dict(seed=0)

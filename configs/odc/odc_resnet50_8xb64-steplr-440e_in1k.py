@@ -9,38 +9,40 @@ _base_ = [
 default_scope = 'mmssl'
 train_dataloader = dict(batch_size=64, num_workers=8)
 
-extract_pipeline = [
+_extract_pipeline = [
     dict(type='LoadImageFromFile'),
     dict(type='ResizeEdge', scale=256, edge='short'),
     dict(type='CenterCrop', crop_size=224),
     dict(type='PackInputs'),
 ]
 
-num_classes = 10000
+_num_classes = 10000
 # num_samples must equal the number of training images (1281167 for
 # ImageNet-1k train).
 model = dict(
     type='ODC',
     num_samples=1281167,
-    num_classes=num_classes,
+    num_classes=_num_classes,
     feat_dim=256,
     memory_momentum=0.5,
     min_cluster=20,
     backbone=dict(type='ResNet', depth=50, norm_cfg=dict(type='BN')),
     neck=dict(
         type='NonLinearNeck',
-        in_channels=2048,
+        in_channels='auto',
         hid_channels=512,
         out_channels=256,
         num_layers=2,
         with_avg_pool=True,
     ),
-    head=dict(type='PretextClsHead', in_channels=256, num_classes=num_classes),
+    head=dict(
+        type='PretextClsHead', in_channels='auto', num_classes=_num_classes
+    ),
 )
 custom_hooks = [
     dict(
         type='ODCHook',
-        extract_pipeline=extract_pipeline,
+        extract_pipeline=_extract_pipeline,
         centroids_update_interval=10,
         deal_with_small_clusters_interval=1,
         batch_size=128,

@@ -21,8 +21,8 @@ train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
 model = dict(
     type='RelativeLoc',
     backbone=dict(type='ResNet', depth=50, norm_cfg=dict(type='BN')),
-    neck=dict(type='RelativeLocNeck', in_channels=2048, out_channels=4096),
-    head=dict(type='PretextClsHead', in_channels=4096, num_classes=8),
+    neck=dict(type='RelativeLocNeck', in_channels='auto', out_channels=4096),
+    head=dict(type='PretextClsHead', in_channels='auto', num_classes=8),
 )
 
 optim_wrapper = dict(

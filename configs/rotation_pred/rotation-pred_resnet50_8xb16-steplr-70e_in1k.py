@@ -14,7 +14,7 @@ model = dict(
     backbone=dict(type='ResNet', depth=50, norm_cfg=dict(type='BN')),
     head=dict(
         type='PretextClsHead',
-        in_channels=2048,
+        in_channels='auto',
         num_classes=4,
         with_avg_pool=True,
     ),

@@ -5,7 +5,7 @@
 #   python tools/train.py configs/simclr/simclr_resnet18-w16_1xb64-10e_demo.py
 _base_ = [
     '../_base_/datasets/demo_knn.py',
-    '../_base_/default_runtime.py',
+    '../_base_/schedules/demo_4e.py',
 ]
 
 data_preprocessor = dict(
@@ -15,7 +15,7 @@ data_preprocessor = dict(
     to_rgb=True,
 )
 
-view_pipeline = [
+_view_pipeline = [
     dict(
         type='RandomResizedCrop',
         scale=32,
@@ -30,7 +30,7 @@ view_pipeline = [
 ]
 train_pipeline = [
     dict(type='LoadImageRobust'),
-    dict(type='MultiView', num_views=2, transforms=[view_pipeline]),
+    dict(type='MultiView', num_views=2, transforms=[_view_pipeline]),
     dict(type='PackInputs'),
 ]
 train_dataloader = dict(
@@ -61,7 +61,7 @@ model = dict(
     ),
     neck=dict(
         type='NonLinearNeck',
-        in_channels=128,
+        in_channels='auto',
         hid_channels=128,
         out_channels=64,
         num_layers=2,
@@ -78,31 +78,26 @@ optim_wrapper = dict(
     type='OptimWrapper',
     optimizer=dict(type='SGD', lr=0.1, momentum=0.9, weight_decay=5e-4),
 )
-max_epochs = 10
+# 10 epochs: the warm-up stays one epoch (10%), a checkpoint every 5 (50%)
 param_scheduler = [
     dict(
         type='LinearLR',
         start_factor=0.1,
         by_epoch=True,
         begin=0,
-        end=1,
+        end='10%',
         convert_to_iter_based=True,
     ),
     dict(
         type='CosineAnnealingLR',
-        T_max=max_epochs - 1,
         by_epoch=True,
-        begin=1,
-        end=max_epochs,
+        begin='10%',
+        end='100%',
         convert_to_iter_based=True,
     ),
 ]
-train_cfg = dict(
-    type='EpochBasedTrainLoop', max_epochs=max_epochs, val_interval=max_epochs
-)
+train_cfg = dict(max_epochs=10)
 auto_scale_lr = dict(base_batch_size=64)
-default_hooks = dict(
-    logger=dict(interval=10), checkpoint=dict(interval=5, max_keep_ckpts=2)
-)
+default_hooks = dict(checkpoint=dict(interval='50%', max_keep_ckpts=2))
 custom_hooks = [dict(type='BadFileSummaryHook', interval=50)]
 randomness = dict(seed=0)

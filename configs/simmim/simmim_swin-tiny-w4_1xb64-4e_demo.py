@@ -4,7 +4,7 @@
 #   python tools/train.py configs/simmim/simmim_swin-tiny-w4_1xb64-4e_demo.py
 _base_ = [
     '../_base_/datasets/demo_knn.py',
-    '../_base_/default_runtime.py',
+    '../_base_/schedules/demo_4e.py',
 ]
 
 data_preprocessor = dict(
@@ -45,7 +45,6 @@ train_dataloader = dict(
     ),
 )
 
-
 model = dict(
     type='SimMIM',
     data_preprocessor=data_preprocessor,
@@ -56,7 +55,9 @@ model = dict(
         out_indices=(1,),
         stage_cfgs=dict(block_cfgs=dict(window_size=4)),
     ),
-    neck=dict(type='SimMIMLinearDecoder', in_channels=96, encoder_stride=8),
+    neck=dict(
+        type='SimMIMLinearDecoder', in_channels='auto', encoder_stride=8
+    ),
     head=dict(
         type='SimMIMHead',
         patch_size=4,
@@ -70,31 +71,5 @@ optim_wrapper = dict(
         type='AdamW', lr=0.001, betas=(0.9, 0.95), weight_decay=0.05
     ),
 )
-max_epochs = 4
-param_scheduler = [
-    dict(
-        type='LinearLR',
-        start_factor=0.1,
-        by_epoch=True,
-        begin=0,
-        end=1,
-        convert_to_iter_based=True,
-    ),
-    dict(
-        type='CosineAnnealingLR',
-        T_max=max_epochs - 1,
-        by_epoch=True,
-        begin=1,
-        end=max_epochs,
-        convert_to_iter_based=True,
-    ),
-]
-train_cfg = dict(
-    type='EpochBasedTrainLoop', max_epochs=max_epochs, val_interval=max_epochs
-)
 auto_scale_lr = dict(base_batch_size=64)
-default_hooks = dict(
-    logger=dict(interval=10),
-    checkpoint=dict(interval=max_epochs, max_keep_ckpts=1),
-)
 randomness = dict(seed=0)

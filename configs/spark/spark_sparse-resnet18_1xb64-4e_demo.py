@@ -4,7 +4,7 @@
 #   python tools/train.py configs/spark/spark_sparse-resnet18_1xb64-4e_demo.py
 _base_ = [
     '../_base_/datasets/demo_knn.py',
-    '../_base_/default_runtime.py',
+    '../_base_/schedules/demo_4e.py',
 ]
 
 data_preprocessor = dict(
@@ -38,7 +38,6 @@ train_dataloader = dict(
     ),
 )
 
-
 # 64 px input, stride 32: masks over a 2x2 grid (coarse, but it runs)
 model = dict(
     type='SparKFullImage',  # SparK + dense feature extraction for kNN
@@ -68,44 +67,18 @@ optim_wrapper = dict(
         type='AdamW', lr=0.001, betas=(0.9, 0.95), weight_decay=0.05
     ),
 )
-max_epochs = 4
-param_scheduler = [
-    dict(
-        type='LinearLR',
-        start_factor=0.1,
-        by_epoch=True,
-        begin=0,
-        end=1,
-        convert_to_iter_based=True,
-    ),
-    dict(
-        type='CosineAnnealingLR',
-        T_max=max_epochs - 1,
-        by_epoch=True,
-        begin=1,
-        end=max_epochs,
-        convert_to_iter_based=True,
-    ),
-]
-train_cfg = dict(
-    type='EpochBasedTrainLoop', max_epochs=max_epochs, val_interval=max_epochs
-)
 auto_scale_lr = dict(base_batch_size=64)
-default_hooks = dict(
-    logger=dict(interval=10),
-    checkpoint=dict(interval=max_epochs, max_keep_ckpts=1),
-)
 randomness = dict(seed=0)
 
 # kNN evaluation at the training resolution (64 px)
-knn_pipeline = [
+_knn_pipeline = [
     dict(type='LoadImageFromFile'),
     dict(type='Resize', scale=(64, 64), backend='cv2'),
     dict(type='PackInputs'),
 ]
 val_dataloader = dict(
     dataset=dict(
-        bank=dict(pipeline=knn_pipeline), query=dict(pipeline=knn_pipeline)
+        bank=dict(pipeline=_knn_pipeline), query=dict(pipeline=_knn_pipeline)
     )
 )
 test_dataloader = val_dataloader

@@ -4,7 +4,7 @@
 #   python tools/train.py configs/swav/swav_resnet18-w16_1xb64-mcrop-4e_demo.py
 _base_ = [
     '../_base_/datasets/demo_knn.py',
-    '../_base_/default_runtime.py',
+    '../_base_/schedules/demo_4e.py',
 ]
 
 data_preprocessor = dict(
@@ -15,8 +15,8 @@ data_preprocessor = dict(
 )
 
 # multi-crop: 2 views of 32 px and 2 of 16 px
-num_crops = [2, 2]
-view_pipeline1 = [
+_num_crops = [2, 2]
+_view_pipeline1 = [
     dict(
         type='RandomResizedCrop',
         scale=32,
@@ -29,7 +29,7 @@ view_pipeline1 = [
         prob=0.8,
     ),
 ]
-view_pipeline2 = [
+_view_pipeline2 = [
     dict(
         type='RandomResizedCrop',
         scale=16,
@@ -46,8 +46,8 @@ train_pipeline = [
     dict(type='LoadImageFromFile'),
     dict(
         type='MultiView',
-        num_views=num_crops,
-        transforms=[view_pipeline1, view_pipeline2],
+        num_views=_num_crops,
+        transforms=[_view_pipeline1, _view_pipeline2],
     ),
     dict(type='PackInputs'),
 ]
@@ -65,7 +65,7 @@ train_dataloader = dict(
     ),
 )
 
-backbone = dict(
+_backbone = dict(
     type='ResNet_CIFAR',
     depth=18,
     stem_channels=16,
@@ -76,10 +76,10 @@ backbone = dict(
 model = dict(
     type='SwAV',
     data_preprocessor=data_preprocessor,
-    backbone=backbone,
+    backbone=_backbone,
     neck=dict(
         type='SwAVNeck',
-        in_channels=128,
+        in_channels='auto',
         hid_channels=128,
         out_channels=64,
         with_avg_pool=True,
@@ -91,7 +91,7 @@ model = dict(
             feat_dim=64,
             epsilon=0.05,
             temperature=0.1,
-            num_crops=num_crops,
+            num_crops=_num_crops,
             num_prototypes=30,
         ),
     ),
@@ -117,31 +117,5 @@ optim_wrapper = dict(
     optimizer=dict(type='SGD', lr=0.1, momentum=0.9, weight_decay=5e-4),
 )
 
-max_epochs = 4
-param_scheduler = [
-    dict(
-        type='LinearLR',
-        start_factor=0.1,
-        by_epoch=True,
-        begin=0,
-        end=1,
-        convert_to_iter_based=True,
-    ),
-    dict(
-        type='CosineAnnealingLR',
-        T_max=max_epochs - 1,
-        by_epoch=True,
-        begin=1,
-        end=max_epochs,
-        convert_to_iter_based=True,
-    ),
-]
-train_cfg = dict(
-    type='EpochBasedTrainLoop', max_epochs=max_epochs, val_interval=max_epochs
-)
 auto_scale_lr = dict(base_batch_size=64)
-default_hooks = dict(
-    logger=dict(interval=10),
-    checkpoint=dict(interval=max_epochs, max_keep_ckpts=1),
-)
 randomness = dict(seed=0)

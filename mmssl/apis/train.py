@@ -84,6 +84,8 @@ def prepare_train_cfg(
     allow_new_keys: bool = False,
     checkpoint_every_minutes: Optional[float] = None,
     vis: Optional[List[str]] = None,
+    max_epochs: Optional[int] = None,
+    max_iters: Optional[int] = None,
     notes: Optional[Notes] = None,
 ) -> Config:
     """Everything ``tools/train.py`` does to a config before the runner.
@@ -112,6 +114,10 @@ def prepare_train_cfg(
         checkpoint_every_minutes (float, optional): Safety checkpoints.
         vis (list[str], optional): Extra vis backends, ``'tensorboard'``
             and/or ``'wandb'`` (see docs/en/logging.md).
+        max_epochs (int, optional): Train this many epochs; schedules
+            given as run fractions follow (docs/en/config.md).
+        max_iters (int, optional): Train this many iterations (an
+            iteration-based loop) instead.
         notes (list, optional): Receives ``(level, message)`` pairs for
             the run's log; pass them to :func:`train`.
 
@@ -125,7 +131,15 @@ def prepare_train_cfg(
     from mmssl.engine.runner import setup_distributed_cfg
 
     notes = [] if notes is None else notes
+    from mmssl.engine.runner.run_length import set_run_length
+
     cfg = load_train_cfg(config, cfg_options, allow_new_keys, notes)
+    try:
+        length = set_run_length(cfg, max_epochs, max_iters)
+    except ValueError as exc:
+        raise TrainConfigError(str(exc)) from exc
+    if length:
+        notes.append((logging.INFO, length))
     _set_work_dir(cfg, work_dir)
     _check_work_dir_free(cfg)
     try:
@@ -293,9 +307,13 @@ def build_train_runner(cfg: Config, notes: Optional[Notes] = None) -> Any:
         build_runner,
         check_train_dataloader,
     )
+    from mmssl.utils.config import UnknownConfigKeyError
 
     notes = list(notes or [])
-    runner = build_runner(cfg)
+    try:
+        runner = build_runner(cfg)
+    except UnknownConfigKeyError as exc:
+        raise TrainConfigError(str(exc)) from exc
     if (cfg.get('randomness') or {}).get('deterministic'):
         # mmengine enabled strict mode; many vision ops (e.g. the CUDA
         # backward of adaptive average pooling) have no deterministic

@@ -15,6 +15,7 @@ import torch
 
 from mmssl.registry import MODELS
 from mmssl.utils.config_compat import load_config_file
+from mmssl.utils.config_keys import check_top_level_keys
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 CONFIGS = sorted(
@@ -29,6 +30,8 @@ def test_config_parses_and_builds(path):
     cfg = load_config_file(osp.join(ROOT, path))
     assert cfg.default_scope == 'mmssl', 'configs must run in mmssl scope'
     assert 'model' in cfg
+    # no top-level key that nothing reads (private ones start with _)
+    check_top_level_keys(list(cfg.keys()), osp.join(ROOT, path))
     # kNN benchmarks only test a frozen backbone; everything else trains
     test_only = path.startswith(osp.join('configs', 'benchmarks', 'knn'))
     assert ('train_dataloader' in cfg) != test_only, path

@@ -6,8 +6,8 @@ import os.path as osp
 import pytest
 import torch
 from mmengine.config import Config
-from mmengine.runner import Runner
 
+from mmssl.engine.runner import build_runner
 from mmssl.evaluation import (
     KNNAccuracy,
     pool_features,
@@ -133,7 +133,7 @@ def test_feature_test_loop_on_demo_data(demo_data_root, tmp_path):
     cfg.val_cfg = None
     cfg.val_evaluator = None
     cfg.default_hooks.checkpoint = None
-    runner = Runner.from_cfg(cfg)
+    runner = build_runner(cfg)
     dataset = runner.test_loop.dataloader.dataset
     assert len(dataset) == 120
     roles = {

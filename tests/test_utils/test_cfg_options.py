@@ -207,7 +207,7 @@ def test_check_key_with_custom_resolver():
 
 def test_substituted_variable_warning(demo_cfg):
     warnings = substituted_variable_warnings(
-        demo_cfg._cfg_dict, {'knn_data_root': '/data/x'}
+        demo_cfg._cfg_dict, {'_knn_data_root': '/data/x'}
     )
     assert len(warnings) == 1
     assert 'val_dataloader.dataset.bank.data_root' in warnings[0]
@@ -215,12 +215,12 @@ def test_substituted_variable_warning(demo_cfg):
     warnings = substituted_variable_warnings(
         demo_cfg._cfg_dict,
         {
-            'max_epochs': 3,
-            'train_cfg.max_epochs': 3,
+            '_knn_data_root': '/data/x',
+            'val_dataloader.dataset.bank.data_root': '/data/x',
         },
     )
-    assert 'train_cfg.max_epochs' not in warnings[0]
-    assert 'param_scheduler.1.end' in warnings[0]
+    assert 'val_dataloader.dataset.bank.data_root' not in warnings[0]
+    assert 'val_dataloader.dataset.query.data_root' in warnings[0]
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@
 # tensors, data_sample.mask = (2, 224 // 14, 224 // 14) iBOT masks.
 # See docs/en/custom_dataset.md.
 data_root = 'data/custom'
-patch_size = 14
+_patch_size = 14
 train_pipeline = [
     # max_side=None keeps full resolution; e.g. max_side=512 decodes large
     # JPEGs at 1/2-1/8 size, several times faster (see the docs).
@@ -23,7 +23,7 @@ train_pipeline = [
     ),
     dict(
         type='BlockwiseMaskGenerator',
-        patch_size=patch_size,
+        patch_size=_patch_size,
         mask_ratio=(0.1, 0.5),
         mask_prob=0.5,
     ),

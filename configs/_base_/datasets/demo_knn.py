@@ -1,7 +1,7 @@
 # kNN evaluation on the bundled demo data (tools/misc/make_demo_dataset.py):
 # the labelled train split is the feature bank, the val split the queries.
-knn_data_root = 'data/demo'
-knn_pipeline = [
+_knn_data_root = 'data/demo'
+_knn_pipeline = [
     dict(type='LoadImageFromFile'),
     dict(type='PackInputs'),
 ]
@@ -14,15 +14,15 @@ _knn_dataloader = dict(
         type='KNNDataset',
         bank=dict(
             type='CustomDataset',
-            data_root=knn_data_root,
+            data_root=_knn_data_root,
             data_prefix='train',
-            pipeline=knn_pipeline,
+            pipeline=_knn_pipeline,
         ),
         query=dict(
             type='CustomDataset',
-            data_root=knn_data_root,
+            data_root=_knn_data_root,
             data_prefix='val',
-            pipeline=knn_pipeline,
+            pipeline=_knn_pipeline,
         ),
     ),
 )

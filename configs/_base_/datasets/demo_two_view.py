@@ -11,7 +11,7 @@ data_preprocessor = dict(
     to_rgb=True,
 )
 
-view_pipeline = [
+_view_pipeline = [
     dict(
         type='RandomResizedCrop',
         scale=32,
@@ -26,7 +26,7 @@ view_pipeline = [
 ]
 train_pipeline = [
     dict(type='LoadImageFromFile'),
-    dict(type='MultiView', num_views=2, transforms=[view_pipeline]),
+    dict(type='MultiView', num_views=2, transforms=[_view_pipeline]),
     dict(type='PackInputs'),
 ]
 train_dataloader = dict(

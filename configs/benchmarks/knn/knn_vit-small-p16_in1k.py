@@ -9,7 +9,7 @@
 _base_ = ['../../_base_/default_runtime.py']
 
 data_root = 'data/imagenet'
-knn_pipeline = [
+_knn_pipeline = [
     dict(type='LoadImageFromFile'),
     dict(
         type='ResizeEdge',
@@ -33,13 +33,13 @@ test_dataloader = dict(
             type='CustomDataset',
             data_root=data_root,
             data_prefix='train',
-            pipeline=knn_pipeline,
+            pipeline=_knn_pipeline,
         ),
         query=dict(
             type='CustomDataset',
             data_root=data_root,
             data_prefix='val',
-            pipeline=knn_pipeline,
+            pipeline=_knn_pipeline,
         ),
     ),
 )

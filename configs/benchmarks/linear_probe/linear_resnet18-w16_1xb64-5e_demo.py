@@ -7,7 +7,7 @@
 _base_ = ['../../_base_/default_runtime.py']
 
 data_root = 'data/demo'
-pipeline = [dict(type='LoadImageFromFile'), dict(type='PackInputs')]
+_pipeline = [dict(type='LoadImageFromFile'), dict(type='PackInputs')]
 train_pipeline = [
     dict(type='LoadImageFromFile'),
     dict(type='RandomFlip', prob=0.5),
@@ -36,7 +36,7 @@ val_dataloader = dict(
         type='CustomDataset',
         data_root=data_root,
         data_prefix='val',
-        pipeline=pipeline,
+        pipeline=_pipeline,
     ),
 )
 test_dataloader = val_dataloader
@@ -65,7 +65,7 @@ model = dict(
     head=dict(
         type='LinearClsHead',
         num_classes=10,
-        in_channels=128,
+        in_channels='auto',
         loss=dict(type='CrossEntropyLoss'),
     ),
 )
@@ -74,26 +74,28 @@ optim_wrapper = dict(
     type='OptimWrapper',
     optimizer=dict(type='SGD', lr=0.5, momentum=0.9, weight_decay=0.0),
 )
-max_epochs = 5
+_max_epochs = 5
 param_scheduler = [
     dict(
         type='CosineAnnealingLR',
-        T_max=max_epochs,
+        T_max=_max_epochs,
         by_epoch=True,
         begin=0,
-        end=max_epochs,
+        end=_max_epochs,
         convert_to_iter_based=True,
     )
 ]
 train_cfg = dict(
-    type='EpochBasedTrainLoop', max_epochs=max_epochs, val_interval=max_epochs
+    type='EpochBasedTrainLoop',
+    max_epochs=_max_epochs,
+    val_interval=_max_epochs,
 )
 val_cfg = dict()
 test_cfg = dict()
 auto_scale_lr = dict(base_batch_size=64)
 default_hooks = dict(
     logger=dict(interval=10),
-    checkpoint=dict(type='CheckpointHook', interval=max_epochs),
+    checkpoint=dict(type='CheckpointHook', interval=_max_epochs),
 )
 randomness = dict(seed=0)
 custom_hooks = [dict(type='PretrainedInitHook')]

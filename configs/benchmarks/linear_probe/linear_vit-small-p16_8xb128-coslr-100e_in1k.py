@@ -83,7 +83,7 @@ model = dict(
     head=dict(
         type='LinearClsHead',
         num_classes=1000,
-        in_channels=384,
+        in_channels='auto',
         loss=dict(type='CrossEntropyLoss'),
         init_cfg=dict(type='TruncNormal', layer='Linear', std=0.01),
     ),
@@ -94,18 +94,18 @@ optim_wrapper = dict(
     type='OptimWrapper',
     optimizer=dict(type='SGD', lr=0.1, momentum=0.9, weight_decay=0.0),
 )
-max_epochs = 100
+_max_epochs = 100
 param_scheduler = [
     dict(
         type='CosineAnnealingLR',
-        T_max=max_epochs,
+        T_max=_max_epochs,
         by_epoch=True,
         begin=0,
-        end=max_epochs,
+        end=_max_epochs,
     )
 ]
 train_cfg = dict(
-    type='EpochBasedTrainLoop', max_epochs=max_epochs, val_interval=10
+    type='EpochBasedTrainLoop', max_epochs=_max_epochs, val_interval=10
 )
 val_cfg = dict()
 test_cfg = dict()

@@ -19,8 +19,12 @@ class FreezeLastLayerHook(Hook):
     weight decay changes them. Implemented with an optimiser step pre-hook;
     works with DDP and AMP.
 
+    ``freeze_epochs`` may be fractional (e.g. resolved from a run fraction
+    such as ``'1%'`` by ``SSLRunner``): the parameters are frozen for
+    ``round(freeze_epochs * iterations per epoch)`` iterations.
+
     Args:
-        freeze_epochs (int): Epochs to freeze. Defaults to 1.
+        freeze_epochs (float): Epochs to freeze. Defaults to 1.
         freeze_iters (int, optional): Freeze by iterations instead (for
             iteration-based loops). Defaults to None.
         keys (Sequence[str]): Parameter-name substrings to freeze.
@@ -32,7 +36,7 @@ class FreezeLastLayerHook(Hook):
 
     def __init__(
         self,
-        freeze_epochs: int = 1,
+        freeze_epochs: float = 1,
         freeze_iters: Optional[int] = None,
         keys: Sequence[str] = ('last_layer',),
     ) -> None:
@@ -72,7 +76,10 @@ class FreezeLastLayerHook(Hook):
     def is_frozen(self, runner) -> bool:
         if self.freeze_iters is not None:
             return runner.iter < self.freeze_iters
-        return runner.epoch < self.freeze_epochs
+        if float(self.freeze_epochs).is_integer():
+            return runner.epoch < self.freeze_epochs
+        steps = round(self.freeze_epochs * len(runner.train_dataloader))
+        return runner.iter < steps
 
     def before_train_iter(
         self, runner, batch_idx: int, data_batch: Optional[dict] = None

@@ -32,12 +32,19 @@ class TeacherTempWarmupHook(Hook):
     iterations (DINOv2). Computed from ``runner.epoch`` / ``runner.iter``,
     so exact after a resume; logged as ``teacher_temp``.
 
+    ``warmup_epochs`` may be a run fraction such as ``'30%'`` (resolved by
+    ``SSLRunner``, see :mod:`mmssl.engine.runner.run_length`); fractional
+    epochs are rounded to whole iterations. In an iteration-based loop use
+    ``warmup_iters`` (a fraction of ``max_iters`` becomes that).
+
     Args:
         warmup_temp (float): Start temperature. Defaults to 0.04.
         temp (float): Final temperature. Defaults to 0.07.
         warmup_epochs (int): Warmup length in epochs. Defaults to 30.
         by_epoch (bool): Per-epoch (True) or per-iteration steps.
             Defaults to False.
+        warmup_iters (int, optional): Warmup length in iterations; when
+            set, it wins over ``warmup_epochs``. Defaults to None.
     """
 
     priority = 'ABOVE_NORMAL'
@@ -46,8 +53,9 @@ class TeacherTempWarmupHook(Hook):
         self,
         warmup_temp: float = 0.04,
         temp: float = 0.07,
-        warmup_epochs: int = 30,
+        warmup_epochs: float = 30,
         by_epoch: bool = False,
+        warmup_iters: Optional[int] = None,
     ) -> None:
         if warmup_temp <= 0 or temp <= 0:
             raise ValueError(
@@ -62,9 +70,14 @@ class TeacherTempWarmupHook(Hook):
         self.temp = temp
         self.warmup_epochs = warmup_epochs
         self.by_epoch = by_epoch
+        self.warmup_iters = warmup_iters
 
     def value(self, runner) -> float:
         """Teacher temperature for the current iteration."""
+        if self.warmup_iters is not None:
+            return warmup_value(
+                runner.iter, self.warmup_iters, self.warmup_temp, self.temp
+            )
         if self.by_epoch:
             return warmup_value(
                 runner.epoch, self.warmup_epochs, self.warmup_temp, self.temp
@@ -72,7 +85,7 @@ class TeacherTempWarmupHook(Hook):
         iters_per_epoch = len(runner.train_dataloader)
         return warmup_value(
             runner.iter,
-            self.warmup_epochs * iters_per_epoch,
+            round(self.warmup_epochs * iters_per_epoch),
             self.warmup_temp,
             self.temp,
         )

@@ -26,7 +26,9 @@ from mmssl.datasets.worker_seed import seed_worker
 from mmssl.launch.lock import RunLock, WorkDirBusyError
 from mmssl.launch.requeue import requeue_slurm_job, requeue_wanted
 from mmssl.launch.signals import DEFAULT_SIGNALS, StopSignals
+from mmssl.models.utils.derived_sizes import resolve_model_sizes
 from mmssl.registry import RUNNERS
+from mmssl.utils.config_keys import check_top_level_keys
 
 from .console import shorten_console, warnings_on_rank_zero_only
 from .distributed import cpu_model_wrapper_cfg
@@ -36,6 +38,7 @@ from .rank_buffers import (
     gather_rank_buffers,
     restore_rank_buffers,
 )
+from .run_length import fractional_epochs_to_iters, resolve_run_fractions
 
 LOOP_STATE_KEY = 'loop_state'
 
@@ -105,6 +108,11 @@ class SSLRunner(Runner):
     * **One run per work dir.** Rank 0 holds ``mmssl-run.lock`` in the
       work dir while training (:mod:`mmssl.launch.lock`); a second run
       there raises :class:`~mmssl.launch.lock.WorkDirBusyError`.
+    * **Config checks and derived values** (:meth:`from_cfg`): an unknown
+      top-level key is an error (:mod:`mmssl.utils.config_keys`); run
+      fractions such as ``end='10%'`` become epochs or iterations of
+      this run (:mod:`.run_length`); ``'auto'`` neck/head sizes follow
+      the backbone (:mod:`mmssl.models.utils.derived_sizes`).
     """
 
     stop_signals: Optional[StopSignals] = None
@@ -125,6 +133,44 @@ class SSLRunner(Runner):
             path = log_file or osp.join(self._log_dir, f'{self.timestamp}.log')
             logger.info(f'environment, config and hook order: in {path} only')
         return logger
+
+    @classmethod
+    def from_cfg(cls, cfg) -> 'SSLRunner':
+        """Check and resolve ``cfg`` (a copy), then build the runner.
+
+        Raises:
+            UnknownConfigKeyError: For an unknown top-level key.
+            ValueError: For a run fraction that cannot be resolved.
+        """
+        check_top_level_keys(list(cfg.keys()), getattr(cfg, 'filename', None))
+        resolved = copy.deepcopy(cfg)
+        notes = resolve_run_fractions(resolved)
+        runner = super().from_cfg(resolved)
+        if notes:
+            runner.logger.info('run fractions: ' + '; '.join(notes))
+            # The work dir's config copy shows the numbers used; the
+            # checkpoints store the config as written, so that a resume
+            # or requeue compares like with like.
+            runner.cfg = copy.deepcopy(cfg)
+        return runner
+
+    def build_model(self, model: Union[nn.Module, Dict]) -> nn.Module:
+        """mmengine's ``build_model`` after filling ``'auto'`` sizes."""
+        if isinstance(model, dict):
+            model = resolve_model_sizes(model)
+        return super().build_model(model)
+
+    def build_param_scheduler(self, scheduler):
+        """mmengine's, with fractional epochs rounded to iterations.
+
+        See :func:`~.run_length.fractional_epochs_to_iters`.
+        """
+        if not isinstance(scheduler, (list, tuple, dict)):
+            return super().build_param_scheduler(scheduler)
+        epoch_length = len(self.train_dataloader)
+        return super().build_param_scheduler(
+            fractional_epochs_to_iters(scheduler, epoch_length)
+        )
 
     def wrap_model(self, model_wrapper_cfg: Optional[Dict], model: nn.Module):
         """Wrap ``model``; adapt to CPU processes first when needed."""

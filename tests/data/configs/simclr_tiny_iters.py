@@ -4,7 +4,7 @@
 # (tests/test_engine/test_runner/); needs tests/data on PYTHONPATH.
 _base_ = ['./simclr_tiny.py']
 
-view_pipeline = [
+_view_pipeline = [
     dict(type='RandomResizedCrop', scale=16, backend='cv2'),
 ]
 train_dataloader = dict(
@@ -19,7 +19,7 @@ train_dataloader = dict(
         data_root='data/demo/train',
         pipeline=[
             dict(type='LoadImageRobust'),
-            dict(type='MultiView', num_views=2, transforms=[view_pipeline]),
+            dict(type='MultiView', num_views=2, transforms=[_view_pipeline]),
             dict(type='PackInputs'),
         ],
     ),

@@ -12,6 +12,7 @@ from mmengine.runner import Runner
 from torch import nn
 
 from mmssl.engine.hooks import KNNEvalHook
+from mmssl.engine.runner import build_runner
 
 CFG = osp.join(
     osp.dirname(__file__), '..', '..', 'data', 'configs', 'simclr_tiny.py'
@@ -97,7 +98,7 @@ def test_knn_eval_hook_in_runner(demo_data_root, tmp_path):
     cfg.custom_hooks = [hook]
     cfg.default_hooks.checkpoint = dict(type='CheckpointHook', interval=100)
     cfg.work_dir = str(tmp_path)
-    runner = Runner.from_cfg(cfg)
+    runner = build_runner(cfg)
     runner.train()
     knn = [h for h in runner.hooks if isinstance(h, KNNEvalHook)][0]
     metrics = knn.last_metrics
@@ -194,7 +195,6 @@ class _ToyModel(nn.Module):
 
 def _dist_worker(rank, world_size, init_method, out_file):
     import torch.distributed as torch_dist
-    from mmengine.runner import Runner
 
     init_gloo(rank, world_size, init_method)
     loader = Runner.build_dataloader(

@@ -9,7 +9,8 @@ import torch
 from _dist import file_init_method, init_gloo, spawn
 from mmengine.config import Config
 from mmengine.hooks import Hook
-from mmengine.runner import Runner
+
+from mmssl.engine.runner import build_runner
 
 ROOT = osp.dirname(
     osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
@@ -37,14 +38,12 @@ def _cfg(data_root, work_dir, config=DEMO, **opts):
 
 def _knn_init_and_trained(config, data_root, tmp_path):
     """kNN top-1 of the demo network at random init and after the demo."""
-    init_runner = Runner.from_cfg(
+    init_runner = build_runner(
         _cfg(data_root, tmp_path / 'init', config=config)
     )
     init_runner.model.init_weights()
     init_top1 = init_runner.test()['knn/top1']
-    runner = Runner.from_cfg(
-        _cfg(data_root, tmp_path / 'train', config=config)
-    )
+    runner = build_runner(_cfg(data_root, tmp_path / 'train', config=config))
     runner.train()
     return init_top1, runner.test()['knn/top1']
 
@@ -103,7 +102,7 @@ class _Copies(Hook):
 
 def _runner_with_copies(cfg, teacher_noise=0.0):
     cfg.val_cfg = cfg.val_dataloader = cfg.val_evaluator = None
-    runner = Runner.from_cfg(cfg)
+    runner = build_runner(cfg)
     log = {}
     runner.register_hook(
         _Copies(log, 'stepped', teacher_noise), priority='HIGHEST'
@@ -203,7 +202,7 @@ def _worker(rank, world_size, init_method, data_root, work_dir):
     cfg.model_wrapper_cfg = dict(
         type='MMDistributedDataParallel', device_ids=None
     )
-    runner = Runner.from_cfg(cfg)
+    runner = build_runner(cfg)
     runner.train()
     model = runner.model.module
     torch.save(
@@ -223,7 +222,7 @@ def test_dinov2_demo_two_process_gloo_with_cp(demo_data_root, tmp_path):
     assert s0.keys() == s1.keys()
     for k in s0:
         torch.testing.assert_close(s0[k], s1[k], msg=k)
-    init = Runner.from_cfg(_cfg(demo_data_root, tmp_path / 'x')).model
+    init = build_runner(_cfg(demo_data_root, tmp_path / 'x')).model
     # the teacher moved away from its initial copy of the student
     assert any(
         not torch.equal(v, s0['teacher.' + k])

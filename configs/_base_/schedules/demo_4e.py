@@ -1,0 +1,29 @@
+# The CPU demos' schedule (and runtime): 4 epochs, lr warm-up over the
+# first quarter, then cosine; kNN evaluation and one checkpoint at the end.
+# Every length is a fraction of the run, resolved when the runner is built
+# (docs/en/config.md), so `--cfg-options train_cfg.max_epochs=N` alone
+# rescales them all.
+_base_ = '../default_runtime.py'
+
+param_scheduler = [
+    dict(
+        type='LinearLR',
+        start_factor=0.1,
+        by_epoch=True,
+        begin=0,
+        end='25%',
+        convert_to_iter_based=True,
+    ),
+    dict(
+        type='CosineAnnealingLR',
+        by_epoch=True,
+        begin='25%',
+        end='100%',
+        convert_to_iter_based=True,
+    ),
+]
+train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=4, val_interval='100%')
+default_hooks = dict(
+    logger=dict(interval=10),
+    checkpoint=dict(interval='100%', max_keep_ckpts=1),
+)

@@ -1,0 +1,321 @@
+"""Schedules given as fractions of the run, resolved when it is built.
+
+In a config, any of these may be a percentage string such as ``'10%'``
+(a fraction of ``train_cfg.max_epochs``, or of ``train_cfg.max_iters`` for
+an iteration-based loop), so that ``train_cfg.max_epochs=N`` alone moves
+every schedule with the run:
+
+* ``param_scheduler[*]``: ``begin``, ``end``, ``T_max`` and the entries of
+  ``milestones``;
+* ``custom_hooks[*]`` and ``default_hooks.*``: fields named ``*_epochs``
+  or ``*_iters`` (``TeacherTempWarmupHook.warmup_epochs``,
+  ``FreezeLastLayerHook.freeze_epochs``, ...) and ``interval``
+  (``CheckpointHook``);
+* ``train_cfg.val_interval``.
+
+:func:`resolve_run_fractions` (called by ``SSLRunner.from_cfg``) replaces
+them with numbers:
+
+* epoch-based loop, ``max_epochs = E``: ``'p%'`` -> ``p / 100 * E`` epochs.
+  A scheduler with ``convert_to_iter_based=True`` and hook ``*_epochs``
+  fields may get a fractional number of epochs (mmengine and mmssl's hooks
+  turn it into iterations); per-epoch schedulers and intervals are rounded
+  (intervals to at least 1). A ``*_iters`` field or an iteration-based
+  scheduler cannot be a fraction here (the number of iterations per epoch
+  is known only once the data is loaded).
+* iteration-based loop, ``max_iters = I``: ``'p%'`` -> ``round(p / 100 *
+  I)`` iterations; epoch-based schedulers become iteration-based, a hook's
+  ``X_epochs`` fraction becomes ``X_iters``, ``interval`` counts
+  iterations (``by_epoch=False``).
+
+Numbers in a config are left as they are.
+"""
+
+import re
+from typing import Any, Dict, List, Optional, Tuple
+
+_FRACTION = re.compile(r'^\s*(\d+(?:\.\d*)?|\.\d+)\s*%\s*$')
+_SCHEDULER_FIELDS = ('begin', 'end', 'T_max')
+
+
+def parse_fraction(value: Any) -> Optional[float]:
+    """``'10%'`` -> 0.1; None for anything that is not such a string.
+
+    Raises:
+        ValueError: For a percentage above 100.
+    """
+    if not isinstance(value, str):
+        return None
+    match = _FRACTION.match(value)
+    if match is None:
+        return None
+    fraction = float(match.group(1)) / 100
+    if fraction > 1:
+        raise ValueError(f'{value!r}: a run fraction is at most 100%.')
+    return fraction
+
+
+def _number(value: float) -> Any:
+    """An int when ``value`` is integral (keeps configs' int types)."""
+    rounded = round(value)
+    return rounded if abs(value - rounded) < 1e-9 else value
+
+
+class RunLength:
+    """How long a run is, from ``train_cfg``.
+
+    Args:
+        train_cfg (dict): The config's ``train_cfg``.
+
+    Raises:
+        ValueError: Neither ``max_epochs`` nor ``max_iters`` is set.
+    """
+
+    def __init__(self, train_cfg: Dict) -> None:
+        if train_cfg.get('max_epochs') is not None:
+            self.by_epoch, self.total = True, train_cfg['max_epochs']
+        elif train_cfg.get('max_iters') is not None:
+            self.by_epoch, self.total = False, train_cfg['max_iters']
+        else:
+            raise ValueError(
+                'Run fractions (e.g. end="10%") need train_cfg.max_epochs '
+                'or train_cfg.max_iters.'
+            )
+        self.unit = 'epochs' if self.by_epoch else 'iterations'
+
+    def epochs(self, fraction: float) -> Any:
+        """Fractional epochs, an int where exact."""
+        return _number(fraction * self.total)
+
+    def count(self, fraction: float, at_least: int = 0) -> int:
+        """A whole number of the loop's units."""
+        return max(at_least, int(round(fraction * self.total)))
+
+
+def _where(place: str, key: str, value: Any, run: RunLength) -> str:
+    return f'{place}.{key}={value!r} of {run.total} {run.unit}'
+
+
+def _resolve_scheduler(
+    sched: Dict, run: RunLength, place: str, notes: List[str]
+) -> None:
+    fields = [k for k in _SCHEDULER_FIELDS if parse_fraction(sched.get(k))]
+    milestones = sched.get('milestones')
+    has_milestones = isinstance(milestones, (list, tuple)) and any(
+        parse_fraction(m) is not None for m in milestones
+    )
+    if not fields and not has_milestones:
+        return
+    by_epoch = sched.get('by_epoch', True)
+    if run.by_epoch and not by_epoch:
+        raise ValueError(
+            f'{place}: a run fraction in an iteration-based scheduler '
+            '(by_epoch=False) of an epoch-based loop cannot be resolved; '
+            'use by_epoch=True, convert_to_iter_based=True.'
+        )
+    fine = run.by_epoch and sched.get('convert_to_iter_based', False)
+
+    def convert(value: Any) -> Any:
+        fraction = parse_fraction(value)
+        if fraction is None:
+            return value
+        return run.epochs(fraction) if fine else run.count(fraction)
+
+    for key in fields:
+        old = sched[key]
+        sched[key] = convert(old)
+        notes.append(f'{_where(place, key, old, run)} -> {sched[key]}')
+    if has_milestones:
+        sched['milestones'] = [convert(m) for m in milestones]
+    if not run.by_epoch and by_epoch:
+        # iteration-based loop: the scheduler now counts iterations
+        sched['by_epoch'] = False
+        sched.pop('convert_to_iter_based', None)
+
+
+def _resolve_hook(
+    hook: Dict, run: RunLength, place: str, notes: List[str]
+) -> None:
+    for key in list(hook):
+        fraction = parse_fraction(hook[key])
+        if fraction is None:
+            continue
+        old = hook[key]
+        if key == 'interval':
+            hook[key] = run.count(fraction, at_least=1)
+            if not run.by_epoch:
+                hook['by_epoch'] = False
+            new_key = key
+        elif key.endswith('_epochs') and run.by_epoch:
+            hook[key], new_key = run.epochs(fraction), key
+        elif key.endswith('_epochs'):
+            new_key = key[: -len('_epochs')] + '_iters'
+            del hook[key]
+            hook[new_key] = run.count(fraction)
+        elif key.endswith('_iters') and not run.by_epoch:
+            hook[key], new_key = run.count(fraction), key
+        else:
+            raise ValueError(
+                f'{place}.{key}={old!r}: only `interval`, `*_epochs` and, '
+                'in iteration-based loops, `*_iters` fields take a run '
+                'fraction.'
+            )
+        notes.append(
+            f'{_where(place, key, old, run)} -> {new_key}={hook[new_key]}'
+        )
+
+
+def _hook_entries(cfg: Dict) -> List[Tuple[str, Dict]]:
+    entries = []
+    for i, hook in enumerate(cfg.get('custom_hooks') or []):
+        if isinstance(hook, dict):
+            entries.append((f'custom_hooks[{i}]', hook))
+    for name, hook in (cfg.get('default_hooks') or {}).items():
+        if isinstance(hook, dict):
+            entries.append((f'default_hooks.{name}', hook))
+    return entries
+
+
+def resolve_run_fractions(cfg: Dict) -> List[str]:
+    """Replace run fractions (``'10%'``) in ``cfg`` by numbers, in place.
+
+    See the module docstring for the fields and the rules.
+
+    Args:
+        cfg (dict | mmengine.Config): The full config.
+
+    Returns:
+        list[str]: One line per replaced value, for the log.
+
+    Raises:
+        ValueError: For a fraction that cannot be resolved (no run
+            length, a field that takes none, above 100%).
+    """
+    train_cfg = cfg.get('train_cfg') or {}
+    schedulers = cfg.get('param_scheduler') or []
+    if isinstance(schedulers, dict):
+        schedulers = [schedulers]
+    places = [
+        (f'param_scheduler[{i}]', s)
+        for i, s in enumerate(schedulers)
+        if isinstance(s, dict)
+    ]
+    if not _has_fraction(train_cfg, places, _hook_entries(cfg)):
+        return []
+    run = RunLength(train_cfg)
+    notes: List[str] = []
+    for place, sched in places:
+        _resolve_scheduler(sched, run, place, notes)
+    for place, hook in _hook_entries(cfg):
+        _resolve_hook(hook, run, place, notes)
+    fraction = parse_fraction(train_cfg.get('val_interval'))
+    if fraction is not None:
+        old = train_cfg['val_interval']
+        train_cfg['val_interval'] = run.count(fraction, at_least=1)
+        notes.append(
+            f'{_where("train_cfg", "val_interval", old, run)} -> '
+            f'{train_cfg["val_interval"]}'
+        )
+    return notes
+
+
+def _has_fraction(train_cfg, scheduler_places, hook_places) -> bool:
+    values = [train_cfg.get('val_interval')]
+    for _, sched in scheduler_places:
+        values += [sched.get(k) for k in _SCHEDULER_FIELDS]
+        values += list(sched.get('milestones') or [])
+    for _, hook in hook_places:
+        values += list(hook.values())
+    return any(parse_fraction(v) is not None for v in values)
+
+
+def set_run_length(
+    cfg: Dict,
+    max_epochs: Optional[int] = None,
+    max_iters: Optional[int] = None,
+) -> Optional[str]:
+    """Set the run length (``--max-epochs`` / ``--max-iters``), in place.
+
+    ``max_epochs`` sets ``train_cfg.max_epochs``. ``max_iters`` turns the
+    loop into an ``IterBasedTrainLoop`` of that many iterations (its
+    ``val_interval`` kept); the run fractions of the config then count
+    iterations (:func:`resolve_run_fractions`).
+
+    Args:
+        cfg (dict | mmengine.Config): The full config.
+        max_epochs (int, optional): Epochs to train.
+        max_iters (int, optional): Iterations to train.
+
+    Returns:
+        str | None: A line for the log, None when nothing was set.
+
+    Raises:
+        ValueError: Both given, or a value below 1.
+    """
+    if max_epochs is None and max_iters is None:
+        return None
+    if max_epochs is not None and max_iters is not None:
+        raise ValueError('Give --max-epochs or --max-iters, not both.')
+    value = max_epochs if max_iters is None else max_iters
+    if value < 1:
+        raise ValueError(f'The run length must be >= 1, got {value}.')
+    train_cfg = dict(cfg.get('train_cfg') or {})
+    if max_epochs is not None:
+        train_cfg['max_epochs'] = max_epochs
+        cfg['train_cfg'] = train_cfg
+        return f'run length: {max_epochs} epochs'
+    new = dict(type='IterBasedTrainLoop', max_iters=max_iters)
+    if 'val_interval' in train_cfg:
+        new['val_interval'] = train_cfg['val_interval']
+    cfg['train_cfg'] = new
+    return f'run length: {max_iters} iterations (IterBasedTrainLoop)'
+
+
+def fractional_epochs_to_iters(scheduler: Any, epoch_length: int) -> Any:
+    """Turn a scheduler's fractional epochs into iterations, rounded.
+
+    mmengine converts ``convert_to_iter_based`` schedulers with ``int(x *
+    epoch_length)``, so a warm-up of 0.1 epoch in a 7-iteration epoch
+    becomes ``begin=0, end=0`` and fails. Here such values are rounded
+    instead and a scheduler keeps at least one iteration. Schedulers
+    whose epochs are whole numbers are returned unchanged (mmengine
+    converts them exactly as before).
+
+    Args:
+        scheduler (Any): A scheduler config (dict), a list of them, a dict
+            of lists (one per optimizer) or built schedulers.
+        epoch_length (int): Iterations per epoch.
+
+    Returns:
+        Any: The same structure with converted dicts.
+    """
+    if isinstance(scheduler, (list, tuple)):
+        return [fractional_epochs_to_iters(s, epoch_length) for s in scheduler]
+    if not isinstance(scheduler, dict):
+        return scheduler
+    if 'type' not in scheduler:  # one list per optimizer
+        return {
+            k: fractional_epochs_to_iters(v, epoch_length)
+            for k, v in scheduler.items()
+        }
+    values = [scheduler.get(k) for k in _SCHEDULER_FIELDS]
+    fractional = any(
+        isinstance(v, float) and not v.is_integer() and v != float('inf')
+        for v in values
+    )
+    if not (
+        fractional
+        and scheduler.get('convert_to_iter_based', False)
+        and scheduler.get('by_epoch', True)
+    ):
+        return scheduler
+    out = dict(scheduler, by_epoch=False)
+    out.pop('convert_to_iter_based')
+    for key in _SCHEDULER_FIELDS:
+        value = out.get(key)
+        if isinstance(value, (int, float)) and value != float('inf'):
+            out[key] = int(round(value * epoch_length))
+    begin = out.get('begin', 0)
+    if 'end' in out and out['end'] <= begin:
+        out['end'] = begin + 1
+    return out

@@ -1,0 +1,245 @@
+"""Schedules as run fractions ('10%'), resolved when the runner is built."""
+
+import glob
+import importlib.util
+import os.path as osp
+
+import pytest
+from mmengine.registry import PARAM_SCHEDULERS
+
+from mmssl.engine.hooks import FreezeLastLayerHook, TeacherTempWarmupHook
+from mmssl.engine.runner import SSLRunner
+from mmssl.engine.runner.run_length import (
+    fractional_epochs_to_iters,
+    parse_fraction,
+    resolve_run_fractions,
+    set_run_length,
+)
+from mmssl.utils.config import merge_cfg_options
+from mmssl.utils.config_compat import load_config_file
+
+ROOT = osp.dirname(
+    osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+)
+
+
+def _train_tool():
+    """tools/train.py as a module (tools/ is not a package)."""
+    path = osp.join(ROOT, 'tools', 'train.py')
+    spec = importlib.util.spec_from_file_location('train_tool_rl', path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _cfg(train_cfg, **extra):
+    cfg = dict(
+        train_cfg=train_cfg,
+        param_scheduler=[
+            dict(
+                type='LinearLR',
+                by_epoch=True,
+                begin=0,
+                end='10%',
+                convert_to_iter_based=True,
+            ),
+            dict(type='CosineAnnealingLR', begin='10%', end='100%'),
+            dict(type='MultiStepLR', milestones=['50%', '75%']),
+        ],
+        custom_hooks=[
+            dict(type='TeacherTempWarmupHook', warmup_epochs='30%'),
+            dict(type='FreezeLastLayerHook', freeze_epochs=1),
+        ],
+        default_hooks=dict(checkpoint=dict(interval='5%')),
+    )
+    cfg.update(extra)
+    return cfg
+
+
+def test_parse_fraction():
+    assert parse_fraction('10%') == pytest.approx(0.1)
+    assert parse_fraction(' 2.5 %') == pytest.approx(0.025)
+    assert parse_fraction(10) is None and parse_fraction('10') is None
+    with pytest.raises(ValueError, match='at most 100%'):
+        parse_fraction('150%')
+
+
+def test_epoch_loop_fractions_become_epochs():
+    cfg = _cfg(dict(max_epochs=20, val_interval='50%'))
+    notes = resolve_run_fractions(cfg)
+    warmup, cosine, steps = cfg['param_scheduler']
+    # converted to iterations by mmengine: fractional epochs are kept
+    assert (warmup['begin'], warmup['end']) == (0, 2)
+    assert isinstance(warmup['end'], int)
+    # per-epoch schedulers count whole epochs
+    assert (cosine['begin'], cosine['end']) == (2, 20)
+    assert steps['milestones'] == [10, 15]
+    assert cfg['custom_hooks'][0]['warmup_epochs'] == 6
+    assert cfg['custom_hooks'][1]['freeze_epochs'] == 1  # numbers stay
+    assert cfg['default_hooks']['checkpoint']['interval'] == 1
+    assert cfg['train_cfg']['val_interval'] == 10
+    assert any('param_scheduler[0].end' in n for n in notes)
+
+
+def test_short_run_keeps_fractional_warmups_and_intervals_of_one():
+    cfg = _cfg(dict(max_epochs=2))
+    resolve_run_fractions(cfg)
+    assert cfg['param_scheduler'][0]['end'] == pytest.approx(0.2)
+    assert cfg['custom_hooks'][0]['warmup_epochs'] == pytest.approx(0.6)
+    assert cfg['default_hooks']['checkpoint']['interval'] == 1
+
+
+def test_iteration_loop_counts_iterations():
+    cfg = _cfg(dict(type='IterBasedTrainLoop', max_iters=1000))
+    resolve_run_fractions(cfg)
+    warmup, cosine, steps = cfg['param_scheduler']
+    assert (warmup['end'], warmup['by_epoch']) == (100, False)
+    assert 'convert_to_iter_based' not in warmup
+    assert (cosine['begin'], cosine['end'], cosine['by_epoch']) == (
+        100,
+        1000,
+        False,
+    )
+    assert steps['milestones'] == [500, 750]
+    hook = cfg['custom_hooks'][0]
+    assert hook == dict(type='TeacherTempWarmupHook', warmup_iters=300)
+    checkpoint = cfg['default_hooks']['checkpoint']
+    assert checkpoint == dict(interval=50, by_epoch=False)
+
+
+def test_unresolvable_fractions_are_errors():
+    with pytest.raises(ValueError, match='max_epochs'):
+        resolve_run_fractions(_cfg({}))
+    cfg = dict(
+        train_cfg=dict(max_epochs=5),
+        custom_hooks=[dict(type='FreezeLastLayerHook', freeze_iters='5%')],
+    )
+    with pytest.raises(ValueError, match='freeze_iters'):
+        resolve_run_fractions(cfg)
+    cfg = dict(
+        train_cfg=dict(max_epochs=5),
+        param_scheduler=[dict(type='LinearLR', by_epoch=False, end='5%')],
+    )
+    with pytest.raises(ValueError, match='by_epoch=False'):
+        resolve_run_fractions(cfg)
+
+
+def test_set_run_length():
+    cfg = dict(train_cfg=dict(type='EpochBasedTrainLoop', max_epochs=100))
+    assert '3 epochs' in set_run_length(cfg, max_epochs=3)
+    assert cfg['train_cfg']['max_epochs'] == 3
+    cfg = dict(train_cfg=dict(max_epochs=100, val_interval='100%'))
+    set_run_length(cfg, max_iters=40)
+    assert cfg['train_cfg'] == dict(
+        type='IterBasedTrainLoop', max_iters=40, val_interval='100%'
+    )
+    assert set_run_length(cfg) is None
+    with pytest.raises(ValueError, match='not both'):
+        set_run_length(cfg, 1, 1)
+
+
+def test_fractional_epochs_round_to_at_least_one_iteration():
+    scheds = [
+        dict(type='LinearLR', end=0.05, convert_to_iter_based=True),
+        dict(type='CosineAnnealingLR', begin=0.1, end=2, T_max=1.9),
+        dict(type='CosineAnnealingLR', begin=0.5, end=2.0, by_epoch=True),
+        dict(type='ConstantLR', begin=1, end=2, convert_to_iter_based=True),
+    ]
+    warmup, cosine, per_epoch, whole = fractional_epochs_to_iters(scheds, 7)
+    assert warmup == dict(type='LinearLR', end=1, by_epoch=False)
+    assert cosine is scheds[1]  # not convert_to_iter_based: left alone
+    assert per_epoch is scheds[2]
+    assert whole is scheds[3]  # whole epochs: mmengine converts them
+    converted = fractional_epochs_to_iters(
+        dict(
+            type='CosineAnnealingLR',
+            begin=0.5,
+            end=2,
+            T_max=1.5,
+            convert_to_iter_based=True,
+        ),
+        10,
+    )
+    assert (converted['begin'], converted['end'], converted['T_max']) == (
+        5,
+        20,
+        15,
+    )
+
+
+def test_fractional_epoch_hooks_count_iterations():
+    class _Runner:
+        epoch, iter = 0, 0
+        train_dataloader = range(10)
+
+    runner = _Runner()
+    temp = TeacherTempWarmupHook(0.04, 0.07, warmup_epochs=0.5)
+    freeze = FreezeLastLayerHook(freeze_epochs=0.3)
+    runner.iter = 2
+    assert temp.value(runner) == pytest.approx(0.04 + 0.03 * 2 / 4)
+    assert freeze.is_frozen(runner)
+    runner.iter = 3
+    assert not freeze.is_frozen(runner)
+    runner.iter = 4
+    assert temp.value(runner) == pytest.approx(0.07)
+    # 0.35 epochs of 10 iterations: a 4-iteration warm-up (rounded)
+    rounded = TeacherTempWarmupHook(0.04, 0.07, warmup_epochs=0.35)
+    runner.iter = 2
+    assert rounded.value(runner) == pytest.approx(0.04 + 0.03 * 2 / 3)
+    iters = TeacherTempWarmupHook(0.04, 0.07, warmup_iters=3)
+    runner.iter = 1
+    assert iters.value(runner) == pytest.approx(0.055)
+
+
+CUSTOM = sorted(glob.glob(osp.join(ROOT, 'configs/dinov2/*custom*.py')))
+
+
+@pytest.mark.parametrize('config', CUSTOM, ids=osp.basename)
+def test_max_epochs_alone_moves_every_schedule(config, tmp_path):
+    """`--max-epochs 2` (tools/train.py) on a DINOv2 custom preset: every
+    scheduler, warm-up and interval of the built runner ends in the run.
+    """
+    train = _train_tool()
+    args = train.parse_args(
+        [
+            config,
+            '--max-epochs',
+            '2',
+            # memory only (a ViT-g twice): the schedule is the same
+            '--cfg-options',
+            'model.backbone.arch=dict(embed_dims=32, num_layers=2, '
+            'num_heads=2, feedforward_channels=64)',
+            'model.backbone.img_size=28',
+            'model.head.hidden_channels=32',
+            'model.head.bottleneck_channels=16',
+            'model.head.n_prototypes=64',
+            'model.loss.out_dim=64',
+            'model.ibot_loss.out_dim=64',
+        ]
+    )
+    cfg = load_config_file(args.config)
+    merge_cfg_options(cfg, args.cfg_options)
+    set_run_length(cfg, args.max_epochs, args.max_iters)
+    cfg.work_dir = str(tmp_path)
+    runner = SSLRunner.from_cfg(cfg)
+    epochs, epoch_length = 2, 7
+    optim_wrapper = runner.build_optim_wrapper(runner.optim_wrapper)
+    ends = []
+    # as SSLRunner.build_param_scheduler does once the data is loaded
+    scheds = fractional_epochs_to_iters(runner.param_schedulers, epoch_length)
+    for sched_cfg in scheds:
+        sched = PARAM_SCHEDULERS.build(
+            dict(sched_cfg),
+            default_args=dict(
+                optimizer=optim_wrapper, epoch_length=epoch_length
+            ),
+        )
+        assert not sched.by_epoch
+        assert sched.begin < sched.end <= epochs * epoch_length
+        ends.append(sched.end)
+    assert max(ends) == epochs * epoch_length
+    hooks = {type(h).__name__: h for h in runner.hooks}
+    assert 0 < hooks['TeacherTempWarmupHook'].warmup_epochs <= epochs
+    assert 0 < hooks['FreezeLastLayerHook'].freeze_epochs <= epochs
+    assert hooks['AtomicCheckpointHook'].interval <= epochs
+    assert runner._train_loop['max_epochs'] == epochs
