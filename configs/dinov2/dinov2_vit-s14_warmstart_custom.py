@@ -12,8 +12,6 @@
 # model.backbone.in_channels=5 (new channels start from the RGB mean) and a
 # loading pipeline / data preprocessor with 5 channels.
 _base_ = './dinov2_vit-s14_1xb64-200e_custom-small.py'
-max_epochs = 50
-warmup_epochs = 5
 model = dict(
     warm_start=dict(
         checkpoint='checkpoints/dinov2_vits14_pretrain.pth',
@@ -26,32 +24,33 @@ model = dict(
 )
 # a tenth of the from-scratch lr: the backbone is already good
 optim_wrapper = dict(optimizer=dict(lr=0.1 * 0.004 * (64 / 1024) ** 0.5))
+# 50 epochs; lr and temperature warm-ups of 10% of the run (5 epochs),
+# the last layer frozen for the first 2%. train_cfg.max_epochs=N alone
+# (or --max-epochs N) moves every schedule below.
 param_scheduler = [
     dict(
         type='LinearLR',
         start_factor=1e-6,
         by_epoch=True,
         begin=0,
-        end=warmup_epochs,
+        end='10%',
         convert_to_iter_based=True,
     ),
     dict(
         type='CosineAnnealingLR',
-        T_max=max_epochs - warmup_epochs,
         eta_min=1e-6,
         by_epoch=True,
-        begin=warmup_epochs,
-        end=max_epochs,
+        begin='10%',
+        end='100%',
         convert_to_iter_based=True,
     ),
     dict(
         type='CosineAnnealingParamScheduler',
         param_name='weight_decay',
         eta_min_ratio=10.0,
-        T_max=max_epochs,
         by_epoch=True,
         begin=0,
-        end=max_epochs,
+        end='100%',
         convert_to_iter_based=True,
     ),
 ]
@@ -63,10 +62,10 @@ custom_hooks = [
         type='TeacherTempWarmupHook',
         warmup_temp=0.04,
         temp=0.07,
-        warmup_epochs=5,
+        warmup_epochs='10%',
         by_epoch=False,
     ),
-    dict(type='FreezeLastLayerHook', freeze_epochs=1),
+    dict(type='FreezeLastLayerHook', freeze_epochs='2%'),
     dict(type='WarmStartHook'),  # reads head_iters/unfreeze/ramp_iters
 ]
-train_cfg = dict(max_epochs=max_epochs)
+train_cfg = dict(max_epochs=50)
