@@ -97,6 +97,7 @@ MODULE_TESTS: dict[str, tuple[str, ...]] = {
     'mmssl/models/algorithms/dino.py': ALGO_TESTS,
     'mmssl/models/algorithms/dino_family.py': ALGO_TESTS,
     'mmssl/models/algorithms/dino_parts.py': ALGO_TESTS,
+    'mmssl/models/algorithms/ema_teacher.py': ALGO_TESTS,
     'mmssl/engine/hooks/teacher_ema_hook.py': (
         'tests/test_engine/test_hooks/test_dino_hooks.py',
     ),
