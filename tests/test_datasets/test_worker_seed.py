@@ -53,7 +53,7 @@ def test_runner_uses_seed_worker():
     init_fn = SSLRunner.build_dataloader(cfg, seed=5).worker_init_fn
     assert init_fn.func is seed_worker
     assert init_fn.keywords == dict(
-        num_workers=2, rank=0, seed=5, disable_subprocess_warning=False
+        num_workers=2, rank=0, seed=5, disable_subprocess_warning=True
     )
     # a worker_init_fn named in the config wins; no seed, no init fn
     cfg['worker_init_fn'] = dict(type=mmengine_worker_init_fn, rank=0)
