@@ -2,7 +2,7 @@
 # ImageNet-1k train images (labels unused), 100 epochs, total batch 1024
 # (8 GPUs x 128). DINOv2 defaults: 2x224 global + 8x96 local crops, 65536
 # prototypes (shared CLS/patch head), Sinkhorn-Knopp teacher targets, iBOT
-# masks (ratio 0.1-0.5 on half of the global crops), KoLeo 0.1,
+# masks (ratio 0.1-0.5 on half of the global crops, per batch), KoLeo 0.1,
 # lr 0.004 at batch 1024 (sqrt scaling), teacher momentum 0.992 -> 1,
 # teacher temperature 0.04 -> 0.07 over 30 epochs, weight decay 0.04 -> 0.4,
 # layer-wise lr decay 0.9, patch-embed lr x0.2, gradient clip 3.0, last
@@ -14,8 +14,34 @@ _base_ = [
     '../_base_/schedules/dino_family_100e.py',
 ]
 
+# iBOT masks drawn per batch as the reference DINOv2 does (exactly half of
+# the global crops masked, ratios spread over 0.1-0.5), replacing the
+# base's per-sample BlockwiseMaskGenerator step.
+train_pipeline = [
+    dict(type='LoadImageRobust', max_side=None),
+    dict(
+        type='MultiCrop',
+        num_global_crops=2,
+        num_local_crops=8,
+        global_size=224,
+        local_size=96,
+        global_scale=(0.32, 1.0),
+        local_scale=(0.05, 0.32),
+    ),
+    dict(
+        type='PackInputs',
+        meta_keys=('sample_idx', 'img_path', 'num_global_crops', 'source'),
+    ),
+]
 train_dataloader = dict(
-    batch_size=128, dataset=dict(data_root='data/imagenet/train')
+    batch_size=128,
+    collate_fn=dict(
+        type='mmssl.block_mask_collate',
+        patch_size=14,
+        mask_ratio=(0.1, 0.5),
+        mask_prob=0.5,
+    ),
+    dataset=dict(data_root='data/imagenet/train', pipeline=train_pipeline),
 )
 
 optim_wrapper = dict(

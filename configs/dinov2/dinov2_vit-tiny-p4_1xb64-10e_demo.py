@@ -38,13 +38,6 @@ train_pipeline = [
         local_scale=(0.1, 0.4),
         blur_kernel_size=3,
     ),
-    dict(
-        type='BlockwiseMaskGenerator',
-        patch_size=_patch_size,
-        mask_ratio=(0.1, 0.5),
-        mask_prob=0.5,
-        min_num_patches=4,
-    ),
     dict(type='PackInputs'),
 ]
 train_dataloader = dict(
@@ -53,7 +46,14 @@ train_dataloader = dict(
     persistent_workers=True,
     drop_last=True,
     sampler=dict(type='DefaultSampler', shuffle=True),
-    collate_fn=dict(type='default_collate'),
+    # reference DINOv2 iBOT masks: half of the global crops of a batch
+    collate_fn=dict(
+        type='mmssl.block_mask_collate',
+        patch_size=_patch_size,
+        mask_ratio=(0.1, 0.5),
+        mask_prob=0.5,
+        min_num_patches=4,
+    ),
     dataset=dict(
         type='ImageFolderDataset',
         data_root='data/demo/train',

@@ -38,6 +38,8 @@ def test_config_parses_and_builds(path):
     if path.endswith('_custom.py'):
         loader = cfg.test_dataloader if test_only else cfg.train_dataloader
         dataset = loader.dataset.bank if test_only else loader.dataset
+        while 'data_root' not in dataset and 'dataset' in dataset:
+            dataset = dataset.dataset  # wrappers: MixedResolutionDataset
         assert 'data_root' in dataset, 'custom configs read data_root'
         if dataset.type == 'CustomDataset':
             assert not dataset.with_label, 'pretraining data is unlabeled'

@@ -2,6 +2,7 @@
 consistent model, for every demo config (one forward + loss each)."""
 
 import copy
+import functools
 import math
 
 import pytest
@@ -87,7 +88,8 @@ def _batch(cfg, n=2):
     collate_cfg = dict(cfg.train_dataloader.get('collate_fn') or {})
     collate = pseudo_collate
     if collate_cfg:
-        collate = FUNCTIONS.get(collate_cfg.pop('type'))
+        fn = FUNCTIONS.get(collate_cfg.pop('type'))
+        collate = functools.partial(fn, **collate_cfg)  # e.g. patch_size
     return collate([dataset[i] for i in range(n)])
 
 

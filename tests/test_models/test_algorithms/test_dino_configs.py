@@ -21,7 +21,7 @@ CONFIGS = sorted(
 @pytest.mark.parametrize('path', CONFIGS, ids=osp.basename)
 def test_config_parses(path):
     cfg = Config.fromfile(path)
-    assert cfg.model.type in ('DINO', 'iBOT', 'DINOv2')
+    assert cfg.model.type in ('DINO', 'iBOT', 'DINOv2', 'DINOFamily')
     hooks = [h['type'] for h in cfg.custom_hooks]
     assert 'TeacherEMAHook' in hooks and 'TeacherTempWarmupHook' in hooks
     assert cfg.optim_wrapper.type == 'NaNGuardOptimWrapper'

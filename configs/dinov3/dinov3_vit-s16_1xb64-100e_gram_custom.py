@@ -1,0 +1,56 @@
+# DINOv3 stage 2 of 3: Gram anchoring. Starts from the full stage-1
+# checkpoint (student, teacher, heads, loss buffers) by one key,
+# model.warm_start, and adds the `gram` term: the MSE between the Gram
+# matrices of the L2-normalised patch features of the student and of a
+# Gram teacher (a snapshot of the EMA teacher taken before the first
+# iteration, refreshed every 1000 iterations, at most 3 times; DINOv3
+# refreshes every 10k iterations). The Gram teacher sees 2x copies of the
+# global crops (448 px) and its patch features are resized (bicubic) to the
+# student's grid. Local-crop DINO terms weigh 0.5 (DINOv3 down-weights them
+# in this stage). Schedules restart at 0; 10% warm-up of the lr.
+#   python tools/train.py configs/dinov3/dinov3_vit-s16_1xb64-100e_gram_custom.py \
+#       --work-dir work_dirs/dinov3_vit-s16_1xb64-100e_gram_custom \
+#       --cfg-options train_dataloader.dataset.data_root=/data/my_images
+# Another stage-1 checkpoint: model.warm_start.checkpoint=PATH.
+_base_ = './dinov3_vit-s16_1xb64-100e_custom.py'
+_stage1 = 'work_dirs/dinov3_vit-s16_1xb64-100e_custom/epoch_100.pth'
+
+train_pipeline = [
+    dict(type='LoadImageRobust', max_side=None),
+    dict(
+        type='MultiCrop',
+        num_global_crops=2,
+        num_local_crops=8,
+        global_size=224,
+        local_size=96,
+        global_scale=(0.32, 1.0),
+        local_scale=(0.05, 0.32),
+        flip_prob=0.0,
+        gram_size=448,  # Gram-teacher copies of the global crops
+    ),
+    dict(
+        type='PackInputs',
+        meta_keys=('sample_idx', 'img_path', 'num_global_crops', 'source'),
+    ),
+]
+train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
+model = dict(
+    warm_start=dict(checkpoint=_stage1, format='mmssl_full'),
+    num_gram_crops=2,  # the last 2 views: Gram-teacher copies
+    terms=dict(gram=dict(type='GramLoss', weight=1.0)),
+    loss_weights=dict(dino_local=0.5),
+)
+train_cfg = dict(max_epochs=30)
+custom_hooks = [
+    dict(type='BadFileSummaryHook', interval=50),
+    dict(type='TeacherEMAHook', momentum=0.999, end_momentum=0.999),
+    # the teacher is trained: its final temperature from the start
+    dict(
+        type='TeacherTempWarmupHook',
+        warmup_temp=0.07,
+        temp=0.07,
+        warmup_epochs=0,
+        by_epoch=False,
+    ),
+    dict(type='GramTeacherHook', first_update=0, period=1000, max_updates=3),
+]
