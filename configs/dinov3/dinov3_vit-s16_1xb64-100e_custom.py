@@ -123,8 +123,9 @@ param_scheduler = [
 ]
 custom_hooks = [
     dict(type='BadFileSummaryHook', interval=50),
-    # DINOv3: constant teacher momentum (no cosine to 1)
-    dict(type='TeacherEMAHook', momentum=0.999, end_momentum=0.999),
+    # DINOv3: constant teacher momentum 0.994 (no cosine to 1), as in the
+    # reference dinov3_vit7b16_pretrain.yaml (schedules.momentum)
+    dict(type='TeacherEMAHook', momentum=0.994, end_momentum=0.994),
     dict(
         type='TeacherTempWarmupHook',
         warmup_temp=0.04,

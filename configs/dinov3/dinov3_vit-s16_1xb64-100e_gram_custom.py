@@ -43,7 +43,7 @@ model = dict(
 train_cfg = dict(max_epochs=30)
 custom_hooks = [
     dict(type='BadFileSummaryHook', interval=50),
-    dict(type='TeacherEMAHook', momentum=0.999, end_momentum=0.999),
+    dict(type='TeacherEMAHook', momentum=0.994, end_momentum=0.994),
     # the teacher is trained: its final temperature from the start
     dict(
         type='TeacherTempWarmupHook',

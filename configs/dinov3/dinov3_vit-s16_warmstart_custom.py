@@ -26,7 +26,7 @@ optim_wrapper = dict(optimizer=dict(lr=0.1 * 0.004 * (64 / 1024) ** 0.5))
 train_cfg = dict(max_epochs=50)
 custom_hooks = [
     dict(type='BadFileSummaryHook', interval=50),
-    dict(type='TeacherEMAHook', momentum=0.999, end_momentum=0.999),
+    dict(type='TeacherEMAHook', momentum=0.994, end_momentum=0.994),
     dict(
         type='TeacherTempWarmupHook',
         warmup_temp=0.04,
