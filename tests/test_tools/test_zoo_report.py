@@ -104,3 +104,24 @@ def test_end_to_end_on_one_tiny_demo(demo_data_root, tmp_path, capsys):
     assert 'measured already' in capsys.readouterr().out
     again = json.loads((tmp_path / 'zoo.json').read_text())
     assert again['digits'][MAE] == row
+
+
+def test_table_cells_and_unmeasured_rows():
+    row = {
+        'status': 'done',
+        'settings': {'max_iters': None},
+        'random_knn': {'knn/top1': 11.0},
+        'trained_knn': {'knn/top1': 22.0},
+        'random_linear': {'accuracy/top1': 33.0},
+        'trained_linear': None,
+        'train_s': 44.4,
+        'command': 'python x',
+    }
+    text = zoo.table({MAE: row}, [MAE, 'configs/a/a_demo.py'])
+    lines = text.splitlines()
+    unmeasured = '| `configs/a/a_demo.py` | not measured yet |'
+    assert lines[2] == unmeasured + ' |' * 6
+    assert lines[3] == (
+        f'| `{MAE}` | full schedule | 11.00 | 22.00 | 33.00 | - | 44 | '
+        '`python x` |'
+    )
