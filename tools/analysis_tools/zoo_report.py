@@ -256,8 +256,12 @@ def table(rows: Dict[str, Dict], configs: List[str]) -> str:
         if row.get('status') != 'done':
             lines.append(f'| `{config}` | {NOT_MEASURED} |' + ' |' * 6)
             continue
+        trained = row.get('trained_config', config)
+        name = f'`{config}`'
+        if trained != config:
+            name += f' (trains `{osp.basename(trained)}`)'
         cells = [
-            f'`{config}`',
+            name,
             str(row['settings']['max_iters'] or 'full schedule'),
             _top1(row, 'random_knn', 'knn/top1'),
             _top1(row, 'trained_knn', 'knn/top1'),
