@@ -1,0 +1,75 @@
+# Linear probe of the demo ViT-tiny (4 blocks, 96 dims, 3 heads, 4 px
+# patches on 32 px images: the encoder of the MAE, EVA, MILAN, MaskFeat,
+# BEiT and CAE demos) on the bundled digits (data/demo). Everything in the
+# ViT is frozen (frozen_stages = all 4 blocks, so the patch embedding,
+# CLS token, position embedding and final norm too); only the linear head
+# on the CLS token learns. 5 epochs, a minute or two on CPU.
+#   python tools/train.py \
+#       configs/benchmarks/linear_probe/linear_vit-tiny-p4_1xb64-5e_demo.py \
+#       --cfg-options \
+#       model.backbone.init_cfg.checkpoint=work_dirs/mae_demo/epoch_4.pth
+# The checkpoint is the only key to set; its backbone weights are read with
+# prefix 'backbone.' (see configs/benchmarks/README.md for other prefixes).
+# Random-init baseline: model.backbone.init_cfg=None.
+_base_ = [
+    '../../_base_/datasets/demo_linear.py',
+    '../../_base_/default_runtime.py',
+]
+
+num_classes = 10
+model = dict(
+    type='ImageClassifier',
+    data_preprocessor=dict(
+        type='ClsDataPreprocessor',
+        num_classes=num_classes,
+        mean=[33.0, 33.0, 33.0],
+        std=[60.0, 60.0, 60.0],
+        to_rgb=True,
+    ),
+    backbone=dict(
+        type='VisionTransformer',
+        arch=dict(
+            embed_dims=96, num_layers=4, num_heads=3, feedforward_channels=384
+        ),
+        img_size=32,
+        patch_size=4,
+        out_type='cls_token',
+        frozen_stages=4,
+        init_cfg=dict(type='Pretrained', checkpoint='', prefix='backbone.'),
+    ),
+    neck=None,
+    head=dict(
+        type='LinearClsHead',
+        num_classes=num_classes,
+        in_channels=96,
+        loss=dict(type='CrossEntropyLoss'),
+    ),
+)
+
+optim_wrapper = dict(
+    type='OptimWrapper',
+    optimizer=dict(type='SGD', lr=0.1, momentum=0.9, weight_decay=0.0),
+)
+max_epochs = 5
+param_scheduler = [
+    dict(
+        type='CosineAnnealingLR',
+        T_max=max_epochs,
+        by_epoch=True,
+        begin=0,
+        end=max_epochs,
+        convert_to_iter_based=True,
+    )
+]
+train_cfg = dict(
+    type='EpochBasedTrainLoop', max_epochs=max_epochs, val_interval=max_epochs
+)
+val_cfg = dict()
+test_cfg = dict()
+auto_scale_lr = dict(base_batch_size=64)
+default_hooks = dict(
+    logger=dict(interval=10),
+    checkpoint=dict(type='CheckpointHook', interval=max_epochs),
+)
+randomness = dict(seed=0)
+custom_hooks = [dict(type='PretrainedInitHook')]

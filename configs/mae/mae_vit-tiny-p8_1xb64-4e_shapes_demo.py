@@ -1,0 +1,39 @@
+# MAE demo (mae_vit-tiny-p4_1xb64-4e_demo.py) on the bundled 64 px shapes
+# set instead of the digits: the same ViT-tiny with 8 px patches on 64 px
+# images (the same 64 tokens, 75 % masked), 64 px random resized crops and
+# flips, kNN on data/shapes/val. MIM features are judged by the linear
+# probe configs/benchmarks/linear_probe/linear_vit-tiny-p8_1xb64-5e_shapes.py.
+#   python tools/misc/make_shapes_dataset.py data/shapes
+#   python tools/train.py configs/mae/mae_vit-tiny-p8_1xb64-4e_shapes_demo.py
+_base_ = ['./mae_vit-tiny-p4_1xb64-4e_demo.py']
+
+patch_size = 8
+_shapes_root = 'data/shapes'
+val_dataloader = dict(
+    dataset=dict(
+        bank=dict(data_root=_shapes_root), query=dict(data_root=_shapes_root)
+    )
+)
+test_dataloader = val_dataloader
+
+train_pipeline = [
+    dict(type='LoadImageFromFile'),
+    dict(
+        type='RandomResizedCrop',
+        scale=64,
+        crop_ratio_range=(0.5, 1.0),
+        backend='cv2',
+    ),
+    dict(type='RandomFlip', prob=0.5),
+    dict(type='PackInputs'),
+]
+train_dataloader = dict(
+    dataset=dict(data_root='data/shapes/train', pipeline=train_pipeline)
+)
+# pixel statistics of data/shapes (all channels): mean ~ 70, std ~ 40
+model = dict(
+    data_preprocessor=dict(mean=[70.0, 70.0, 70.0], std=[40.0, 40.0, 40.0]),
+    backbone=dict(img_size=64, patch_size=patch_size),
+    neck=dict(patch_size=patch_size),
+    head=dict(patch_size=patch_size),
+)

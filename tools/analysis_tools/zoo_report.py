@@ -1,0 +1,363 @@
+"""Measure the demos and write the model-zoo table (random vs trained).
+
+For each demo config, on one bundled set (``--dataset digits`` =
+data/demo, ``shapes`` = data/shapes), this runs as subprocesses:
+
+1. kNN of the network at random init (``tools/misc/knn_eval.py``);
+2. the demo's training (``tools/train.py``), timed;
+3. kNN of the trained checkpoint (``tools/misc/knn_eval.py --checkpoint``);
+4. with ``--linear``, the linear probe (configs/benchmarks/linear_probe/)
+   of the random-init and of the trained backbone, where one fits the
+   demo's backbone.
+
+Results go to a JSON file (``--results``), one entry per dataset and
+config, saved after every stage, so an interrupted run resumes where it
+stopped; rows already measured with the same settings are skipped unless
+``--force``. The markdown table between ``<!-- zoo-table:DATASET -->`` and
+``<!-- /zoo-table:DATASET -->`` in ``--doc`` is then rewritten from the
+JSON: every default demo gets a row, "not measured yet" where nothing was.
+
+    python tools/analysis_tools/zoo_report.py --dataset shapes --linear \\
+        configs/simclr/simclr_resnet18-w16_1xb64-10e_demo.py
+
+On shapes a demo's sibling ``*_shapes_demo.py`` (64 px pipeline) is
+trained when there is one; otherwise only the data folders are
+overridden. ``--max-iters N`` trains N iterations (an iteration-based
+loop; the schedule is cut short), for quick or partial measurements.
+"""
+
+import argparse
+import ast
+import glob
+import json
+import os
+import os.path as osp
+import shlex
+import subprocess
+import sys
+import time
+from typing import Dict, List, Optional
+
+ROOT = osp.abspath(osp.join(osp.dirname(__file__), '..', '..'))
+DATA = {'digits': 'data/demo', 'shapes': 'data/shapes'}
+PROBES = {  # (backbone type, patch size or None) -> probe config per set
+    ('ResNet_CIFAR', None): {
+        'digits': 'linear_resnet18-w16_1xb64-5e_demo.py',
+        'shapes': 'linear_resnet18-w16_1xb64-5e_shapes.py',
+    },
+    ('MAEViT', 4): {'digits': 'linear_vit-tiny-p4_1xb64-5e_demo.py'},
+    ('MAEViT', 8): {'shapes': 'linear_vit-tiny-p8_1xb64-5e_shapes.py'},
+}
+NOT_MEASURED = 'not measured yet'
+
+
+def default_configs() -> List[str]:
+    """All digits demos: ``configs/*/*_demo.py`` minus shapes variants."""
+    found = glob.glob(osp.join(ROOT, 'configs', '*', '*_demo.py'))
+    return sorted(
+        osp.relpath(p, ROOT) for p in found if '_shapes_demo' not in p
+    )
+
+
+def data_options(root: str) -> List[str]:
+    """``--cfg-options`` that point training and kNN at ``root``."""
+    options = [f'train_dataloader.dataset.data_root={root}/train']
+    for loader in ('val_dataloader', 'test_dataloader'):
+        options += [
+            f'{loader}.dataset.bank.data_root={root}',
+            f'{loader}.dataset.query.data_root={root}',
+        ]
+    return options
+
+
+def resolve(config: str, dataset: str, data_root=None) -> Dict:
+    """Config to train on ``dataset`` and the overrides it needs.
+
+    ``data_root`` (a copy of the set elsewhere) overrides every data folder.
+    """
+    options = data_options(data_root) if data_root else []
+    if dataset == 'digits':
+        return {'config': config, 'options': options}
+    stem = osp.basename(config).split('_')[0]
+    variants = glob.glob(
+        osp.join(ROOT, osp.dirname(config), f'{stem}_*_shapes_demo.py')
+    )
+    if len(variants) == 1:
+        return {'config': osp.relpath(variants[0], ROOT), 'options': options}
+    # no 64 px variant: the digits recipe on the shapes folders
+    root = data_root or DATA[dataset]
+    return {'config': config, 'options': data_options(root)}
+
+
+def run(cmd: List[str], log: str, timeout: float) -> str:
+    """Run ``cmd`` from the checkout root; return stdout, raise on error."""
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    env.setdefault('OMP_NUM_THREADS', '1')
+    proc = subprocess.run(
+        cmd,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    with open(log, 'a') as f:
+        f.write(f'$ {shlex.join(cmd)}\n{proc.stdout}\n{proc.stderr}\n')
+    if proc.returncode:
+        raise RuntimeError(f'{shlex.join(cmd)} failed, see {log}')
+    return proc.stdout
+
+
+def knn(cfg: Dict, ckpt: Optional[str], log: str, timeout: float) -> Dict:
+    """``{'knn/top1': .., 'knn/top5': ..}`` as knn_eval.py prints it."""
+    cmd = [sys.executable, 'tools/misc/knn_eval.py', cfg['config']]
+    if ckpt:
+        cmd += ['--checkpoint', ckpt]
+    if cfg['options']:
+        cmd += ['--cfg-options', *cfg['options']]
+    out = run(cmd, log, timeout)
+    lines = [s for s in out.splitlines() if s.startswith('{')]
+    return ast.literal_eval(lines[-1])
+
+
+def iter_options(max_iters: Optional[int]) -> List[str]:
+    """``--cfg-options`` that turn a run into ``max_iters`` iterations."""
+    if not max_iters:
+        return []
+    n = max_iters
+    return [
+        f"train_cfg=dict(_delete_=True,type='IterBasedTrainLoop',"
+        f'max_iters={n},'
+        f'val_interval={n})',
+        f"default_hooks.checkpoint=dict(type='CheckpointHook',"
+        f'by_epoch=False,interval={n},max_keep_ckpts=1)',
+        'log_processor.by_epoch=False',
+    ]
+
+
+def train(cfg: Dict, work_dir: str, args, log: str) -> Dict:
+    """Train the demo; return the last checkpoint and the wall time."""
+    cmd = [sys.executable, 'tools/train.py', cfg['config']]
+    # --max-iters adds keys the demos do not have (log_processor.by_epoch)
+    cmd += ['--work-dir', work_dir, '--allow-new-keys']
+    options = cfg['options'] + iter_options(args.max_iters)
+    # the demos end with a kNN evaluation: measured separately here
+    options.append('val_cfg=None')
+    options += ['val_dataloader=None', 'val_evaluator=None']
+    cmd += ['--cfg-options', *options]
+    start = time.time()
+    run(cmd, log, args.timeout)
+    wall = time.time() - start
+    with open(osp.join(work_dir, 'last_checkpoint')) as f:
+        ckpt = f.read().strip()
+    if ckpt.startswith(ROOT + os.sep):
+        ckpt = osp.relpath(ckpt, ROOT)
+    return {'checkpoint': ckpt, 'train_s': round(wall, 1)}
+
+
+def probe_config(cfg_file: str, dataset: str) -> Optional[str]:
+    """The linear-probe config fitting this demo's backbone, if any."""
+    from mmengine.config import Config
+
+    backbone = Config.fromfile(osp.join(ROOT, cfg_file)).model.backbone
+    patch = backbone.get('patch_size') if 'ViT' in backbone.type else None
+    name = PROBES.get((backbone.type, patch), {}).get(dataset)
+    return f'configs/benchmarks/linear_probe/{name}' if name else None
+
+
+def linear(probe: str, ckpt, work_dir: str, args, log: str) -> Dict:
+    """Top-1 / top-5 of the linear probe on ``ckpt`` (None: random)."""
+    init = (
+        f'model.backbone.init_cfg.checkpoint={ckpt}'
+        if ckpt
+        else 'model.backbone.init_cfg=None'
+    )
+    cmd = [sys.executable, 'tools/train.py', probe, '--work-dir', work_dir]
+    cmd.append('--allow-new-keys')
+    options = [init, *iter_options(args.probe_max_iters)]
+    if args.data_root:
+        options += [
+            f'{loader}.dataset.data_root={args.data_root}'
+            for loader in ('train_dataloader', 'val_dataloader')
+        ]
+    cmd += ['--cfg-options', *options]
+    run(cmd, log, args.timeout)
+    scalars = glob.glob(osp.join(work_dir, '*', 'vis_data', 'scalars.json'))
+    with open(max(scalars, key=osp.getmtime)) as f:
+        rows = [json.loads(s) for s in f if 'accuracy/top1' in s]
+    last = rows[-1]
+    return {k: last[k] for k in ('accuracy/top1', 'accuracy/top5')}
+
+
+def settings(args) -> Dict:
+    """What a measured row depends on; a change means measuring again."""
+    return {
+        'max_iters': args.max_iters,
+        'linear': args.linear,
+        'probe_max_iters': args.probe_max_iters,
+    }
+
+
+def measure(config: str, args, row: Dict, save) -> None:
+    """Run the missing stages of one row, saving after each."""
+    work = osp.join(args.work_root, args.dataset, osp.basename(config)[:-3])
+    os.makedirs(work, exist_ok=True)
+    log = osp.join(work, 'zoo_report.log')
+    cfg = resolve(config, args.dataset, args.data_root)
+    row['trained_config'] = cfg['config']
+    if 'random_knn' not in row:
+        row['random_knn'] = knn(cfg, None, log, args.timeout)
+        save()
+    if 'checkpoint' not in row:
+        row.update(train(cfg, osp.join(work, 'train'), args, log))
+        save()
+    if 'trained_knn' not in row:
+        row['trained_knn'] = knn(cfg, row['checkpoint'], log, args.timeout)
+        save()
+    probe = probe_config(cfg['config'], args.dataset) if args.linear else None
+    row['probe'] = probe
+    for key, ckpt in (('random', None), ('trained', row['checkpoint'])):
+        if probe and f'{key}_linear' not in row:
+            probe_dir = osp.join(work, f'linear_{key}')
+            row[f'{key}_linear'] = linear(probe, ckpt, probe_dir, args, log)
+            save()
+    row['status'] = 'done'
+    save()
+
+
+def command(config: str, args) -> str:
+    """The command line that reproduces one row."""
+    parts = ['python tools/analysis_tools/zoo_report.py', config]
+    parts += ['--dataset', args.dataset]
+    if args.linear:
+        parts.append('--linear')
+    if args.max_iters:
+        parts += ['--max-iters', str(args.max_iters)]
+    if args.linear and args.probe_max_iters:
+        parts += ['--probe-max-iters', str(args.probe_max_iters)]
+    return ' '.join(parts)
+
+
+def _top1(row: Dict, key: str, metric: str) -> str:
+    value = row.get(key)
+    return f'{value[metric]:.2f}' if value else '-'
+
+
+def table(rows: Dict[str, Dict], configs: List[str]) -> str:
+    """Markdown table: every config in ``configs`` plus measured ones."""
+    lines = [
+        '| demo config | trained iters | kNN top-1 random | kNN top-1 '
+        'trained | linear top-1 random | linear top-1 trained | train '
+        'wall (s) | command |',
+        '|---|---|---|---|---|---|---|---|',
+    ]
+    for config in sorted(set(configs) | set(rows)):
+        row = rows.get(config, {})
+        if row.get('status') != 'done':
+            lines.append(f'| `{config}` | {NOT_MEASURED} |' + ' |' * 6)
+            continue
+        trained = row.get('trained_config', config)
+        name = f'`{config}`'
+        if trained != config:
+            name += f' (trains `{osp.basename(trained)}`)'
+        cells = [
+            name,
+            str(row['settings']['max_iters'] or 'full schedule'),
+            _top1(row, 'random_knn', 'knn/top1'),
+            _top1(row, 'trained_knn', 'knn/top1'),
+            _top1(row, 'random_linear', 'accuracy/top1'),
+            _top1(row, 'trained_linear', 'accuracy/top1'),
+            f'{row["train_s"]:.0f}',
+            f'`{row["command"]}`',
+        ]
+        lines.append('| ' + ' | '.join(cells) + ' |')
+    return '\n'.join(lines)
+
+
+def write_table(doc: str, dataset: str, text: str) -> None:
+    """Replace (or append) the marked section of ``doc``."""
+    begin = f'<!-- zoo-table:{dataset} -->'
+    end = f'<!-- /zoo-table:{dataset} -->'
+    old = open(doc).read() if osp.exists(doc) else ''
+    block = f'{begin}\n{text}\n{end}'
+    if begin in old and end in old:
+        head, rest = old.split(begin, 1)
+        new = head + block + rest.split(end, 1)[1]
+    else:
+        new = old.rstrip('\n') + f'\n\n{block}\n'
+    with open(doc, 'w') as f:
+        f.write(new)
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('configs', nargs='*', help='default: every demo')
+    parser.add_argument('--dataset', choices=sorted(DATA), default='digits')
+    parser.add_argument('--linear', action='store_true')
+    parser.add_argument('--max-iters', type=int, default=None)
+    parser.add_argument('--probe-max-iters', type=int, default=None)
+    parser.add_argument('--force', action='store_true')
+    parser.add_argument('--work-root', default='work_dirs/zoo')
+    parser.add_argument(
+        '--doc', default=osp.join(ROOT, 'docs', 'en', 'model_zoo.md')
+    )
+    parser.add_argument('--results', default=None, help='default: DOC.json')
+    parser.add_argument(
+        '--data-root',
+        default=None,
+        help='the set is elsewhere than data/demo or data/shapes',
+    )
+    parser.add_argument(
+        '--table-only',
+        action='store_true',
+        help='measure nothing, rewrite the table from the JSON',
+    )
+    parser.add_argument(
+        '--timeout', type=float, default=3600.0, help='per subprocess (s)'
+    )
+    return parser.parse_args(argv)
+
+
+def load(results_file: str) -> Dict:
+    """The results JSON, ``{}`` if there is none yet."""
+    if not osp.exists(results_file):
+        return {}
+    with open(results_file) as f:
+        return json.load(f)
+
+
+def main(argv=None) -> Dict:
+    args = parse_args(argv)
+    results_file = args.results or osp.splitext(args.doc)[0] + '.json'
+    rows = load(results_file).get(args.dataset, {})
+    mine = {}
+
+    def save() -> None:
+        # re-read so that parallel runs on other configs are kept
+        results = load(results_file)
+        results.setdefault(args.dataset, {}).update(mine)
+        with open(results_file, 'w') as f:
+            json.dump(results, f, indent=1, sort_keys=True)
+
+    configs = [] if args.table_only else args.configs or default_configs()
+    for config in configs:
+        row = rows.get(config, {})
+        if args.force or row.get('settings') != settings(args):
+            row = {'settings': settings(args)}
+        if row.get('status') == 'done':
+            print(f'{config}: measured already (--force to redo)')
+            continue
+        row['command'] = command(config, args)
+        mine[config] = row
+        try:
+            measure(config, args, row, save)
+        except (RuntimeError, subprocess.TimeoutExpired) as err:
+            print(f'{config}: {err}', file=sys.stderr)
+        print(config, json.dumps(row))
+    rows = load(results_file).get(args.dataset, {})
+    write_table(args.doc, args.dataset, table(rows, default_configs()))
+    return rows
+
+
+if __name__ == '__main__':
+    main()
