@@ -7,7 +7,7 @@
 #       configs/dinov2/dinov2_vit-tiny-p8_1xb64-10e_shapes_demo.py
 _base_ = ['./dinov2_vit-tiny-p4_1xb64-10e_demo.py']
 
-patch_size = 8
+_patch_size = 8
 _shapes_root = 'data/shapes'
 val_dataloader = dict(
     dataset=dict(
@@ -20,28 +20,23 @@ train_pipeline = [
     dict(type='LoadImageRobust'),
     dict(
         type='MultiCrop',
-        num_global_crops={{_base_.num_global_crops}},
-        num_local_crops={{_base_.num_local_crops}},
+        num_global_crops={{_base_._num_global_crops}},
+        num_local_crops={{_base_._num_local_crops}},
         global_size=64,
         local_size=32,
         global_scale=(0.4, 1.0),
         local_scale=(0.1, 0.4),
         blur_kernel_size=5,
     ),
-    dict(
-        type='BlockwiseMaskGenerator',
-        patch_size=patch_size,
-        mask_ratio=(0.1, 0.5),
-        mask_prob=0.5,
-        min_num_patches=4,
-    ),
     dict(type='PackInputs'),
 ]
 train_dataloader = dict(
-    dataset=dict(data_root='data/shapes/train', pipeline=train_pipeline)
+    # the demo's batch-level iBOT masks, on the 8 px grid
+    collate_fn=dict(patch_size=_patch_size),
+    dataset=dict(data_root='data/shapes/train', pipeline=train_pipeline),
 )
 # pixel statistics of data/shapes (all channels): mean ~ 70, std ~ 40
 model = dict(
     data_preprocessor=dict(mean=[70.0, 70.0, 70.0], std=[40.0, 40.0, 40.0]),
-    backbone=dict(img_size=64, patch_size=patch_size),
+    backbone=dict(img_size=64, patch_size=_patch_size),
 )

@@ -7,7 +7,7 @@
 #   python tools/train.py configs/mae/mae_vit-tiny-p8_1xb64-4e_shapes_demo.py
 _base_ = ['./mae_vit-tiny-p4_1xb64-4e_demo.py']
 
-patch_size = 8
+_patch_size = 8
 _shapes_root = 'data/shapes'
 val_dataloader = dict(
     dataset=dict(
@@ -33,7 +33,7 @@ train_dataloader = dict(
 # pixel statistics of data/shapes (all channels): mean ~ 70, std ~ 40
 model = dict(
     data_preprocessor=dict(mean=[70.0, 70.0, 70.0], std=[40.0, 40.0, 40.0]),
-    backbone=dict(img_size=64, patch_size=patch_size),
-    neck=dict(patch_size=patch_size),
-    head=dict(patch_size=patch_size),
+    backbone=dict(img_size=64, patch_size=_patch_size),
+    neck=dict(patch_size=_patch_size),
+    head=dict(patch_size=_patch_size),
 )

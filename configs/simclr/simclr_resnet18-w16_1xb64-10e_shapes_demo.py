@@ -15,7 +15,7 @@ val_dataloader = dict(
 )
 test_dataloader = val_dataloader
 
-view_pipeline = [
+_view_pipeline = [
     dict(
         type='RandomResizedCrop',
         scale=64,
@@ -39,7 +39,7 @@ view_pipeline = [
 ]
 train_pipeline = [
     dict(type='LoadImageRobust'),
-    dict(type='MultiView', num_views=2, transforms=[view_pipeline]),
+    dict(type='MultiView', num_views=2, transforms=[_view_pipeline]),
     dict(type='PackInputs'),
 ]
 train_dataloader = dict(

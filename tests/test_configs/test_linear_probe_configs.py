@@ -7,7 +7,8 @@ import pytest
 import torch
 from mmengine.config import Config
 from mmengine.hooks import Hook
-from mmengine.runner import Runner
+
+from mmssl.engine.runner import build_runner
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 PROBES = osp.join(ROOT, 'configs', 'benchmarks', 'linear_probe')
@@ -35,7 +36,7 @@ def _train_probe(name: str, data_root: str, work_dir: str):
     cfg.test_cfg = cfg.test_dataloader = cfg.test_evaluator = None
     cfg.param_scheduler = []
     cfg.default_hooks.checkpoint = None
-    runner = Runner.from_cfg(cfg)
+    runner = build_runner(cfg)
     snapshot = _Snapshot()
     runner.register_hook(snapshot, priority='LOWEST')
     runner.train()

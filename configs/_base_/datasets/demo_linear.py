@@ -1,12 +1,12 @@
 # Linear-probe data on the bundled demo digits (32 px, data/demo made by
 # tools/misc/make_demo_dataset.py): train split with random flips for the
 # linear head, val split (no augmentation) for top-1 / top-5.
-linear_data_root = 'data/demo'
-linear_test_pipeline = [
+_linear_data_root = 'data/demo'
+_linear_test_pipeline = [
     dict(type='LoadImageFromFile'),
     dict(type='PackInputs'),
 ]
-linear_train_pipeline = [
+_linear_train_pipeline = [
     dict(type='LoadImageFromFile'),
     dict(type='RandomFlip', prob=0.5),
     dict(type='PackInputs'),
@@ -19,9 +19,9 @@ train_dataloader = dict(
     collate_fn=dict(type='default_collate'),
     dataset=dict(
         type='CustomDataset',
-        data_root=linear_data_root,
+        data_root=_linear_data_root,
         data_prefix='train',
-        pipeline=linear_train_pipeline,
+        pipeline=_linear_train_pipeline,
     ),
 )
 val_dataloader = dict(
@@ -32,9 +32,9 @@ val_dataloader = dict(
     collate_fn=dict(type='default_collate'),
     dataset=dict(
         type='CustomDataset',
-        data_root=linear_data_root,
+        data_root=_linear_data_root,
         data_prefix='val',
-        pipeline=linear_test_pipeline,
+        pipeline=_linear_test_pipeline,
     ),
 )
 test_dataloader = val_dataloader

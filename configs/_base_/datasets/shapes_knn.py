@@ -3,11 +3,11 @@
 # is the feature bank, the val split the queries.
 _base_ = ['./demo_knn.py']
 
-knn_data_root = 'data/shapes'
+_knn_data_root = 'data/shapes'
 _knn_dataloader = dict(
     dataset=dict(
-        bank=dict(data_root=knn_data_root),
-        query=dict(data_root=knn_data_root),
+        bank=dict(data_root=_knn_data_root),
+        query=dict(data_root=_knn_data_root),
     ),
 )
 val_dataloader = _knn_dataloader

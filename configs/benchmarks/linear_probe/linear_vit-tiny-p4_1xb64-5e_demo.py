@@ -16,12 +16,12 @@ _base_ = [
     '../../_base_/default_runtime.py',
 ]
 
-num_classes = 10
+_num_classes = 10
 model = dict(
     type='ImageClassifier',
     data_preprocessor=dict(
         type='ClsDataPreprocessor',
-        num_classes=num_classes,
+        num_classes=_num_classes,
         mean=[33.0, 33.0, 33.0],
         std=[60.0, 60.0, 60.0],
         to_rgb=True,
@@ -40,7 +40,7 @@ model = dict(
     neck=None,
     head=dict(
         type='LinearClsHead',
-        num_classes=num_classes,
+        num_classes=_num_classes,
         in_channels=96,
         loss=dict(type='CrossEntropyLoss'),
     ),
@@ -50,26 +50,28 @@ optim_wrapper = dict(
     type='OptimWrapper',
     optimizer=dict(type='SGD', lr=0.1, momentum=0.9, weight_decay=0.0),
 )
-max_epochs = 5
+_max_epochs = 5
 param_scheduler = [
     dict(
         type='CosineAnnealingLR',
-        T_max=max_epochs,
+        T_max=_max_epochs,
         by_epoch=True,
         begin=0,
-        end=max_epochs,
+        end=_max_epochs,
         convert_to_iter_based=True,
     )
 ]
 train_cfg = dict(
-    type='EpochBasedTrainLoop', max_epochs=max_epochs, val_interval=max_epochs
+    type='EpochBasedTrainLoop',
+    max_epochs=_max_epochs,
+    val_interval=_max_epochs,
 )
 val_cfg = dict()
 test_cfg = dict()
 auto_scale_lr = dict(base_batch_size=64)
 default_hooks = dict(
     logger=dict(interval=10),
-    checkpoint=dict(type='CheckpointHook', interval=max_epochs),
+    checkpoint=dict(type='CheckpointHook', interval=_max_epochs),
 )
 randomness = dict(seed=0)
 custom_hooks = [dict(type='PretrainedInitHook')]

@@ -7,9 +7,9 @@
 #       --cfg-options model.backbone.init_cfg.checkpoint=CKPT
 _base_ = ['./linear_vit-tiny-p4_1xb64-5e_demo.py']
 
-linear_data_root = 'data/shapes'
-train_dataloader = dict(dataset=dict(data_root=linear_data_root))
-val_dataloader = dict(dataset=dict(data_root=linear_data_root))
+_linear_data_root = 'data/shapes'
+train_dataloader = dict(dataset=dict(data_root=_linear_data_root))
+val_dataloader = dict(dataset=dict(data_root=_linear_data_root))
 test_dataloader = val_dataloader
 # pixel statistics of data/shapes (all channels): mean ~ 70, std ~ 40
 model = dict(
