@@ -22,7 +22,13 @@ from ._utils import ROOT, load_tool
 TOOLS = sorted(
     osp.relpath(p, osp.join(ROOT, 'tools'))
     for p in glob.glob(osp.join(ROOT, 'tools', '**', '*.py'), recursive=True)
-    if re.search(r'cfg.options|DictAction', open(p, encoding='utf-8').read())
+    # a tool that takes the option itself (zoo_report.py only passes
+    # --cfg-options on to the tools it runs)
+    if re.search(
+        r"add_argument\(\s*'--cfg-options'|add_cfg_options_arguments\(|"
+        r'DictAction',
+        open(p, encoding='utf-8').read(),
+    )
 )
 
 OPTIONS = [

@@ -30,7 +30,7 @@ import tempfile
 ROOT = osp.abspath(osp.join(osp.dirname(__file__), '..', '..'))
 sys.path.insert(0, ROOT)
 
-from mmssl.utils.config import CfgOptionsAction  # noqa: E402
+from mmssl.utils.cli import add_cfg_options_arguments  # noqa: E402
 
 
 def parse_args(argv=None):
@@ -49,7 +49,7 @@ def parse_args(argv=None):
     parser.add_argument('--batch-size', type=int, default=None)
     parser.add_argument('--num-workers', type=int, default=None)
     parser.add_argument('--json', help='also write the figures here')
-    parser.add_argument('--cfg-options', nargs='+', action=CfgOptionsAction)
+    add_cfg_options_arguments(parser)
     return parser.parse_args(argv)
 
 
@@ -91,7 +91,7 @@ def prepare_cfg(args, cuda: bool):
     from mmssl.utils.config_compat import load_config_file
 
     cfg = load_config_file(args.config)
-    merge_cfg_options(cfg, args.cfg_options, False)
+    merge_cfg_options(cfg, args.cfg_options, args.allow_new_keys)
     notes = []
     if args.amp:
         notes.append(enable_amp_in_cfg(cfg, cuda))

@@ -127,6 +127,11 @@ def _resolve_scheduler(
         notes.append(f'{_where(place, key, old, run)} -> {sched[key]}')
     if has_milestones:
         sched['milestones'] = [convert(m) for m in milestones]
+    begin, end = sched.get('begin', 0), sched.get('end')
+    if not fine and isinstance(end, int) and isinstance(begin, int):
+        # a short run: '10%' of 3 iterations rounds to 0; keep at least one
+        # step, as fractional_epochs_to_iters does for epoch loops
+        sched['end'] = max(end, begin + 1)
     if not run.by_epoch and by_epoch:
         # iteration-based loop: the scheduler now counts iterations
         sched['by_epoch'] = False

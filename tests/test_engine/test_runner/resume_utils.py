@@ -37,9 +37,12 @@ class QuickTextConfig(Config):
 
 
 def repoint(obj, demo_root: str):
-    """Replace every ``'data/demo...'`` string in ``obj`` by the fixture."""
-    if isinstance(obj, str) and obj.startswith('data/demo'):
-        return demo_root + obj[len('data/demo') :]
+    """Replace every ``'data/demo...'`` string in ``obj`` by the fixture,
+    and ``'data/shapes...'`` too (the ``*_shapes_demo.py`` variants take
+    the 32 px digits as well)."""
+    for prefix in ('data/demo', 'data/shapes'):
+        if isinstance(obj, str) and obj.startswith(prefix):
+            return demo_root + obj[len(prefix) :]
     if isinstance(obj, dict):
         return type(obj)({k: repoint(v, demo_root) for k, v in obj.items()})
     if isinstance(obj, (list, tuple)):
