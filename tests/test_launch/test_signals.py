@@ -45,6 +45,10 @@ def test_first_signal_recorded_handlers_restored():
 
 
 def test_second_ctrl_c_aborts_a_duplicate_does_not(capfd):
+    # a process started in the background of a non-interactive shell
+    # inherits SIGINT ignored and Python keeps it so: start from Python's
+    # own handler whatever the test process inherited
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
     stop = StopSignals(repeat_after=0.3)
     stop.install()
     try:
@@ -65,4 +69,5 @@ def test_second_ctrl_c_aborts_a_duplicate_does_not(capfd):
         assert signal.getsignal(signal.SIGINT) is signal.SIG_DFL
     finally:
         stop.restore()
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        restored = signal.signal(signal.SIGINT, inherited)
+    assert restored is signal.default_int_handler
