@@ -58,6 +58,7 @@ def parse_args(argv=None):
     p.add_argument('--repeats', type=int, default=6)
     p.add_argument('--warmup', type=int, default=1)
     p.add_argument('--threads', type=int, default=1)
+    p.add_argument('--device', default='cpu', help='e.g. cuda')
     args = p.parse_args(argv)
     v3 = args.backbone == 'dinov3'
     if args.demo:
@@ -96,10 +97,13 @@ def crops(args):
 def step(model, xs, packed: bool) -> float:
     """Seconds of one forward + backward."""
     model.zero_grad(set_to_none=True)
+    sync = torch.cuda.synchronize if xs[0].is_cuda else (lambda: None)
+    sync()
     start = time.perf_counter()
     outs = model.forward_packed(xs) if packed else [model(x) for x in xs]
     loss = sum(o[-1].float().square().mean() for o in outs)
     loss.backward()
+    sync()
     return time.perf_counter() - start
 
 
@@ -126,13 +130,14 @@ def main(argv=None):
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    model = build(args).train()
-    xs = crops(args)
+    model = build(args).to(args.device).train()
+    xs = [x.to(args.device) for x in crops(args)]
     print(
         f'{args.backbone} arch={args.arch} patch {args.patch_size}; batch '
         f'{args.batch}: {args.num_global} x {args.global_size} px + '
         f'{args.num_local} x {args.local_size} px crops; drop path '
-        f'{args.drop_path}; threads {torch.get_num_threads()}'
+        f'{args.drop_path}; threads {torch.get_num_threads()}; '
+        f'{args.device}'
     )
     print(f'max |packed - per-size| (eval): {max_difference(model, xs):.2e}')
     for _ in range(args.warmup):
