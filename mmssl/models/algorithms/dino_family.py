@@ -11,6 +11,7 @@ from .dino_parts import (
     TERM_ATTRS,
     build_terms,
     forward_backbone,
+    forward_groups,
     global_masks,
     masked_tokens,
     patch_grid,
@@ -43,6 +44,11 @@ class DINOFamily(EMATeacherSelfSupervisor):
         teacher_temp (float): Initial teacher temperature.
         loss_weights (dict, optional): Overrides of the term weights, plus
             ``dino_local``: factor of the local-crop pairs in the DINO CE.
+        pack_crops (bool): Run student and teacher through the backbone's
+            ``forward_packed``: token-wise layers once over the tokens of
+            all crop sizes, attention per size. Same values as one pass
+            per size; see docs/en/benchmarks.md for the speed. Defaults to
+            False.
     """
 
     #: term name -> key in ``loss_weights`` and in the output ``loss_<key>``
@@ -58,6 +64,7 @@ class DINOFamily(EMATeacherSelfSupervisor):
         num_gram_crops: int = 0,
         teacher_temp: float = 0.04,
         loss_weights: Optional[dict] = None,
+        pack_crops: bool = False,
         **kwargs,
     ) -> None:
         super().__init__(backbone=backbone, head=head, **kwargs)
@@ -66,6 +73,13 @@ class DINOFamily(EMATeacherSelfSupervisor):
         self.num_global_crops = num_global_crops
         self.num_gram_crops = num_gram_crops
         self.teacher_temp = teacher_temp
+        if pack_crops and not hasattr(self.backbone, 'forward_packed'):
+            raise ValueError(
+                f'pack_crops=True needs a backbone with forward_packed '
+                f'(DINOVisionTransformer, DINOv3ViT), got '
+                f'{type(self.backbone).__name__}.'
+            )
+        self.pack_crops = pack_crops
         self.terms = tuple(terms)
         self.loss_weights = build_terms(
             self, terms, self.weight_keys, loss_weights
@@ -88,17 +102,19 @@ class DINOFamily(EMATeacherSelfSupervisor):
         if 'ibot_patch' in self.terms:
             masks = global_masks(data_samples, g, global_x.device)
         with torch.no_grad():
-            t_cls, t_patch = forward_backbone(
-                self.teacher['backbone'], global_x
+            ((t_cls, t_patch),) = forward_groups(
+                self.teacher['backbone'], [global_x], packed=self.pack_crops
             )
             t_logits, t_patch_logits = self._heads(
                 self.teacher, t_cls, masked_tokens(t_patch, masks)
             )
-        s_cls_g, s_patch = forward_backbone(self.backbone, global_x, masks)
-        s_cls = torch.cat(
-            [s_cls_g]
-            + [forward_backbone(self.backbone, x)[0] for x in locals_]
-        )  # (V*B, C)
+        (s_cls_g, s_patch), *s_locals = forward_groups(
+            self.backbone,
+            [global_x, *locals_],
+            [masks] + [None] * len(locals_),
+            packed=self.pack_crops,
+        )
+        s_cls = torch.cat([s_cls_g] + [c for c, _ in s_locals])  # (V*B, C)
         s_logits, s_patch_logits = self._heads(
             self.student_modules(), s_cls, masked_tokens(s_patch, masks)
         )

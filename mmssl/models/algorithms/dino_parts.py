@@ -22,6 +22,8 @@ def strip_for_teacher(module: nn.Module) -> nn.Module:
     for m in module.modules():
         if hasattr(m, 'drop_prob'):  # DropPath (mmcv, timm)
             m.drop_prob = 0.0
+        if hasattr(m, 'drop_path_rate'):  # DINOBlock's own stochastic depth
+            m.drop_path_rate = 0.0
         if isinstance(m, nn.Dropout):
             m.p = 0.0
         if hasattr(m, 'with_cp'):
@@ -43,6 +45,40 @@ def forward_backbone(
     features (B, C), or CNN maps (B, C, H, W) (global average pooled).
     """
     out = backbone(x) if mask is None else backbone(x, mask=mask)
+    return cls_and_patches(backbone, out)
+
+
+def forward_groups(
+    backbone: nn.Module,
+    xs: Sequence[Tensor],
+    masks: Optional[Sequence[Optional[Tensor]]] = None,
+    packed: bool = False,
+) -> List[Tuple[Tensor, Optional[Tensor]]]:
+    """CLS and patch tokens of each group of same-size crops.
+
+    Args:
+        backbone (nn.Module): The backbone.
+        xs (Sequence[Tensor]): Groups of crops (B_g, 3, H_g, W_g).
+        masks (Sequence, optional): Per group, a patch mask or None.
+        packed (bool): One ``backbone.forward_packed`` pass over all groups
+            (token-wise layers run once on the concatenated tokens) instead
+            of one ``forward`` per group. Same values.
+
+    Returns:
+        list[tuple]: Per group, what :func:`forward_backbone` returns.
+    """
+    masks = [None] * len(xs) if masks is None else masks
+    if not packed:
+        return [forward_backbone(backbone, x, m) for x, m in zip(xs, masks)]
+    outs = backbone.forward_packed(list(xs), list(masks))
+    return [cls_and_patches(backbone, out) for out in outs]
+
+
+def cls_and_patches(
+    backbone: nn.Module, out
+) -> Tuple[Tensor, Optional[Tensor]]:
+    """CLS (B, C) and patch tokens (B, N, C) (or None) of a backbone
+    output, as described in :func:`forward_backbone`."""
     if isinstance(out, (list, tuple)):
         out = out[-1]
     if out.dim() == 4:  # CNN feature map

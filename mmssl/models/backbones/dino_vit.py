@@ -31,12 +31,13 @@ from mmssl.models.utils.drop_path import drop_path_rates
 from mmssl.registry import MODELS
 
 from .dino_block import DINOBlock
+from .packed_vit import DINOv2PackingMixin
 
 _ARCH_KEYS = {'embed_dims', 'num_layers', 'num_heads'}
 
 
 @MODELS.register_module()
-class DINOVisionTransformer(VisionTransformer):
+class DINOVisionTransformer(DINOv2PackingMixin, VisionTransformer):
     """ViT with register tokens, mask token and DINOv2 conventions.
 
     The token sequence fed to the transformer is

@@ -34,6 +34,7 @@ from .dinov3_layers import (
     MaskedBiasLinear,
     PatchEmbed,
 )
+from .packed_vit import DINOv3PackingMixin
 
 _ARCH_KEYS = {'embed_dims', 'num_layers', 'num_heads'}
 _OUT_TYPES = {'raw', 'cls_token', 'featmap', 'avg_featmap'}
@@ -50,7 +51,7 @@ def _arch(C: int, L: int, H: int, ratio: float = 4, **extra) -> dict:
 
 
 @MODELS.register_module()
-class DINOv3ViT(BaseBackbone):
+class DINOv3ViT(DINOv3PackingMixin, BaseBackbone):
     """DINOv3 ViT with RoPE, registers, LayerScale and masked K-bias.
 
     Args:

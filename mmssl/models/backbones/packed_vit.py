@@ -1,0 +1,216 @@
+# Copyright (c) mmssl contributors. All rights reserved.
+"""``forward_packed``: one backbone pass over crops of several sizes.
+
+Mixins for :class:`~mmssl.models.DINOVisionTransformer` and
+:class:`~mmssl.models.DINOv3ViT`. Each group of same-size crops is
+embedded on its own (patch embedding, mask token, position embedding or
+RoPE, registers); then the tokens of all groups are packed into one
+(S, C) tensor, every token-wise layer runs once on it and attention runs
+per group (:mod:`.token_packing`). The outputs are those of calling
+``forward`` once per group, up to float rounding.
+"""
+
+from typing import List, Optional, Sequence, Tuple
+
+import torch
+import torch.nn.functional as F
+import torch.utils.checkpoint as cp
+from torch import Tensor, nn
+
+from mmssl.models.utils.rope import apply_rope
+
+from .token_packing import (
+    Keep,
+    TokenGroups,
+    draw_keep,
+    grouped_attention,
+    pack_tokens,
+    packed_residual,
+    unpack_tokens,
+)
+
+Ropes = Optional[List[Optional[Tuple[Tensor, Tensor]]]]
+
+
+def dino_block_packed(
+    layer: nn.Module,
+    x: Tensor,
+    groups: TokenGroups,
+    ropes: Ropes,
+    keep_attn: Keep,
+    keep_ffn: Keep,
+) -> Tensor:
+    """A :class:`DINOBlock` on packed tokens (S, C) -> (S, C)."""
+    attn = layer.attn
+    if attn.v_shortcut:
+        raise ValueError('Token packing does not support v_shortcut.')
+    drop = attn.attn_drop if attn.training else 0.0
+
+    def attend(q: Tensor, k: Tensor, v: Tensor, g: int) -> Tensor:
+        return attn.scaled_dot_product_attention(q, k, v, dropout_p=drop)
+
+    def attn_branch(t: Tensor, grp: TokenGroups) -> Tensor:
+        out = grouped_attention(
+            attn.qkv(layer.ln1(t)), grp, attn.num_heads, attend
+        )
+        return attn.out_drop(attn.gamma1(attn.proj_drop(attn.proj(out))))
+
+    def ffn_branch(t: Tensor, grp: TokenGroups) -> Tensor:
+        return layer.ffn_residual(t)
+
+    keep_prob = 1.0 - layer.drop_path_rate
+    x = packed_residual(x, attn_branch, groups, keep_attn, keep_prob)
+    return packed_residual(x, ffn_branch, groups, keep_ffn, keep_prob)
+
+
+def dinov3_block_packed(
+    layer: nn.Module,
+    x: Tensor,
+    groups: TokenGroups,
+    ropes: Ropes,
+    keep_attn: Keep,
+    keep_ffn: Keep,
+) -> Tensor:
+    """A :class:`DINOv3Block` on packed tokens (S, C) -> (S, C), RoPE of
+    group ``g`` on that group's patch tokens."""
+    attn = layer.attn
+
+    def attend(q: Tensor, k: Tensor, v: Tensor, g: int) -> Tensor:
+        if ropes is not None and ropes[g] is not None:
+            sin, cos = ropes[g]
+            q, k = apply_rope(q, sin, cos), apply_rope(k, sin, cos)
+        return F.scaled_dot_product_attention(q, k, v)
+
+    def attn_branch(t: Tensor, grp: TokenGroups) -> Tensor:
+        out = grouped_attention(
+            attn.qkv(layer.ln1(t)), grp, attn.num_heads, attend
+        )
+        return layer.ls1(attn.proj(out))
+
+    def ffn_branch(t: Tensor, grp: TokenGroups) -> Tensor:
+        return layer.ls2(layer.ffn(layer.ln2(t)))
+
+    keep_prob = 1.0 - getattr(layer.drop_path, 'drop_prob', 0.0)
+    x = packed_residual(x, attn_branch, groups, keep_attn, keep_prob)
+    return packed_residual(x, ffn_branch, groups, keep_ffn, keep_prob)
+
+
+class PackedForwardMixin:
+    """``forward_packed`` for ViTs with ``prepare_tokens``, ``layers``,
+    ``out_indices``, ``final_norm`` and ``_format_output``; subclasses
+    say how a group is embedded, how a block runs packed, its drop rule
+    and its final norm."""
+
+    #: (block function, stochastic-depth rule of ``draw_keep``)
+    _packed_block = staticmethod(dino_block_packed)
+    _packed_drop_rule = 'below'
+
+    def _packed_embed(self, x: Tensor, mask: Optional[Tensor]):
+        """Tokens (B, T, C), patch grid and RoPE (or None) of one group."""
+        tokens, grid = self.prepare_tokens(x, mask)
+        return tokens, tuple(grid), None
+
+    def _packed_drop_prob(self, layer: nn.Module) -> float:
+        return layer.drop_path_rate
+
+    def _packed_final_norm(self, x: Tensor, groups: TokenGroups) -> Tensor:
+        return self.ln1(x)
+
+    def forward_packed(
+        self,
+        xs: Sequence[Tensor],
+        masks: Optional[Sequence[Optional[Tensor]]] = None,
+        generators: Optional[Sequence[Optional[torch.Generator]]] = None,
+    ) -> List[Tuple[Tensor, ...]]:
+        """Forward groups of crops, each group of one size, in one pass.
+
+        Args:
+            xs (Sequence[Tensor]): Groups of images (B_g, C_in, H_g, W_g).
+            masks (Sequence, optional): Per group, a patch mask as in
+                ``forward`` or None. Defaults to None (no masks).
+            generators (Sequence, optional): Per group, the generator of
+                that group's stochastic-depth draws (None: global RNG).
+                Group g then draws what ``forward(xs[g])`` would draw.
+
+        Returns:
+            list[tuple[Tensor]]: Per group, what ``forward(xs[g],
+            masks[g])`` returns.
+        """
+        masks = [None] * len(xs) if masks is None else list(masks)
+        if len(masks) != len(xs) or not xs:
+            raise ValueError(
+                f'forward_packed needs one mask (or None) per group: got '
+                f'{len(xs)} groups and {len(masks)} masks.'
+            )
+        tokens, grids, ropes = zip(
+            *(self._packed_embed(x, m) for x, m in zip(xs, masks))
+        )
+        x, groups = pack_tokens(tokens)  # (S, C)
+        outs: List[List[Tensor]] = [[] for _ in xs]
+        for i, layer in enumerate(self.layers):
+            keeps = [
+                draw_keep(
+                    groups,
+                    self._packed_drop_prob(layer) if layer.training else 0.0,
+                    self._packed_drop_rule,
+                    x.device,
+                    x.dtype,
+                    generators,
+                )
+                for _ in range(2)  # attention branch, then FFN branch
+            ]
+            x = self._run_packed_layer(layer, x, groups, list(ropes), keeps)
+            if i in self.out_indices:
+                out = (
+                    self._packed_final_norm(x, groups)
+                    if self.final_norm
+                    else x
+                )
+                for g, part in enumerate(unpack_tokens(out, groups)):
+                    outs[g].append(self._format_output(part, grids[g]))
+        return [tuple(o) for o in outs]
+
+    def _run_packed_layer(
+        self, layer, x: Tensor, groups: TokenGroups, ropes, keeps
+    ) -> Tensor:
+        args = (layer, x, groups, ropes, *keeps)
+        if self.with_cp and self.training and torch.is_grad_enabled():
+            # Keep decisions are drawn outside, so recomputation reuses them.
+            return cp.checkpoint(
+                self._packed_block, *args, use_reentrant=False
+            )
+        return self._packed_block(*args)
+
+
+class DINOv2PackingMixin(PackedForwardMixin):
+    """Packing for :class:`DINOVisionTransformer` (``DINOBlock`` layers)."""
+
+
+class DINOv3PackingMixin(PackedForwardMixin):
+    """Packing for :class:`DINOv3ViT`: RoPE per group, mmcv ``DropPath``
+    draws, untied CLS/patch final norms."""
+
+    _packed_block = staticmethod(dinov3_block_packed)
+    _packed_drop_rule = 'floor'
+
+    def _packed_embed(self, x: Tensor, mask: Optional[Tensor]):
+        tokens, grid = self.prepare_tokens(x, mask)
+        return tokens, tuple(grid), self.rope_embed(*grid)
+
+    def _packed_drop_prob(self, layer: nn.Module) -> float:
+        return getattr(layer.drop_path, 'drop_prob', 0.0)
+
+    def _packed_final_norm(self, x: Tensor, groups: TokenGroups) -> Tensor:
+        if self.cls_norm is None:
+            return self.norm(x)
+        parts = unpack_tokens(x, groups)
+        return pack_tokens([self.apply_final_norm(p) for p in parts])[0]
+
+
+__all__ = [
+    'DINOv2PackingMixin',
+    'DINOv3PackingMixin',
+    'PackedForwardMixin',
+    'dino_block_packed',
+    'dinov3_block_packed',
+]

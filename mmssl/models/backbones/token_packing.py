@@ -1,0 +1,188 @@
+# Copyright (c) mmssl contributors. All rights reserved.
+"""Multi-crop token packing for ViT backbones.
+
+A multi-crop student sees crops of several resolutions (e.g. 2 global
+crops at 224 px and 8 local crops at 96 px). Run per resolution group,
+every token-wise layer (LayerNorm, qkv, output projection, MLP,
+LayerScale) is called once per group. Packed, the tokens of all groups are
+concatenated into one flat (S, C) tensor, ``S = sum_g B_g * T_g``; the
+token-wise layers run once on it and only the attention runs per group,
+with ``F.scaled_dot_product_attention`` on (B_g, heads, T_g, head_dims), as
+DINOv3 does without xFormers (Siméoni et al., 2025, `DINOv3
+<https://arxiv.org/abs/2508.10104>`_). The results equal the per-group
+path up to float rounding.
+
+Stochastic depth stays per sample: each sample belongs to one group, its
+keep decision is drawn with the same convention and in the same per-group
+order as the block's own forward, and a residual branch runs only on the
+tokens of the kept samples.
+"""
+
+from dataclasses import dataclass
+from typing import Callable, List, Optional, Sequence, Tuple
+
+import torch
+from torch import Tensor
+
+Keep = Optional[List[Tensor]]  # one bool (B_g,) tensor per group, or None
+
+
+@dataclass(frozen=True)
+class TokenGroups:
+    """Layout of a packed (S, C) tensor: group g holds ``sizes[g] =
+    (B_g, T_g)``, i.e. B_g samples of T_g tokens, rows in group order."""
+
+    sizes: Tuple[Tuple[int, int], ...]
+
+    @property
+    def rows(self) -> List[int]:
+        """Rows (tokens) of each group, ``B_g * T_g``."""
+        return [b * t for b, t in self.sizes]
+
+    @property
+    def num_samples(self) -> int:
+        return sum(b for b, _ in self.sizes)
+
+
+def pack_tokens(tokens: Sequence[Tensor]) -> Tuple[Tensor, TokenGroups]:
+    """Concatenate groups (B_g, T_g, C) into one (S, C) tensor."""
+    groups = TokenGroups(tuple((t.shape[0], t.shape[1]) for t in tokens))
+    flat = torch.cat([t.reshape(-1, t.shape[-1]) for t in tokens])
+    return flat, groups  # (S, C)
+
+
+def unpack_tokens(x: Tensor, groups: TokenGroups) -> List[Tensor]:
+    """Split (S, C) back into one (B_g, T_g, C) tensor per group."""
+    parts = x.split(groups.rows)
+    return [p.view(b, t, -1) for p, (b, t) in zip(parts, groups.sizes)]
+
+
+def grouped_attention(
+    qkv: Tensor,
+    groups: TokenGroups,
+    num_heads: int,
+    attend: Callable[[Tensor, Tensor, Tensor, int], Tensor],
+) -> Tensor:
+    """Self-attention within each group of a packed qkv tensor.
+
+    Args:
+        qkv (Tensor): Fused projections (S, 3C), rows as in ``groups``.
+        groups (TokenGroups): The layout.
+        num_heads (int): Attention heads.
+        attend (Callable): ``attend(q, k, v, g)`` on (B_g, heads, T_g, d)
+            returning (B_g, heads, T_g, d), for group index ``g``.
+
+    Returns:
+        Tensor: Attention outputs (S, C), heads concatenated per token.
+    """
+    C = qkv.shape[-1] // 3
+    outs = []
+    for g, (part, (b, t)) in enumerate(
+        zip(qkv.split(groups.rows), groups.sizes)
+    ):
+        # (B*T, 3C) -> (3, B, heads, T, d)
+        q, k, v = part.view(b, t, 3, num_heads, C // num_heads).permute(
+            2, 0, 3, 1, 4
+        )
+        out = attend(q, k, v, g)  # (B, heads, T, d)
+        outs.append(out.transpose(1, 2).reshape(b * t, C))
+    return torch.cat(outs) if len(outs) > 1 else outs[0]
+
+
+def _kept_rows(
+    groups: TokenGroups, keep: List[Tensor]
+) -> Tuple[Tensor, TokenGroups]:
+    """Row indices of the kept samples' tokens and their layout."""
+    rows, sizes, start = [], [], 0
+    for (b, t), k in zip(groups.sizes, keep):
+        idx = k.nonzero().squeeze(1)  # (B_kept,)
+        base = start + idx * t  # first row of each kept sample
+        arange = torch.arange(t, device=base.device)
+        rows.append((base[:, None] + arange[None, :]).reshape(-1))
+        sizes.append((idx.numel(), t))
+        start += b * t
+    return torch.cat(rows), TokenGroups(tuple(sizes))
+
+
+def packed_residual(
+    x: Tensor,
+    branch: Callable[[Tensor, TokenGroups], Tensor],
+    groups: TokenGroups,
+    keep: Keep,
+    keep_prob: float,
+) -> Tensor:
+    """``x + drop_path(branch(x))`` on packed tokens, kept samples only.
+
+    Args:
+        x (Tensor): Packed tokens (S, C).
+        branch (Callable): ``branch(tokens, layout)`` -> same shape.
+        groups (TokenGroups): The layout of ``x``.
+        keep (list[Tensor], optional): Per group, which samples keep the
+            branch; None: all do, unscaled (evaluation, no drop path).
+        keep_prob (float): Scale of the kept branches is ``1 / keep_prob``.
+
+    Returns:
+        Tensor: (S, C); dropped samples' rows are ``x`` unchanged.
+    """
+    if keep is None:
+        return x + branch(x, groups)
+    if all(bool(k.all()) for k in keep):
+        return torch.add(x, branch(x, groups), alpha=1.0 / keep_prob)
+    # An empty subset still runs the branch (on zero rows) so that every
+    # parameter stays in the graph, as DDP needs.
+    rows, kept = _kept_rows(groups, keep)
+    residual = branch(x.index_select(0, rows), kept)
+    return torch.index_add(
+        x, 0, rows, residual.to(x.dtype), alpha=1.0 / keep_prob
+    )
+
+
+def draw_keep(
+    groups: TokenGroups,
+    drop_prob: float,
+    rule: str,
+    device: torch.device,
+    dtype: torch.dtype,
+    generators: Optional[Sequence[Optional[torch.Generator]]] = None,
+) -> Keep:
+    """Per-sample keep decisions of one residual branch, group by group.
+
+    Args:
+        groups (TokenGroups): The layout; group g draws B_g numbers.
+        drop_prob (float): Drop probability; 0 gives None (keep all).
+        rule (str): ``'below'``: kept where ``u < 1 - p``
+            (:func:`~mmssl.models.utils.drop_path.drop_add_residual`);
+            ``'floor'``: kept where ``floor(1 - p + u) == 1`` with ``u`` in
+            ``dtype`` (mmcv's ``DropPath``). The same draws as the block's
+            own forward give the same decisions.
+        device (torch.device): Where to draw.
+        dtype (torch.dtype): The tokens' dtype (``'floor'`` draws in it).
+        generators (Sequence, optional): One generator per group (None
+            entries, or None: the global RNG).
+
+    Returns:
+        list[Tensor] | None: One bool (B_g,) tensor per group.
+    """
+    if drop_prob == 0.0:
+        return None
+    keep_prob = 1.0 - drop_prob
+    gens = list(generators) if generators else [None] * len(groups.sizes)
+    keep = []
+    for (b, _), gen in zip(groups.sizes, gens):
+        if rule == 'below':
+            u = torch.rand(b, device=device, generator=gen)
+            keep.append(u < keep_prob)
+        else:
+            u = torch.rand(b, device=device, dtype=dtype, generator=gen)
+            keep.append((keep_prob + u).floor().bool())
+    return keep
+
+
+__all__ = [
+    'TokenGroups',
+    'draw_keep',
+    'grouped_attention',
+    'pack_tokens',
+    'packed_residual',
+    'unpack_tokens',
+]
