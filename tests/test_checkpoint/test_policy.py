@@ -25,7 +25,7 @@ from mmssl.checkpoint import (
     torch_load_safe,
     trusted_checkpoints,
 )
-from mmssl.checkpoint.policy import _extra_globals
+from mmssl.checkpoint.policy import _builtin_safe_globals, _extra_globals
 
 from .payload import TEST_SCHEME, save_payload_checkpoint
 
@@ -250,6 +250,7 @@ def test_add_safe_checkpoint_globals(tmp_path):
 def test_legacy_format_and_numpy1_names_load(tmp_path):
     """Files from torch's legacy writer (protocol 2, ``__builtin__``) and
     from numpy 1.x (``numpy.core.multiarray``) load."""
+    _builtin_safe_globals.cache_clear()  # built in this test, not cached
     path = tmp_path / 'old.pth'
     torch.save(
         _mmengine_like_checkpoint(), path, _use_new_zipfile_serialization=False
