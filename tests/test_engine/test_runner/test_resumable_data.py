@@ -186,18 +186,23 @@ def _seeded_draws(seeds):
 
 def test_epoch_and_sample_seeds_reach_each_generator(monkeypatch):
     """Python, numpy and torch each get their own derived seed; only the
-    epoch seed goes to the CUDA devices."""
-    cuda_seeds = []
-    monkeypatch.setattr(torch.cuda, 'manual_seed_all', cuda_seeds.append)
+    epoch seed goes to every device (``torch.manual_seed``), a sample
+    seed to the CPU generator alone."""
+    all_devices, real_manual_seed = [], torch.manual_seed
+
+    def spy(seed):  # not torch.cuda's: a forked process skips that one
+        all_devices.append(seed)
+        return real_manual_seed(seed)
+
+    monkeypatch.setattr(torch, 'manual_seed', spy)
     seed_sample(7, 2, 1, 5)
     got = _draws()
-    assert cuda_seeds == []
+    assert all_devices == []
     assert got == _seeded_draws(derive_seeds((7, _SAMPLE_TAG, 2, 1, 5)))
-    cuda_seeds.clear()
     seed_epoch(7, 2, 1)
     got = _draws()
     epoch_seeds = derive_seeds((7, _EPOCH_TAG, 2, 1))
-    assert cuda_seeds == [epoch_seeds[2]]
+    assert all_devices[1:] == [epoch_seeds[2]]  # [0]: _seeded_draws
     assert got == _seeded_draws(epoch_seeds)
 
 
