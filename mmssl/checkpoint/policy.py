@@ -93,16 +93,12 @@ def _numpy_globals() -> List[Any]:
         return []
     try:  # numpy >= 2
         from numpy._core import multiarray
-
-        new_mod = 'numpy._core.multiarray'
     except ImportError:  # pragma: no cover - numpy 1.x
         from numpy.core import multiarray
-
-        new_mod = 'numpy.core.multiarray'
     out: List[Any] = [np.ndarray, np.dtype]
     # Files written under numpy 1.x name ``numpy.core``; under 2.x
     # ``numpy._core``. Accept both spellings for the same two functions.
-    for mod in {new_mod, 'numpy.core.multiarray', 'numpy._core.multiarray'}:
+    for mod in ('numpy.core.multiarray', 'numpy._core.multiarray'):
         out.append((multiarray._reconstruct, f'{mod}._reconstruct'))
         out.append((multiarray.scalar, f'{mod}.scalar'))
     dtypes = getattr(np, 'dtypes', None)  # numpy >= 1.25
@@ -162,12 +158,6 @@ def add_safe_checkpoint_globals(objs: Iterable[Any]) -> None:
             _extra_globals.append(obj)
 
 
-def _global_name(obj: Any) -> str:
-    if isinstance(obj, tuple):
-        return obj[1]
-    return f'{obj.__module__}.{obj.__qualname__}'
-
-
 # --------------------------------------------------------------------------
 # Trust
 # --------------------------------------------------------------------------
@@ -216,29 +206,9 @@ def _env(name: str, value: Optional[str]) -> Iterator[None]:
 _GLOBAL_RE = re.compile(r'GLOBAL ([\w.]+)')
 
 
-def _unsafe_error(
-    source: str, err: Exception, data: Optional[Any] = None
-) -> UnsafeCheckpointError:
-    names: List[str] = []
-    if data is not None and hasattr(
-        torch.serialization, 'get_unsafe_globals_in_checkpoint'
-    ):
-        try:
-            if hasattr(data, 'seek'):
-                data.seek(0)
-            allowed = {_global_name(g) for g in safe_checkpoint_globals()}
-            names = [
-                n
-                for n in torch.serialization.get_unsafe_globals_in_checkpoint(
-                    data
-                )
-                if n not in allowed
-            ]
-        except Exception:
-            names = []
-    if not names:
-        names = _GLOBAL_RE.findall(str(err))
+def _unsafe_error(source: str, err: Exception) -> UnsafeCheckpointError:
     text = str(err)
+    names = _GLOBAL_RE.findall(text)
     said = text.split('WeightsUnpickler error:', 1)[-1].strip()
     said = next(
         (ln.strip() for ln in said.splitlines() if ln.strip()),

@@ -2,14 +2,20 @@
 
 import os
 
+import mmengine.runner.checkpoint as mme_checkpoint
 import pytest
 import torch
 
 from mmssl.checkpoint import (
+    TRUST_ENV,
+    UnsafeCheckpointError,
     atomic_write_text,
+    load_checkpoint,
     save_checkpoint_atomic,
     torch_load_safe,
 )
+
+from .payload import save_payload_checkpoint
 
 
 def test_atomic_save_leaves_old_file_on_crash(tmp_path, monkeypatch):
@@ -51,3 +57,91 @@ def test_atomic_save_uses_umask_mode(tmp_path):
     mask = os.umask(0)
     os.umask(mask)
     assert os.stat(path).st_mode & 0o777 == 0o666 & ~mask
+
+
+def test_temporary_file_is_hidden_in_the_destination_folder(
+    tmp_path, monkeypatch
+):
+    """Same folder (so os.replace is a rename), a name without .pth."""
+    folder = tmp_path / 'new' / 'dir'  # created on the way
+    seen, real_save = [], torch.save
+
+    def spy(obj, f, *args, **kwargs):
+        seen.extend(os.listdir(folder))
+        return real_save(obj, f, *args, **kwargs)
+
+    monkeypatch.setattr(torch, 'save', spy)
+    save_checkpoint_atomic({'v': torch.ones(1)}, str(folder / 'm.pth'))
+    assert len(seen) == 1, seen
+    assert seen[0].startswith('.m.pth.') and seen[0].endswith('.tmp')
+    assert os.listdir(folder) == ['m.pth']
+
+
+def test_failed_cleanup_keeps_the_original_error(tmp_path, monkeypatch):
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt('killed mid-save')
+
+    def cannot_remove(path):
+        raise PermissionError(f'cannot remove {path}')
+
+    monkeypatch.setattr(torch, 'save', killed)
+    monkeypatch.setattr(os, 'remove', cannot_remove)
+    with pytest.raises(KeyboardInterrupt, match='killed mid-save'):
+        save_checkpoint_atomic({'v': torch.ones(1)}, str(tmp_path / 'm.pth'))
+    assert not (tmp_path / 'm.pth').exists()
+
+
+def test_load_checkpoint_path_map_location_and_log(tmp_path, monkeypatch):
+    path = tmp_path / 'c.pth'
+    torch.save({'w': torch.ones(2)}, path)
+    monkeypatch.setenv('HOME', str(tmp_path))
+    logged = []
+    monkeypatch.setattr(
+        mme_checkpoint,
+        'print_log',
+        lambda msg, logger=None, **kw: logged.append((msg, logger)),
+    )
+    assert load_checkpoint('~/c.pth', map_location='meta')['w'].is_meta
+    # expanded by mmssl, logged to the current (run's) logger
+    expected = f'Loads checkpoint by local backend from path: {path}'
+    assert logged == [(expected, 'current')]
+    assert torch_load_safe(str(path), map_location='meta')['w'].is_meta
+    missing = str(tmp_path / 'missing.pth')
+    with pytest.raises(FileNotFoundError) as err:
+        load_checkpoint(missing)
+    assert str(err.value) == f'checkpoint {missing} does not exist.'
+
+
+def test_refusals_name_their_source_and_explicit_trust_wins(
+    tmp_path, monkeypatch
+):
+    marker = tmp_path / 'pwned'
+    path = save_payload_checkpoint(tmp_path / 'evil.pth', marker)
+
+    def from_file():
+        with open(path, 'rb') as f:
+            return torch_load_safe(f)
+
+    for load, source in (
+        (lambda: load_checkpoint(path), path),
+        (lambda: torch_load_safe(path), path),
+        (from_file, '<buffer>'),
+        (lambda: torch_load_safe(path, source='run/e.pth'), 'run/e.pth'),
+    ):
+        with pytest.raises(UnsafeCheckpointError) as err:
+            load()
+        assert err.value.source == source
+        assert err.value.refused == 'posix.system'
+        assert str(err.value).startswith(
+            f'Refusing to load checkpoint {source}: it pickles posix.system,'
+        )
+    monkeypatch.setenv(TRUST_ENV, '1')
+    with pytest.raises(UnsafeCheckpointError):
+        torch_load_safe(path, trusted=False)  # explicit beats the variable
+    assert not marker.exists()
+    monkeypatch.delenv(TRUST_ENV)
+    assert torch.equal(
+        torch_load_safe(path, trusted=True)['state_dict']['w'],
+        torch.arange(3.0),
+    )
+    assert marker.exists()

@@ -18,13 +18,14 @@ from mmssl.checkpoint import (
     TRUST_ENV,
     UnsafeCheckpointError,
     add_safe_checkpoint_globals,
+    checkpoint_trusted,
     load_checkpoint,
     loading_policy,
     set_checkpoint_trust,
     torch_load_safe,
     trusted_checkpoints,
 )
-from mmssl.checkpoint.policy import _extra_globals
+from mmssl.checkpoint.policy import _builtin_safe_globals, _extra_globals
 
 from .payload import TEST_SCHEME, save_payload_checkpoint
 
@@ -244,3 +245,174 @@ def test_add_safe_checkpoint_globals(tmp_path):
     finally:
         _extra_globals.remove(_Custom)
     assert os.path.exists(marker)  # allowlisted types are unpickled
+
+
+def test_legacy_format_and_numpy1_names_load(tmp_path):
+    """Files from torch's legacy writer (protocol 2, ``__builtin__``) and
+    from numpy 1.x (``numpy.core.multiarray``) load."""
+    _builtin_safe_globals.cache_clear()  # built in this test, not cached
+    path = tmp_path / 'old.pth'
+    torch.save(
+        _mmengine_like_checkpoint(), path, _use_new_zipfile_serialization=False
+    )
+    data = path.read_bytes()  # protocol 2: GLOBAL 'module\nname\n'
+    assert b'c__builtin__\ngetattr\n' in data
+    assert data.count(b'numpy._core.multiarray\n') == 2  # array, scalar
+    path.write_bytes(
+        data.replace(b'numpy._core.multiarray\n', b'numpy.core.multiarray\n')
+    )
+    ckpt = load_checkpoint(str(path))
+    assert ckpt['message_hub']['log_scalars']['train/loss'].mean() == 2.0
+    info = ckpt['message_hub']['runtime_info']
+    assert info['eta'] == 0.5
+    np.testing.assert_array_equal(info['arr'], [0, 1, 2])
+
+
+@pytest.mark.parametrize(
+    'obj, name',
+    [
+        (HistoryBuffer, '__init__'),  # dunder
+        (HistoryBuffer, '_set_default_statistics'),  # private
+        (HistoryBuffer, 'data'),  # a property, not a method
+        (OrderedDict, 'update'),  # a method name of HistoryBuffer's
+    ],
+)
+def test_getattr_refuses_private_non_methods_and_other_types(
+    tmp_path, obj, name
+):
+    path = str(tmp_path / 'g.pth')
+    torch.save({'x': _Gadget(getattr, obj, name)}, path)
+    with pytest.raises(UnsafeCheckpointError, match='is not allowed in a'):
+        load_checkpoint(path)
+
+
+def _refusal(source: str, what: str, said: str) -> str:
+    """The whole refusal message, spelled out."""
+    return (
+        f'Refusing to load checkpoint {source}: it pickles {what}, which '
+        'mmssl does not allow in checkpoints because unpickling it could '
+        'run arbitrary code. If you trust this file, opt in explicitly: set '
+        'the environment variable MMSSL_TRUST_CHECKPOINT=1, add '
+        '`trust_checkpoint = True` to the config (or --cfg-options '
+        'trust_checkpoint=True), or call mmssl.checkpoint.load_checkpoint('
+        'path, trusted=True). To allow only this type, call '
+        'mmssl.checkpoint.add_safe_checkpoint_globals([...]). (torch said: '
+        f'{said})'
+    )
+
+
+@pytest.mark.parametrize(
+    'text, what, said',
+    [
+        (  # torch < 2.6 style: the reason follows the marker
+            'Weights only load failed.\nWeightsUnpickler error: Unsupported'
+            ' global: GLOBAL a.b was not allowed\n\nSee the docs.',
+            'a.b',
+            'Unsupported global: GLOBAL a.b was not allowed',
+        ),
+        ('weights_only: GLOBAL a.b, GLOBAL c.d', 'a.b, c.d', None),
+        (  # nothing after the marker: the first line of the error
+            'weights_only failed\nWeightsUnpickler error:  \n',
+            'weights_only failed',
+            'weights_only failed',
+        ),
+        (  # the first marker's reason, not the last
+            'weights_only\nWeightsUnpickler error: A\n'
+            'WeightsUnpickler error: B',
+            'A',
+            'A',
+        ),
+    ],
+)
+def test_refusal_message_names_types_and_opt_ins(text, what, said):
+    said = said or text
+    with pytest.raises(UnsafeCheckpointError) as err:
+        with loading_policy(source='run/epoch_3.pth'):
+            raise pickle.UnpicklingError(text)
+    assert str(err.value) == _refusal('run/epoch_3.pth', what, said)
+    assert err.value.source == 'run/epoch_3.pth'
+    assert err.value.refused == what
+    with pytest.raises(UnsafeCheckpointError) as err:
+        with loading_policy():
+            raise pickle.UnpicklingError(text)
+    assert err.value.source == '<checkpoint>'
+    assert str(err.value).startswith('Refusing to load checkpoint <checkp')
+
+
+@pytest.mark.parametrize(
+    'text',
+    [
+        'weights_only load failed',
+        'Unsupported global: x',
+        'GLOBAL a.b',
+        'x is not in the allowlist',
+        'cannot reduce x',
+    ],
+)
+def test_each_weights_only_wording_becomes_a_refusal(text):
+    with pytest.raises(UnsafeCheckpointError) as err:
+        with loading_policy(source='s'):
+            raise pickle.UnpicklingError(text)
+    assert f'(torch said: {text})' in str(err.value)
+
+
+def test_other_errors_pass_through_unchanged():
+    for err in (
+        pickle.UnpicklingError('invalid load key, x'),  # a corrupt file
+        UnsafeCheckpointError('GLOBAL a.b refused', source='inner'),
+    ):
+        with pytest.raises(pickle.UnpicklingError) as got:
+            with loading_policy(source='outer'):
+                raise err
+        assert got.value is err
+
+
+@pytest.mark.parametrize(
+    'value, trusted',
+    [
+        ('1', True),
+        (' Yes ', True),
+        ('TRUE', True),
+        ('on', True),
+        ('0', False),
+        ('no', False),
+        ('', False),
+    ],
+)
+def test_trust_variable_values(monkeypatch, value, trusted):
+    monkeypatch.setenv(TRUST_ENV, value)
+    assert checkpoint_trusted() is trusted
+
+
+def test_trust_scopes_nest_and_restore():
+    assert not checkpoint_trusted()
+    with trusted_checkpoints():
+        with trusted_checkpoints(False):
+            assert not checkpoint_trusted()
+        assert checkpoint_trusted()
+    assert not checkpoint_trusted()
+
+
+def test_policy_overrides_and_restores_torch_force_variables(
+    tmp_path, monkeypatch
+):
+    """A user's TORCH_FORCE_* setting neither breaks the opt-in nor
+    lets a payload through, and is back after each load."""
+    marker = tmp_path / 'pwned'
+    path = save_payload_checkpoint(tmp_path / 'evil.pth', marker)
+    force, no_force = (
+        'TORCH_FORCE_WEIGHTS_ONLY_LOAD',
+        'TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD',
+    )
+    monkeypatch.setenv(force, '1')
+    monkeypatch.delenv(no_force, raising=False)
+    load_checkpoint(path, trusted=True)
+    assert marker.exists()
+    assert os.environ[force] == '1' and no_force not in os.environ
+    marker.unlink()
+    monkeypatch.delenv(force)
+    monkeypatch.setenv(no_force, '1')
+    with pytest.raises(UnsafeCheckpointError):
+        load_checkpoint(path)
+    assert not marker.exists()
+    assert os.environ[no_force] == '1' and force not in os.environ

@@ -14,8 +14,13 @@ from mmssl.engine.runner.resumable_data import (
     SkipBatchSampler,
 )
 from mmssl.engine.runner.rng import (
+    _EPOCH_TAG,
+    _SAMPLE_TAG,
+    derive_seeds,
+    fork_rng,
     get_rng_state,
     seed_epoch,
+    seed_sample,
     set_rng_state,
 )
 
@@ -151,3 +156,101 @@ def test_rng_state_roundtrip_through_safe_loader(tmp_path):
     assert again[0] == expected[0]
     np.testing.assert_array_equal(again[1], expected[1])
     assert torch.equal(again[2], expected[2])
+
+
+def test_derived_seeds_are_pinned():
+    """BLAKE2b-160 of b'1,2,3', cut 8/4/8 bytes, little-endian. Pinned: a
+    change would silently change every resumed run's randomness."""
+    assert derive_seeds((1, 2, 3)) == (
+        8775177521611187226,
+        1826375595,
+        9372196352831362264,
+    )
+    assert derive_seeds([0]) == (
+        9594690010396198489,
+        1133997876,
+        6924406183821050656,
+    )
+
+
+def _draws():
+    return (random.random(), np.random.rand(), torch.rand(2).tolist())
+
+
+def _seeded_draws(seeds):
+    random.seed(seeds[0])
+    np.random.seed(seeds[1])
+    torch.manual_seed(seeds[2])
+    return _draws()
+
+
+def test_epoch_and_sample_seeds_reach_each_generator(monkeypatch):
+    """Python, numpy and torch each get their own derived seed; only the
+    epoch seed goes to every device (``torch.manual_seed``), a sample
+    seed to the CPU generator alone."""
+    all_devices, real_manual_seed = [], torch.manual_seed
+
+    def spy(seed):  # not torch.cuda's: a forked process skips that one
+        all_devices.append(seed)
+        return real_manual_seed(seed)
+
+    monkeypatch.setattr(torch, 'manual_seed', spy)
+    seed_sample(7, 2, 1, 5)
+    got = _draws()
+    assert all_devices == []
+    assert got == _seeded_draws(derive_seeds((7, _SAMPLE_TAG, 2, 1, 5)))
+    seed_epoch(7, 2, 1)
+    got = _draws()
+    epoch_seeds = derive_seeds((7, _EPOCH_TAG, 2, 1))
+    assert all_devices[1:] == [epoch_seeds[2]]  # [0]: _seeded_draws
+    assert got == _seeded_draws(epoch_seeds)
+
+
+def test_numpy_key_is_saved_as_int64():
+    """int64, not uint32: loads with any torch and any op."""
+    state = get_rng_state()
+    assert state['numpy']['key'].dtype == torch.int64
+    np.testing.assert_array_equal(
+        state['numpy']['key'].numpy(), np.random.get_state()[1]
+    )
+
+
+def test_fork_rng_restores_every_state():
+    state = get_rng_state()
+    with pytest.raises(ValueError):
+        with fork_rng():
+            _draws()
+            raise ValueError
+    after = _draws()
+    set_rng_state(state)
+    assert after == _draws()
+
+
+def test_cuda_states_with_a_fake_device(monkeypatch):
+    """CUDA states are saved once CUDA is initialised and restored per
+    device; with another device count, seeded from the first state."""
+    cuda = torch.cuda
+    states = [torch.arange(16, dtype=torch.uint8), torch.arange(16, 32)]
+    calls = []
+    monkeypatch.setattr(cuda, 'is_available', lambda: True)
+    monkeypatch.setattr(cuda, 'is_initialized', lambda: False)
+    monkeypatch.setattr(cuda, 'get_rng_state_all', lambda: states)
+    assert 'cuda' not in get_rng_state()
+    monkeypatch.setattr(cuda, 'is_initialized', lambda: True)
+    state = get_rng_state()
+    assert state['cuda'] is states
+    monkeypatch.setattr(cuda, 'set_rng_state_all', calls.append)
+    monkeypatch.setattr(cuda, 'manual_seed_all', calls.append)
+    monkeypatch.setattr(cuda, 'device_count', lambda: 2)
+    set_rng_state(state)
+    assert len(calls) == 1 and len(calls[0]) == 2
+    assert all(map(torch.equal, calls[0], states))
+    calls.clear()
+    monkeypatch.setattr(cuda, 'device_count', lambda: 1)
+    set_rng_state(state)
+    assert calls == [0 + 1 + 2 + 3 + 4 + 5 + 6 + 7]  # first 8 bytes
+    calls.clear()
+    set_rng_state({k: v for k, v in state.items() if k != 'cuda'})
+    monkeypatch.setattr(cuda, 'is_available', lambda: False)
+    set_rng_state(state)  # a GPU checkpoint resumed on a CPU machine
+    assert calls == []
