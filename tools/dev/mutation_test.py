@@ -82,7 +82,14 @@ from lift_decorators import lift_source  # noqa: E402
 ROOT = Path(__file__).resolve().parents[2]
 
 LOSS_TESTS = ('tests/test_models/test_losses/test_*.py',)
-ALGO_TESTS = ('tests/test_models/test_algorithms/test_dino_algorithms.py',)
+ALGO_TESTS = (
+    'tests/test_models/test_algorithms/test_dino_algorithms.py',
+    'tests/test_models/test_algorithms/test_dino_family*.py',
+    'tests/test_models/test_algorithms/test_dino_parts.py',
+    'tests/test_models/test_algorithms/test_ema_teacher.py',
+    # ema_teacher.init_weights applies model.warm_start
+    'tests/test_models/test_algorithms/test_warm_start_algorithms.py',
+)
 KNN_TESTS = (
     'tests/test_evaluation/test_knn.py',
     'tests/test_engine/test_hooks/test_knn_eval_hook.py',
