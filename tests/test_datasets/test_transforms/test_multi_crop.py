@@ -1,11 +1,17 @@
 import math
+import re
 
 import numpy as np
 import pytest
 from mmengine.dataset import Compose, default_collate
 
 from mmssl.datasets.transforms import MultiCrop
-from mmssl.datasets.transforms.multi_crop import _hue_rotation
+from mmssl.datasets.transforms.multi_crop import (
+    _hue_rotation,
+    _pair,
+    _probs,
+    _range,
+)
 
 PLAIN = dict(
     color_jitter_prob=0.0,
@@ -195,3 +201,151 @@ def test_crop_area_within_scale():
         assert left + cw <= 300
         assert 0.04 <= ch * cw / 30000 <= 0.34
         assert 0.7 <= cw / ch <= 1.4
+
+
+def _raises(exc, message):
+    """pytest.raises for the whole message, read literally."""
+    return pytest.raises(exc, match='^' + re.escape(message) + '$')
+
+
+def test_helpers_pair_probs_range():
+    assert _pair(np.int64(5), 'x') == (5, 5) and _pair([3, 4], 'x') == (3, 4)
+    assert _pair((1, 1), 'x') == (1, 1)
+    for bad in [(0, 4), (4, -1), (1, 2, 3)]:
+        with _raises(
+            ValueError,
+            f'sz must be a positive int or (h, w), got {tuple(bad)!r}.',
+        ):
+            _pair(bad, 'sz')
+    assert _probs(0.3, 2, 'p') == [0.3, 0.3]
+    assert _probs([0.1, 0.9], 4, 'p') == [0.1, 0.9, 0.9, 0.9]
+    assert _probs([0.2, 0.4, 0.6], 2, 'p') == [0.2, 0.4]
+    assert _probs([], 0, 'p') == [] and _probs([1.0, 0.0], 0, 'p') == []
+    assert _probs(1, 1, 'p') == [1.0] and _probs(0.0, 1, 'p') == [0.0]
+    with _raises(ValueError, 'p is empty but 2 views need a value.'):
+        _probs([], 2, 'p')
+    for bad in (1.5, -0.1, [0.5, 1.01]):
+        with _raises(ValueError, f'p values must be in [0, 1], got {bad!r}.'):
+            _probs(bad, 2, 'p')
+    assert _range((0.5, 0.5), 'r') == (0.5, 0.5)
+    assert _range([-1, 2], 'r', positive=False) == (-1.0, 2.0)
+    for bad in [(0.5, 0.1), (0.0, 1.0)]:
+        msg = f'r must be (low, high) with 0 < low <= high, got {bad!r}.'
+        with _raises(ValueError, msg):
+            _range(bad, 'r')
+
+
+def test_hue_rotation_is_the_axis_angle_matrix():
+    # Rodrigues' formula about k = (1, 1, 1) / sqrt(3), a quarter turn:
+    # R = K + k k^T with K the cross-product matrix of k
+    s = 1 / math.sqrt(3)
+    want = np.array(
+        [
+            [1 / 3, 1 / 3 - s, 1 / 3 + s],
+            [1 / 3 + s, 1 / 3, 1 / 3 - s],
+            [1 / 3 - s, 1 / 3 + s, 1 / 3],
+        ]
+    )
+    np.testing.assert_allclose(_hue_rotation(math.pi / 2), want, atol=1e-12)
+
+
+def test_constructor_messages_name_the_argument():
+    cases = [
+        (dict(global_size=0), 'global_size must be a positive int or (h, w)'),
+        (dict(local_size=(2, 0)), 'local_size must be a positive int or'),
+        (dict(global_scale=(0, 1)), 'global_scale must be (low, high)'),
+        (dict(local_scale=(0.5, 0.1)), 'local_scale must be (low, high)'),
+        (dict(ratio=(2, 1)), 'ratio must be (low, high)'),
+        (dict(blur_sigma=(0, 1)), 'blur_sigma must be (low, high)'),
+        (dict(global_blur_prob=2), 'global_blur_prob values must be in'),
+        (dict(local_blur_prob=[]), 'local_blur_prob is empty but 8 views'),
+        (dict(global_solarize_prob=-1), 'global_solarize_prob values must'),
+        (dict(local_solarize_prob=[]), 'local_solarize_prob is empty but 8'),
+        (dict(num_global_crops=0), 'MultiCrop needs num_global_crops >= 1'),
+        (dict(num_local_crops=-1), 'MultiCrop needs num_global_crops >= 1'),
+    ]
+    for kw, start in cases:
+        with pytest.raises(ValueError, match='^' + re.escape(start)):
+            MultiCrop(**kw)
+    jit = 'color_jitter must be (brightness, contrast, saturation, hue) >= 0'
+    for bad in [(0.4, 0.4, 0.2), (0.4, -0.1, 0.2, 0.1)]:
+        with _raises(ValueError, f'{jit}, got {bad!r}.'):
+            MultiCrop(color_jitter=bad)
+    with _raises(ValueError, 'hue jitter must be <= 0.5, got 0.6.'):
+        MultiCrop(color_jitter=(0, 0, 0, 0.6))
+    assert MultiCrop(color_jitter=(0, 0, 0, 0.5)).color_jitter[3] == 0.5
+    for k in (0, 4, -3):
+        msg = f'blur_kernel_size must be odd and positive or None, got {k}.'
+        with _raises(ValueError, msg):
+            MultiCrop(blur_kernel_size=k)
+    assert MultiCrop(blur_kernel_size=1).blur_kernel_size == 1
+    assert MultiCrop(blur_kernel_size=None).blur_kernel_size is None
+    msg = (
+        "interpolation must be one of ['area', 'bicubic', 'bilinear', "
+        "'nearest', 'auto'], got 'lanczos'."
+    )
+    with _raises(ValueError, msg):
+        MultiCrop(interpolation='lanczos')
+    for name in ('area', 'bicubic', 'bilinear', 'nearest', 'auto'):
+        assert MultiCrop(interpolation=name).interpolation == name
+    with _raises(
+        ValueError, "channel_order must be 'bgr' or 'rgb', got 'RGB'."
+    ):
+        MultiCrop(channel_order='RGB')
+    one = MultiCrop(num_global_crops=1, num_local_crops=0)
+    assert (one.num_global_crops, one.num_local_crops) == (1, 0)
+
+
+def test_constructor_defaults_and_derived_tables():
+    mc = MultiCrop()
+    assert (mc.flip_prob, mc.color_jitter_prob, mc.grayscale_prob) == (
+        0.5,
+        0.8,
+        0.2,
+    )
+    assert mc.global_scale == (0.32, 1.0) and mc.local_scale == (0.05, 0.32)
+    assert mc.ratio == (0.75, 4 / 3) and mc.blur_sigma == (0.1, 2.0)
+    assert mc.color_jitter == (0.4, 0.4, 0.2, 0.1)
+    assert mc.blur_kernel_size == 9 and mc.interpolation == 'auto'
+    assert mc.channel_order == 'bgr' and mc.gram_size is None
+    lut = MultiCrop(solarize_threshold=200)._solarize_lut
+    assert lut.dtype == np.uint8
+    assert lut[199] == 199 and lut[200] == 55 and lut[255] == 0
+    np.testing.assert_allclose(mc._luma, [0.114, 0.587, 0.299])
+    rgb = MultiCrop(channel_order='rgb')
+    assert rgb.channel_order == 'rgb'
+    np.testing.assert_array_equal(rgb._perm, np.eye(3))
+    np.testing.assert_allclose(rgb._luma, [0.299, 0.587, 0.114])
+    np.testing.assert_array_equal(mc._perm, np.eye(3)[[2, 1, 0]])
+
+
+def test_to_3ch_and_transform_messages():
+    grey = np.arange(6, dtype=np.uint8).reshape(2, 3)
+    for img in (grey, grey[..., None]):
+        out = MultiCrop._to_3ch(img)
+        assert out.shape == (2, 3, 3)
+        for c in range(3):
+            np.testing.assert_array_equal(out[..., c], grey)
+    rgba = _img(4, 5, 4)
+    np.testing.assert_array_equal(MultiCrop._to_3ch(rgba), rgba[..., :3])
+    rgb = _img(4, 5, 3)
+    assert MultiCrop._to_3ch(rgb) is rgb
+    for shape in [(4, 5, 2), (4, 5, 3, 1)]:
+        msg = (
+            'MultiCrop expects an HxW, HxWx1, HxWx3 or HxWx4 image, got '
+            f'shape {shape}.'
+        )
+        with _raises(ValueError, msg):
+            MultiCrop._to_3ch(np.zeros(shape, np.uint8))
+    msg = (
+        "MultiCrop expects one decoded image in results['img'], got a list "
+        '(is it applied twice?).'
+    )
+    with _raises(TypeError, msg):
+        MultiCrop()(dict(img=[_img()]))
+    msg = (
+        'MultiCrop works on uint8 images, got float32; load with '
+        'LoadImageRobust (it scales 16-bit files to uint8).'
+    )
+    with _raises(TypeError, msg):
+        MultiCrop()(dict(img=_img().astype(np.float32)))
