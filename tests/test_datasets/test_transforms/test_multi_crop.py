@@ -349,3 +349,141 @@ def test_to_3ch_and_transform_messages():
     )
     with _raises(TypeError, msg):
         MultiCrop()(dict(img=_img().astype(np.float32)))
+
+
+LUMA_BGR = (0.114, 0.587, 0.299)
+
+
+def _rotate_about_grey(bgr, turns):
+    """Rotate an RGB colour about (1, 1, 1) by ``turns`` (Rodrigues), BGR
+    in and out, written out per component."""
+    r, g, b = bgr[2], bgr[1], bgr[0]
+    t = 2 * math.pi * turns
+    c, s, k = math.cos(t), math.sin(t), 1 / math.sqrt(3)
+    dot = k * (r + g + b)
+    cross = (k * (b - g), k * (r - b), k * (g - r))  # k x (r, g, b)
+    rgb = [v * c + x * s + k * dot * (1 - c) for v, x in zip((r, g, b), cross)]
+    return [rgb[2], rgb[1], rgb[0]]
+
+
+def _replay_colour(seed, cj, gray, mean, pixels):
+    """The colour steps one after another on each pixel, the random draws
+    replayed in MultiCrop's order (jitter?, grey?, order, factors)."""
+    rng = np.random.RandomState(seed)
+    rng.rand(), rng.rand()  # jitter always (p = 1); grey decided by `gray`
+    grey = lambda v: sum(w * x for w, x in zip(LUMA_BGR, v))  # noqa: E731
+    cur = [list(mean)] + [list(p) for p in pixels]  # mean goes along
+    for op in rng.permutation(4):
+        if cj[op] <= 0:
+            continue
+        if op == 3:
+            h = rng.uniform(-cj[3], cj[3])
+            cur = [_rotate_about_grey(v, h) for v in cur]
+            continue
+        f = rng.uniform(max(0.0, 1 - cj[op]), 1 + cj[op])
+        if op == 0:
+            cur = [[f * x for x in v] for v in cur]
+        elif op == 1:
+            m = grey(cur[0])
+            cur = [[f * x + (1 - f) * m for x in v] for v in cur]
+        else:
+            cur = [[f * x + (1 - f) * grey(v) for x in v] for v in cur]
+    if gray:
+        cur = [[grey(v)] * 3 for v in cur]
+    return np.array(cur[1:])
+
+
+@pytest.mark.parametrize('gray', [False, True])
+@pytest.mark.parametrize(
+    'cj', [(0.4, 0.4, 0.2, 0.1), (1.5, 1.5, 1.5, 0.5), (0.0, 0.7, 0.0, 0.0)]
+)
+def test_color_matrix_matches_the_steps_one_by_one(cj, gray):
+    mc = MultiCrop(
+        color_jitter=cj,
+        color_jitter_prob=1.0,
+        grayscale_prob=1.0 if gray else 0.0,
+    )
+    mean = np.array([40.0, 120.0, 200.0])  # BGR
+    pixels = [[0, 0, 0], [255, 0, 0], [10, 200, 90], [255, 255, 255]]
+    for seed in range(6):
+        np.random.seed(seed)
+        M = mc._color_matrix(mean)
+        got = np.array([M[:, :3] @ p + M[:, 3] for p in pixels])
+        want = _replay_colour(seed, cj, gray, mean, pixels)
+        np.testing.assert_allclose(got, want, atol=1e-9)
+
+
+def test_color_matrix_none_and_grey_only():
+    off = MultiCrop(color_jitter_prob=0.0, grayscale_prob=0.0)
+    assert off._color_matrix(np.zeros(3)) is None
+    grey = MultiCrop(color_jitter_prob=0.0, grayscale_prob=1.0)
+    M = grey._color_matrix(np.zeros(3))
+    np.testing.assert_allclose(M, [list(LUMA_BGR) + [0.0]] * 3)
+
+
+def test_crop_box_fallback_is_the_largest_centre_crop():
+    mc = MultiCrop(num_local_crops=0)
+    never = (4.0, 4.0)  # 4x the image area: every try fails
+    # (h, w) -> (top, left, crop_h, crop_w), ratio range (3/4, 4/3)
+    cases = {
+        (10, 100): (0, 43, 10, 13),  # too wide: h x round(h * 4/3)
+        (100, 10): (43, 0, 13, 10),  # too tall: round(w / (3/4)) x w
+        (30, 36): (0, 0, 30, 36),  # within the range: the whole image
+        (1, 1): (0, 0, 1, 1),
+        (1, 100): (0, 49, 1, 1),
+    }
+    for (h, w), box in cases.items():
+        np.random.seed(0)
+        assert mc._crop_box(h, w, never) == box, (h, w)
+    # exactly ten tries of two draws each before the fallback
+    np.random.seed(3)
+    mc._crop_box(10, 100, never)
+    after = np.random.rand()
+    np.random.seed(3)
+    np.random.uniform(size=20)
+    assert after == np.random.rand()
+
+
+def test_crop_box_sides_and_positions():
+    # aspect w/h = 2 and half the area of 100x100: 100 wide, 50 high
+    wide = MultiCrop(ratio=(2.0, 2.0))
+    np.random.seed(0)
+    assert wide._crop_box(100, 100, (0.5, 0.5))[2:] == (50, 100)
+    mixed = MultiCrop(ratio=(0.5, 2.0))
+    np.random.seed(0)
+    aspects = [
+        b[3] / b[2]
+        for b in (mixed._crop_box(1000, 1000, (0.1, 0.1)) for _ in range(40))
+    ]
+    assert min(aspects) < 0.8 and max(aspects) > 1.25
+    # crops as wide (or as high) as the image, or one pixel, are accepted:
+    # their position stays random instead of the fallback's centre
+    square = MultiCrop(ratio=(1.0, 1.0))
+    np.random.seed(0)
+    tops = {square._crop_box(20, 10, (0.5, 0.5)) for _ in range(30)}
+    assert all(b[1:] == (0, 10, 10) for b in tops) and len(tops) > 3
+    lefts = {square._crop_box(10, 20, (0.5, 0.5)) for _ in range(30)}
+    assert all(b[0] == 0 and b[2:] == (10, 10) for b in lefts)
+    assert len(lefts) > 3
+    ones = {square._crop_box(1, 5, (0.2, 0.2)) for _ in range(30)}
+    assert all(b[0] == 0 and b[2:] == (1, 1) for b in ones)
+    assert len(ones) > 3
+
+
+def test_resize_paths():
+    roi = np.arange(32 * 64, dtype=np.float32).reshape(32, 64) % 97
+    # auto, shrink by k = min(32 // 8, 64 // 4) = 4: 4x4 box means, then
+    # bilinear 16 -> 4 columns, which samples x = 4j + 1.5 (half-way
+    # between box columns 4j + 1 and 4j + 2)
+    out = MultiCrop(interpolation='auto')._resize(roi, (8, 4))
+    boxes = roi.reshape(8, 4, 16, 4).mean(axis=(1, 3))
+    want = (boxes[:, 1::4] + boxes[:, 2::4]) / 2
+    np.testing.assert_allclose(out, want, rtol=1e-5)
+    # a fixed method: nearest doubles each pixel
+    small = np.array([[1, 2], [3, 4]], dtype=np.uint8)
+    near = MultiCrop(interpolation='nearest')._resize(small, (4, 4))
+    np.testing.assert_array_equal(near, small.repeat(2, 0).repeat(2, 1))
+    # auto when shrinking by less than 2: plain bilinear (exact 2x up)
+    ramp = np.array([[0, 200], [0, 200]], dtype=np.uint8)
+    up = MultiCrop(interpolation='auto')._resize(ramp, (2, 4))
+    np.testing.assert_array_equal(up[0], [0, 50, 150, 200])
