@@ -128,6 +128,9 @@ MODULE_TESTS: dict[str, tuple[str, ...]] = {
     ),
     'mmssl/datasets/transforms/multi_crop.py': (
         'tests/test_datasets/test_transforms/test_multi_crop.py',
+        # the Gram-teacher views (gram_size) are tested beside DINOFamily
+        'tests/test_models/test_algorithms/test_dino_family.py'
+        '::test_multicrop_gram_copies_same_crop_at_high_resolution',
     ),
     'mmssl/datasets/transforms/blockwise_mask.py': (
         'tests/test_datasets/test_transforms/test_blockwise_mask.py',

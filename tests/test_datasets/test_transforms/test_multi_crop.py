@@ -220,6 +220,7 @@ def test_helpers_pair_probs_range():
     assert _probs(0.3, 2, 'p') == [0.3, 0.3]
     assert _probs([0.1, 0.9], 4, 'p') == [0.1, 0.9, 0.9, 0.9]
     assert _probs([0.2, 0.4, 0.6], 2, 'p') == [0.2, 0.4]
+    assert _probs([0.1, 0.5, 0.9], 5, 'p') == [0.1, 0.5, 0.9, 0.9, 0.9]
     assert _probs([], 0, 'p') == [] and _probs([1.0, 0.0], 0, 'p') == []
     assert _probs(1, 1, 'p') == [1.0] and _probs(0.0, 1, 'p') == [0.0]
     with _raises(ValueError, 'p is empty but 2 views need a value.'):
@@ -487,3 +488,50 @@ def test_resize_paths():
     ramp = np.array([[0, 200], [0, 200]], dtype=np.uint8)
     up = MultiCrop(interpolation='auto')._resize(ramp, (2, 4))
     np.testing.assert_array_equal(up[0], [0, 50, 150, 200])
+
+
+def test_view_contrast_blur_and_img_shape():
+    grey = np.full((40, 40, 3), 100, np.uint8)
+    contrast = MultiCrop(
+        num_local_crops=2,
+        global_size=16,
+        local_size=8,
+        color_jitter=(0.0, 0.8, 0.0, 0.0),
+        color_jitter_prob=1.0,
+        grayscale_prob=0.0,
+        global_blur_prob=0.0,
+        local_blur_prob=0.0,
+        global_solarize_prob=0.0,
+    )
+    np.random.seed(0)
+    out = contrast(dict(img=grey))
+    # contrast blends each view with its own mean grey: a flat image stays
+    assert all((v == 100).all() for v in out['img'])
+    assert out['img_shape'] == (16, 16)
+    # blur_kernel_size=None: cv2 sizes the kernel from sigma (not 1x1)
+    blur = MultiCrop(
+        num_local_crops=0,
+        global_size=16,
+        blur_kernel_size=None,
+        blur_sigma=(2.0, 2.0),
+        global_blur_prob=1.0,
+        global_solarize_prob=0.0,
+        color_jitter_prob=0.0,
+        grayscale_prob=0.0,
+        global_scale=(1.0, 1.0),
+        ratio=(1.0, 1.0),
+        flip_prob=0.0,
+    )
+    img = _img(16, 16)
+    np.random.seed(0)
+    views = blur(dict(img=img))['img']
+    assert all(np.abs(v.astype(int) - img).max() > 20 for v in views)
+
+
+def test_resize_auto_box_average_removes_a_nyquist_pattern():
+    # columns 0, 100, 0, 100, ...: a 2x2 box average is 50 everywhere, and
+    # so is any bilinear resize of it; bilinear alone (20 -> 8, factor
+    # 2.5) would blend neighbours 1:3 and give 25s and 75s
+    roi = np.tile(np.array([0.0, 100.0], np.float32), (20, 10))
+    out = MultiCrop(interpolation='auto')._resize(roi, (8, 8))
+    np.testing.assert_allclose(out, 50.0, atol=1e-4)
