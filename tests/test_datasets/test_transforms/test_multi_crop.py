@@ -254,6 +254,7 @@ def test_constructor_messages_name_the_argument():
     cases = [
         (dict(global_size=0), 'global_size must be a positive int or (h, w)'),
         (dict(local_size=(2, 0)), 'local_size must be a positive int or'),
+        (dict(gram_size=-4), 'gram_size must be a positive int or (h, w)'),
         (dict(global_scale=(0, 1)), 'global_scale must be (low, high)'),
         (dict(local_scale=(0.5, 0.1)), 'local_scale must be (low, high)'),
         (dict(ratio=(2, 1)), 'ratio must be (low, high)'),
