@@ -82,7 +82,14 @@ from lift_decorators import lift_source  # noqa: E402
 ROOT = Path(__file__).resolve().parents[2]
 
 LOSS_TESTS = ('tests/test_models/test_losses/test_*.py',)
-ALGO_TESTS = ('tests/test_models/test_algorithms/test_dino_algorithms.py',)
+ALGO_TESTS = (
+    'tests/test_models/test_algorithms/test_dino_algorithms.py',
+    'tests/test_models/test_algorithms/test_dino_family*.py',
+    'tests/test_models/test_algorithms/test_dino_parts.py',
+    'tests/test_models/test_algorithms/test_ema_teacher.py',
+    # ema_teacher.init_weights applies model.warm_start
+    'tests/test_models/test_algorithms/test_warm_start_algorithms.py',
+)
 KNN_TESTS = (
     'tests/test_evaluation/test_knn.py',
     'tests/test_engine/test_hooks/test_knn_eval_hook.py',
@@ -121,6 +128,9 @@ MODULE_TESTS: dict[str, tuple[str, ...]] = {
     ),
     'mmssl/datasets/transforms/multi_crop.py': (
         'tests/test_datasets/test_transforms/test_multi_crop.py',
+        # the Gram-teacher views (gram_size) are tested beside DINOFamily
+        'tests/test_models/test_algorithms/test_dino_family.py'
+        '::test_multicrop_gram_copies_same_crop_at_high_resolution',
     ),
     'mmssl/datasets/transforms/blockwise_mask.py': (
         'tests/test_datasets/test_transforms/test_blockwise_mask.py',

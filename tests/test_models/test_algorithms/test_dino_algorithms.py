@@ -243,3 +243,44 @@ def test_dino_resnet_backbone():
     losses = model.loss(_views(), None)
     losses['loss_dino'].backward()
     assert model(torch.randn(2, 3, 32, 32), mode='tensor').shape == (2, 64)
+
+
+def test_dino_local_weight_scales_the_local_pairs():
+    """``loss_weights.dino_local`` reaches the DINO CE: pairs with a local
+    student view count ``dino_local`` times, over the same pair count."""
+    model = MODELS.build(
+        _cfg(
+            'DINO',
+            backbone=_vit(drop_path_rate=0.0),
+            loss_weights=dict(dino_local=0.25),
+        )
+    )
+    views = _views(n_local=2)
+    loss = model.loss(views, None)['loss_dino']
+    with torch.no_grad():
+        t = [
+            model.teacher['head'](model.teacher['backbone'](v)[0][:, 0])
+            for v in views[:2]
+        ]
+        s = [model.head(model.backbone(v)[0][:, 0]) for v in views]
+    total, n = 0.0, 0
+    for i in range(2):
+        q = torch.softmax(t[i].double() / 0.04, -1)
+        for j in range(4):
+            if i != j:
+                log_p = torch.log_softmax(s[j].double() / 0.1, -1)
+                ce = -(q * log_p).sum(-1).mean().item()
+                total += ce * (0.25 if j >= 2 else 1.0)
+                n += 1
+    assert loss.item() == pytest.approx(total / n, rel=1e-4)
+
+
+def test_crop_counts_are_checked():
+    one = MODELS.build(_cfg('DINO', num_global_crops=1))
+    assert (one.num_global_crops, one.num_gram_crops) == (1, 0)
+    three = MODELS.build(_cfg('DINO', num_global_crops=3, num_gram_crops=3))
+    assert (three.num_global_crops, three.num_gram_crops) == (3, 3)
+    msg = '^num_global_crops < 1 or num_gram_crops not 0/G$'
+    for kw in (dict(num_global_crops=0), dict(num_gram_crops=1)):
+        with pytest.raises(ValueError, match=msg):
+            MODELS.build(_cfg('DINO', **kw))

@@ -144,6 +144,34 @@ def test_gram_term_against_a_hand_computed_value():
     assert all(p.grad is None for p in model.gram_teacher.parameters())
 
 
+def test_gram_term_without_gram_crops_uses_the_global_crops():
+    """num_gram_crops=0: the Gram teacher sees the global crops themselves
+    (no masks without an iBOT term)."""
+    torch.manual_seed(2)
+    terms = dict(
+        dino_cls=dict(type='DINOLoss', out_dim=K),
+        gram=dict(type='GramLoss', weight=0.5),
+    )
+    model = MODELS.build(_cfg(terms=terms))
+    views = _views()
+    _perturb_and_snapshot(model)
+    loss = model.loss(views, None)['loss_gram']
+    with torch.no_grad():
+        g = torch.cat(views[:2])
+        s_tok = model.backbone(g)[-1][:, 1:]
+        t_tok = model.gram_teacher(g)[-1][:, 1:]
+    expected = 0.5 * _gram_loop(s_tok.double(), t_tok.double())
+    assert expected > 1e-4
+    assert loss.item() == pytest.approx(expected, rel=1e-5)
+
+
+def _perturb_and_snapshot(model):
+    with torch.no_grad():  # move the teacher so that the snapshot matters
+        for p in model.teacher['backbone'].parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    model.update_gram_teacher()
+
+
 def test_gram_teacher_is_in_the_state_dict():
     model = MODELS.build(_cfg())
     model.update_gram_teacher()
