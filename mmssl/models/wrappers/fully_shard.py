@@ -76,6 +76,11 @@ class MMFullyShard(nn.Module):
             after forward (ZeRO-3); False keeps them until backward
             (ZeRO-2-like). Defaults to True.
         block_lists (Sequence[str]): See :func:`shard_units`.
+        init_weights (bool): Call ``module.init_weights()`` and broadcast
+            rank 0's weights before sharding (sharded parameters cannot
+            be broadcast afterwards, as mmengine's runner does). The
+            runner then skips its own initialisation. Defaults to False;
+            :class:`~mmssl.engine.runner.SSLRunner` passes True.
     """
 
     def __init__(
@@ -85,6 +90,7 @@ class MMFullyShard(nn.Module):
         reduce_dtype: Union[None, str, torch.dtype] = 'float32',
         reshard_after_forward: bool = True,
         block_lists: Sequence[str] = BLOCK_LISTS,
+        init_weights: bool = False,
     ) -> None:
         super().__init__()
         from torch.distributed.device_mesh import init_device_mesh
@@ -105,11 +111,21 @@ class MMFullyShard(nn.Module):
             mp_policy=policy,
             reshard_after_forward=reshard_after_forward,
         )
+        self.weights_initialized = init_weights
+        if init_weights:
+            self._init_and_broadcast(module)
         self.units = len(shard_units(module, block_lists))
         for unit in shard_units(module, block_lists):
             fully_shard(unit, **kwargs)
         fully_shard(module, **kwargs)
         self.module = module
+
+    @staticmethod
+    def _init_and_broadcast(module: nn.Module) -> None:
+        if hasattr(module, 'init_weights'):
+            module.init_weights()
+        for tensor in module.state_dict().values():
+            torch_dist.broadcast(tensor, src=0)
 
     def forward(self, *args, **kwargs):
         return self.module(*args, **kwargs)

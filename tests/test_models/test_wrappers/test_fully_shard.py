@@ -102,7 +102,33 @@ def _worker(rank, init_method, out_dir):
         state = _step(model, lo, hi)
         if rank == 0:
             torch.save(state, osp.join(out_dir, f'{name}.pth'))
+    _check_init_broadcast(rank)
     torch.distributed.destroy_process_group()
+
+
+def _check_init_broadcast(rank):
+    """``init_weights=True``: every rank ends with rank 0's initialisation
+    (the runner cannot broadcast sharded parameters afterwards)."""
+    import copy
+
+    from mmssl.models.wrappers import MMFullyShard
+
+    model = _build()  # initialised already: init_weights is a no-op
+    expected = copy.deepcopy(model)
+    with torch.no_grad():
+        for param in model.parameters():
+            param.add_(rank)  # rank 1 holds other weights
+    wrapped = MMFullyShard(model, init_weights=True)
+    assert wrapped.weights_initialized
+    ref = dict(expected.named_parameters())
+    for name, param in wrapped.module.named_parameters():
+        torch.testing.assert_close(
+            param.full_tensor(),
+            ref[name].detach(),
+            rtol=0,
+            atol=0,
+            msg=lambda m, k=name: f'rank {rank} {k}: {m}',
+        )
 
 
 def _close(a, b, **tol):
