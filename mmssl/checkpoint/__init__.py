@@ -7,6 +7,7 @@
   the backbone's prefix.
 * :mod:`.layouts`: DINOv2 and timm key layouts, the pos-embed resize.
 * :mod:`.pretrained`: warm starts with a key report (``PretrainedStrip``).
+* :mod:`.sharded`: DCP (sharded) checkpoints, atomic; to one file.
 * :mod:`.cli`: ``--trusted`` and the refusal message of the tools.
 """
 
@@ -34,6 +35,12 @@ from .policy import (
     trusted_checkpoints,
 )
 from .pretrained import LoadReport, PretrainedStrip, load_pretrained
+from .sharded import (
+    dcp_to_file,
+    load_sharded,
+    save_sharded,
+    training_state,
+)
 from .state_dict import (
     STATE_KEYS,
     STUDENT_BACKBONE_PATHS,
@@ -61,18 +68,22 @@ __all__ = [
     'atomic_write_text',
     'backbone_prefixes',
     'checkpoint_trusted',
+    'dcp_to_file',
     'exit_on_untrusted',
     'find_backbone_prefix',
     'load_checkpoint',
     'load_pretrained',
+    'load_sharded',
     'loading_policy',
     'refusal_message',
     'safe_checkpoint_globals',
     'save_checkpoint_atomic',
+    'save_sharded',
     'select_backbone',
     'set_checkpoint_trust',
     'strip_prefix',
     'torch_load_safe',
+    'training_state',
     'trust_from_args',
     'trusted_checkpoints',
     'unwrap_state_dict',

@@ -4,3 +4,4 @@ from .heads import *  # noqa: F401,F403
 from .losses import *  # noqa: F401,F403
 from .necks import *  # noqa: F401,F403
 from .utils import *  # noqa: F401,F403
+from .wrappers import *  # noqa: F401,F403

@@ -5,7 +5,7 @@ import json
 import os.path as osp
 
 import pytest
-import torch
+from mmengine.config import Config
 
 from ._utils import ROOT, load_tool
 
@@ -42,11 +42,16 @@ def test_figures_and_log_line(demo_data_root, tmp_path, capsys):
     assert all('data_share:' in ln and 'rss_mb:' in ln for ln in lines)
 
 
-@pytest.mark.skipif(torch.cuda.is_available(), reason='CPU-only message')
-@pytest.mark.parametrize('flag', ['--compile', '--fsdp'])
-def test_gpu_only_switches_say_so(flag):
-    with pytest.raises(SystemExit, match='needs CUDA'):
-        bench.main([DEMO, flag])
+def test_compile_and_fsdp_switches(monkeypatch):
+    cfg = Config(dict(model=dict(backbone=dict(type='DINOv3ViT'))))
+    assert 'block' in bench.apply_compile(cfg, 'aot_eager')
+    assert cfg.model.backbone.compile_blocks == dict(backend='aot_eager')
+    cfg = Config(dict(model=dict(backbone=dict(type='ResNet'))))
+    assert 'whole' in bench.apply_compile(cfg)
+    assert cfg.compile is True
+    monkeypatch.delenv('WORLD_SIZE', raising=False)
+    with pytest.raises(SystemExit, match='torchrun'):
+        bench.apply_fsdp(cfg, amp=True)
 
 
 def test_default_threads_are_cores_per_process(monkeypatch):

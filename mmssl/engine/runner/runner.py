@@ -47,6 +47,14 @@ def _has_sync_bn(model: nn.Module) -> bool:
     return any('SyncBatchNorm' in type(m).__name__ for m in model.modules())
 
 
+def _own_wrapper(model_wrapper_cfg: Optional[Dict]) -> bool:
+    """Whether the wrapper type is one that only mmssl registers."""
+    from mmssl.registry import MODEL_WRAPPERS
+
+    wrapper = (model_wrapper_cfg or {}).get('type')
+    return isinstance(wrapper, str) and wrapper in MODEL_WRAPPERS.module_dict
+
+
 def _hook_type(hook: Any) -> Optional[str]:
     if isinstance(hook, dict):
         kind = hook.get('type')
@@ -189,6 +197,19 @@ class SSLRunner(Runner):
             model_wrapper_cfg = cpu_model_wrapper_cfg(
                 model_wrapper_cfg,
                 self.cfg.get('find_unused_parameters', False),
+            )
+        if _own_wrapper(model_wrapper_cfg) and not is_model_wrapper(model):
+            # mmengine's wrap_model looks the type up in its root registry
+            # only: build wrappers registered by mmssl (MMFullyShard) here
+            from mmengine.device import get_device
+
+            from mmssl.registry import MODEL_WRAPPERS
+
+            return MODEL_WRAPPERS.build(
+                model_wrapper_cfg,
+                default_args=dict(
+                    module=model.to(get_device()), init_weights=True
+                ),
             )
         return super().wrap_model(model_wrapper_cfg, model)
 
@@ -388,7 +409,13 @@ class SSLRunner(Runner):
             )
 
     def _init_model_weights(self) -> None:
-        """``init_weights`` (``init_cfg`` Pretrained) under the policy."""
+        """``init_weights`` (``init_cfg`` Pretrained) under the policy.
+
+        A wrapper that initialised the weights before sharding them
+        (``MMFullyShard``) says so with ``weights_initialized``.
+        """
+        if getattr(self.model, 'weights_initialized', False):
+            return
         with loading_policy(self._trust(), source='init_cfg'):
             super()._init_model_weights()
 

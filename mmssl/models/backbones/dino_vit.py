@@ -27,6 +27,7 @@ from mmengine.model.weight_init import trunc_normal_
 from mmpretrain.models.backbones import VisionTransformer
 
 from mmssl.checkpoint.layouts.pos_embed import resize_pos_embed
+from mmssl.models.utils.compile_blocks import compile_blocks as _compile_blocks
 from mmssl.models.utils.drop_path import drop_path_rates
 from mmssl.registry import MODELS
 
@@ -78,6 +79,9 @@ class DINOVisionTransformer(DINOv2PackingMixin, VisionTransformer):
         with_cp (bool): Checkpoint each block's activations during training
             with ``torch.utils.checkpoint`` (``use_reentrant=False``).
             Defaults to False.
+        compile_blocks (bool | dict): ``torch.compile`` each block (a dict
+            gives ``torch.compile`` arguments); see
+            :func:`mmssl.models.utils.compile_blocks`. Defaults to False.
         interpolate_offset (float): Offset added to the target grid size
             before computing the bicubic scale factor, DINOv2's historical
             kludge (0.1 for the original hub models). 0 means resize to the
@@ -154,6 +158,7 @@ class DINOVisionTransformer(DINOv2PackingMixin, VisionTransformer):
         out_type: str = 'cls_token',
         out_indices: Union[int, Sequence[int]] = -1,
         with_cp: bool = False,
+        compile_blocks: Union[bool, dict] = False,
         interpolate_offset: float = 0.1,
         interpolate_antialias: bool = False,
         layer_cfgs: Union[dict, Sequence[dict]] = dict(),
@@ -226,6 +231,7 @@ class DINOVisionTransformer(DINOv2PackingMixin, VisionTransformer):
 
         if self.frozen_stages > 0:
             self._freeze_stages()
+        _compile_blocks(self.layers, compile_blocks)
 
     # ------------------------------------------------------------------
     # construction helpers

@@ -25,6 +25,7 @@ from mmengine.model.weight_init import trunc_normal_
 from mmpretrain.models.backbones.base_backbone import BaseBackbone
 from torch import Tensor
 
+from mmssl.models.utils.compile_blocks import compile_blocks as _compile_blocks
 from mmssl.models.utils.rope import RoPE2D
 from mmssl.registry import MODELS
 
@@ -92,6 +93,9 @@ class DINOv3ViT(DINOv3PackingMixin, BaseBackbone):
             returned, each through the final norm(s). Defaults to -1.
         final_norm (bool): Apply the final norm(s). Defaults to True.
         with_cp (bool): Non-reentrant activation checkpointing per block.
+        compile_blocks (bool | dict): ``torch.compile`` each block (a dict
+            gives ``torch.compile`` arguments); see
+            :func:`mmssl.models.utils.compile_blocks`. Defaults to False.
         init_cfg (dict, optional): mmengine init config.
     """
 
@@ -138,6 +142,7 @@ class DINOv3ViT(DINOv3PackingMixin, BaseBackbone):
         out_indices: Union[int, Sequence[int]] = -1,
         final_norm: bool = True,
         with_cp: bool = False,
+        compile_blocks: Union[bool, dict] = False,
         init_cfg: Optional[dict] = None,
     ) -> None:
         super().__init__(init_cfg=init_cfg)
@@ -196,6 +201,7 @@ class DINOv3ViT(DINOv3PackingMixin, BaseBackbone):
             )
             for _ in range(L)
         )
+        _compile_blocks(self.layers, compile_blocks)
         self.norm = nn.LayerNorm(C, eps=norm_eps)
         self.cls_norm = None
         if untie_cls_and_patch_norms:

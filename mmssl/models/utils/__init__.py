@@ -1,3 +1,4 @@
+from .compile_blocks import compile_blocks
 from .data_preprocessors import TwoNormOrSingleDataPreprocessor
 from .target_generators import (
     PretrainedCLIPTarget,
@@ -8,6 +9,7 @@ from .target_generators import (
 )
 
 __all__ = [
+    'compile_blocks',
     'TwoNormOrSingleDataPreprocessor',
     'PretrainedCLIPTarget',
     'PretrainedDALLETarget',

@@ -1,0 +1,34 @@
+"""``torch.compile`` per transformer block (the ``compile_blocks`` flag)."""
+
+from typing import Iterable, Union
+
+from torch import nn
+
+#: Arguments of ``torch.compile`` used when ``compile_blocks=True``.
+DEFAULT_COMPILE_CFG = dict(dynamic=None)
+
+
+def compile_blocks(
+    layers: Iterable[nn.Module], cfg: Union[bool, dict, None]
+) -> None:
+    """Compile each block in place with ``nn.Module.compile``.
+
+    The parameter names (and so checkpoints) stay those of the eager
+    model. Stochastic depth that computes only the kept samples makes the
+    batch size inside a block vary from step to step; with
+    ``dynamic=None`` torch recompiles once with a dynamic batch size and
+    then reuses that graph (``dynamic=True`` does so from the start).
+
+    Args:
+        layers (Iterable[nn.Module]): The blocks.
+        cfg (bool | dict | None): False/None: eager. True: compile with
+            :data:`DEFAULT_COMPILE_CFG`. A dict: ``torch.compile`` keyword
+            arguments (``backend``, ``mode``, ``dynamic``, ...).
+    """
+    if not cfg:
+        return
+    kwargs = dict(DEFAULT_COMPILE_CFG)
+    if isinstance(cfg, dict):
+        kwargs.update(cfg)
+    for layer in layers:
+        layer.compile(**kwargs)
