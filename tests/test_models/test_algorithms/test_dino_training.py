@@ -36,14 +36,18 @@ def _cfg(data_root, work_dir, config=DEMO, **opts):
     return cfg
 
 
-def _knn_init_and_trained(config, data_root, tmp_path):
-    """kNN top-1 of the demo network at random init and after the demo."""
+def _knn_init_and_trained(config, data_root, tmp_path, **opts):
+    """kNN top-1 of the demo network at random init and after the demo
+    (with ``opts`` merged into its config)."""
     init_runner = build_runner(
         _cfg(data_root, tmp_path / 'init', config=config)
     )
     init_runner.model.init_weights()
     init_top1 = init_runner.test()['knn/top1']
-    runner = build_runner(_cfg(data_root, tmp_path / 'train', config=config))
+    cfg = _cfg(data_root, tmp_path / 'train', config=config, **opts)
+    # the demo's end-of-training kNN is the test() below: run it once
+    cfg.val_cfg = cfg.val_dataloader = cfg.val_evaluator = None
+    runner = build_runner(cfg)
     runner.train()
     return init_top1, runner.test()['knn/top1']
 
@@ -233,9 +237,14 @@ def test_dinov2_demo_two_process_gloo_with_cp(demo_data_root, tmp_path):
 
 @pytest.mark.slow
 def test_dino_resnet_demo_learns(demo_data_root, tmp_path):
-    """The CNN DINO demo (4 epochs, ~1 min) beats random init clearly."""
+    """The CNN DINO demo recipe, shortened to 2 epochs (44 iterations; its
+    schedules are fractions of the run), beats random init clearly:
+    measured 66.57 vs 49.30 (seed 0, one thread; the 4-epoch demo reaches
+    68.25, configs/dino/README.md)."""
     demo = osp.join(
         ROOT, 'configs', 'dino', 'dino_resnet18-w16_1xb64-4e_demo.py'
     )
-    init_top1, top1 = _knn_init_and_trained(demo, demo_data_root, tmp_path)
+    init_top1, top1 = _knn_init_and_trained(
+        demo, demo_data_root, tmp_path, **{'train_cfg.max_epochs': 2}
+    )
     assert top1 > init_top1 + 10.0, (init_top1, top1)
