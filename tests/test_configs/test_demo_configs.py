@@ -225,6 +225,18 @@ KNN_DEMOS = [
 ]
 
 
+#: kNN datasets built so far, by their config: most demos share one, and
+#: building it (listing ~1800 files) took most of each case's time
+_KNN_DATASETS = {}
+
+
+def _knn_dataset(dataset_cfg: dict):
+    key = repr(dataset_cfg)
+    if key not in _KNN_DATASETS:
+        _KNN_DATASETS[key] = DATASETS.build(copy.deepcopy(dataset_cfg))
+    return _KNN_DATASETS[key]
+
+
 @pytest.mark.parametrize('path', KNN_DEMOS)
 def test_demo_config_features_for_knn(path, demo_data_root):
     """What the kNN evaluation reads: one vector per image, the same on a
@@ -237,7 +249,7 @@ def test_demo_config_features_for_knn(path, demo_data_root):
 
     cfg = Config.fromfile(osp.join(ROOT, path))
     loader = repoint(cfg.test_dataloader.to_dict(), demo_data_root)
-    dataset = DATASETS.build(loader['dataset'])
+    dataset = _knn_dataset(loader['dataset'])
     step = len(dataset) // 4
     batch = default_collate([dataset[i * step] for i in range(4)])
     torch.manual_seed(0)

@@ -36,36 +36,69 @@ def _cfg(data_root, work_dir, config=DEMO, **opts):
     return cfg
 
 
-def _knn_init_and_trained(config, data_root, tmp_path):
-    """kNN top-1 of the demo network at random init and after the demo."""
+class _StopAfter(Hook):
+    """Ends the run after ``epochs`` epochs; every schedule stays that of
+    the whole run (the learning rate, momentum and weight decay reach
+    epoch ``epochs`` of it, not its end)."""
+
+    def __init__(self, epochs: int):
+        self.epochs = epochs
+
+    def after_train_epoch(self, runner):
+        if runner.epoch + 1 >= self.epochs:  # counted after this hook
+            runner.train_loop.stop_training = True
+
+
+def _knn_init_and_trained(
+    config, data_root, tmp_path, stop_after=None, **opts
+):
+    """kNN top-1 of the demo network at random init and after the demo
+    (with ``opts`` merged into its config; stopped after ``stop_after``
+    epochs if given)."""
     init_runner = build_runner(
         _cfg(data_root, tmp_path / 'init', config=config)
     )
     init_runner.model.init_weights()
     init_top1 = init_runner.test()['knn/top1']
-    runner = build_runner(_cfg(data_root, tmp_path / 'train', config=config))
+    cfg = _cfg(data_root, tmp_path / 'train', config=config, **opts)
+    # the demo's end-of-training kNN is the test() below: run it once
+    cfg.val_cfg = cfg.val_dataloader = cfg.val_evaluator = None
+    runner = build_runner(cfg)
+    if stop_after is not None:
+        runner.register_hook(_StopAfter(stop_after))
     runner.train()
+    if stop_after is not None:
+        assert runner.epoch == stop_after, runner.epoch
     return init_top1, runner.test()['knn/top1']
 
 
 @pytest.mark.slow
 def test_dinov2_demo_learns(demo_data_root, tmp_path):
-    """The whole DINOv2 demo (10 epochs) beats the same network at random
-    init (57.66 top-1, a meaningful baseline: no LayerScale) clearly
-    (measured: 64.35)."""
-    init_top1, top1 = _knn_init_and_trained(DEMO, demo_data_root, tmp_path)
+    """The DINOv2 demo, stopped after epoch 7 of its 10 (154 of 220
+    iterations, its schedules unchanged), beats the same network at random
+    init (57.66 top-1, a meaningful baseline: no LayerScale) clearly:
+    measured 64.62 (64.35 after all 10 epochs; 57.66, no gain, with lr 0;
+    configs/dinov2/README.md)."""
+    init_top1, top1 = _knn_init_and_trained(
+        DEMO, demo_data_root, tmp_path, stop_after=7
+    )
     assert init_top1 > 40.0, init_top1  # not a degenerate random network
     assert top1 > init_top1 + 3.0, (init_top1, top1)
 
 
 @pytest.mark.slow
 def test_ibot_demo_learns(demo_data_root, tmp_path):
-    """The whole iBOT demo (10 epochs) beats the same network at random
-    init (62.67 top-1) clearly (measured: 68.25)."""
+    """The iBOT demo, stopped after epoch 7 of its 10 (154 of 220
+    iterations, its schedules unchanged), beats the same network at random
+    init (62.67 top-1) clearly: measured 68.25 (also 68.25 after all 10
+    epochs; a 4-epoch schedule reached only 64.07; configs/ibot/README.md).
+    """
     demo = osp.join(
         ROOT, 'configs', 'ibot', 'ibot_vit-tiny-p4_1xb64-10e_demo.py'
     )
-    init_top1, top1 = _knn_init_and_trained(demo, demo_data_root, tmp_path)
+    init_top1, top1 = _knn_init_and_trained(
+        demo, demo_data_root, tmp_path, stop_after=7
+    )
     assert init_top1 > 40.0, init_top1
     assert top1 > init_top1 + 3.0, (init_top1, top1)
 
@@ -233,9 +266,20 @@ def test_dinov2_demo_two_process_gloo_with_cp(demo_data_root, tmp_path):
 
 @pytest.mark.slow
 def test_dino_resnet_demo_learns(demo_data_root, tmp_path):
-    """The CNN DINO demo (4 epochs, ~1 min) beats random init clearly."""
+    """The CNN DINO demo recipe, shortened to 2 epochs (44 iterations; its
+    schedules are fractions of the run), beats random init by 10 points:
+    measured 66.57 vs 49.30 (seed 0, one thread; the 4-epoch demo reaches
+    68.25, configs/dino/README.md).
+
+    Known weakness, measured: with lr 0 the same run reaches 67.13 (68.80
+    with 4 epochs): the gain over random init comes from the BatchNorm
+    running statistics adapting to the digits, not from DINO's updates, so
+    this test passes for a DINO that does not learn. It still checks that
+    the CNN DINO pipeline trains and evaluates end to end."""
     demo = osp.join(
         ROOT, 'configs', 'dino', 'dino_resnet18-w16_1xb64-4e_demo.py'
     )
-    init_top1, top1 = _knn_init_and_trained(demo, demo_data_root, tmp_path)
+    init_top1, top1 = _knn_init_and_trained(
+        demo, demo_data_root, tmp_path, **{'train_cfg.max_epochs': 2}
+    )
     assert top1 > init_top1 + 10.0, (init_top1, top1)
