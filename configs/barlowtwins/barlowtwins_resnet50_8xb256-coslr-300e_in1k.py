@@ -2,94 +2,14 @@
 # (mmpretrain/.mim/configs/barlowtwins/barlowtwins_resnet50_8xb256-coslr-300e_in1k.py) and run in mmssl's scope.
 # Data: data/imagenet/train/<class>/*.JPEG (labels unused).
 #   bash tools/dist_train.sh configs/barlowtwins/barlowtwins_resnet50_8xb256-coslr-300e_in1k.py 8
-_base_ = (
-    'mmpretrain::barlowtwins/barlowtwins_resnet50_8xb256-coslr-300e_in1k.py'
-)
+_base_ = [
+    'mmpretrain::barlowtwins/barlowtwins_resnet50_8xb256-coslr-300e_in1k.py',
+    '../_base_/datasets/imagenet_contrastive_views_hue_safe.py',
+]
 
 default_scope = 'mmssl'
 
-# mmcv 2.2 shifts the hue with np.uint8(negative), which raises an
-# OverflowError under numpy >= 2 at the first image: the inherited
-# pipeline again, with the ColorJitter steps as HueSafeColorJitter
-# (same arguments and random draws).
-train_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(
-        type='MultiView',
-        num_views=[1, 1],
-        transforms=[
-            [
-                dict(
-                    type='RandomResizedCrop',
-                    scale=224,
-                    interpolation='bicubic',
-                    backend='pillow',
-                ),
-                dict(type='RandomFlip', prob=0.5),
-                dict(
-                    type='RandomApply',
-                    transforms=[
-                        dict(
-                            type='HueSafeColorJitter',
-                            brightness=0.4,
-                            contrast=0.4,
-                            saturation=0.2,
-                            hue=0.1,
-                        )
-                    ],
-                    prob=0.8,
-                ),
-                dict(
-                    type='RandomGrayscale',
-                    prob=0.2,
-                    keep_channels=True,
-                    channel_weights=(0.114, 0.587, 0.2989),
-                ),
-                dict(
-                    type='GaussianBlur',
-                    magnitude_range=(0.1, 2.0),
-                    magnitude_std='inf',
-                    prob=1.0,
-                ),
-                dict(type='Solarize', thr=128, prob=0.0),
-            ],
-            [
-                dict(
-                    type='RandomResizedCrop',
-                    scale=224,
-                    interpolation='bicubic',
-                    backend='pillow',
-                ),
-                dict(type='RandomFlip', prob=0.5),
-                dict(
-                    type='RandomApply',
-                    transforms=[
-                        dict(
-                            type='HueSafeColorJitter',
-                            brightness=0.4,
-                            contrast=0.4,
-                            saturation=0.2,
-                            hue=0.1,
-                        )
-                    ],
-                    prob=0.8,
-                ),
-                dict(
-                    type='RandomGrayscale',
-                    prob=0.2,
-                    keep_channels=True,
-                    channel_weights=(0.114, 0.587, 0.2989),
-                ),
-                dict(
-                    type='GaussianBlur',
-                    magnitude_range=(0.1, 2.0),
-                    magnitude_std='inf',
-                    prob=0.1,
-                ),
-                dict(type='Solarize', thr=128, prob=0.2),
-            ],
-        ],
-    ),
-    dict(type='PackInputs'),
-]
+# The inherited pipeline with HueSafeColorJitter for ColorJitter (mmcv 2.2's
+# hue shift fails under numpy >= 2; see the base file named above).
+train_pipeline = _base_.pop('_hue_safe_pipelines')['byol']  # noqa: F821
 train_dataloader = dict(dataset=dict(pipeline=train_pipeline))

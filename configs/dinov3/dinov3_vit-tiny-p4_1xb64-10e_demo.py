@@ -10,47 +10,15 @@
 # iterations), lr 1e-3, teacher temperature 0.04, momentum 0.99, and no
 # LayerScale (see the DINOv2 demo's header).
 #   python tools/train.py configs/dinov3/dinov3_vit-tiny-p4_1xb64-10e_demo.py
-_base_ = [
-    '../_base_/datasets/demo_knn.py',
-    '../_base_/default_runtime.py',
-]
+_base_ = '../dinov2/dinov2_vit-tiny-p4_1xb64-10e_demo.py'  # data, runtime
 
 _patch_size = 4
 _n_prototypes = 256
 
-train_pipeline = [
-    dict(type='LoadImageRobust'),
-    dict(
-        type='MultiCrop',
-        num_global_crops=2,
-        num_local_crops=4,
-        global_size=32,
-        local_size=16,
-        global_scale=(0.4, 1.0),
-        local_scale=(0.1, 0.4),
-        blur_kernel_size=3,
-        flip_prob=0.0,  # DINOv3: no horizontal flip
-    ),
-    dict(type='PackInputs'),
-]
-train_dataloader = dict(
-    batch_size=64,
-    num_workers=2,
-    persistent_workers=True,
-    drop_last=True,
-    sampler=dict(type='DefaultSampler', shuffle=True),
-    collate_fn=dict(
-        type='mmssl.block_mask_collate',
-        patch_size=_patch_size,
-        mask_ratio=(0.1, 0.5),
-        mask_prob=0.5,
-    ),
-    dataset=dict(
-        type='ImageFolderDataset',
-        data_root='data/demo/train',
-        pipeline=train_pipeline,
-    ),
-)
+# the DINOv2 demo's data (same crops, loader and masks), without flips
+train_pipeline = _base_.train_pipeline  # noqa: F821
+train_pipeline[1].flip_prob = 0.0  # DINOv3: no horizontal flip
+train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
 
 _head = dict(
     type='DINOHead',
@@ -61,14 +29,10 @@ _head = dict(
     norm_last_layer=False,
 )
 model = dict(
+    _delete_=True,  # not the DINOv2 demo's model
     type='DINOFamily',
-    data_preprocessor=dict(
-        type='SelfSupDataPreprocessor',
-        mean=[33.0, 33.0, 33.0],
-        std=[60.0, 60.0, 60.0],
-        to_rgb=True,
-    ),
-    num_global_crops=2,
+    data_preprocessor=_base_.pop('data_preprocessor'),  # noqa: F821
+    num_global_crops=_base_.pop('_num_global_crops'),  # noqa: F821
     backbone=dict(
         type='DINOv3ViT',
         arch=dict(
@@ -96,20 +60,8 @@ model = dict(
     ),
 )
 
-optim_wrapper = dict(
-    type='NaNGuardOptimWrapper',
-    max_consecutive_skips=10,
-    optimizer=dict(
-        type='AdamW', lr=1e-3, betas=(0.9, 0.999), weight_decay=0.04
-    ),
-    clip_grad=dict(max_norm=3.0),
-    constructor='LayerDecayOptimWrapperConstructor',
-    paramwise_cfg=dict(
-        layer_decay_rate=0.9,
-        flat_decay_mult=0.0,
-        custom_keys={'patch_embed': dict(lr_mult=0.2)},
-    ),
-)
+# optimizer, run length, lr rule, logging and checkpoints: the DINOv2 demo's
+
 # DINOv3: warm-up, then constant lr and weight decay
 param_scheduler = [
     dict(
@@ -133,13 +85,3 @@ custom_hooks = [
     dict(type='FreezeLastLayerHook', freeze_epochs='10%'),
     dict(type='GramTeacherHook', first_update=110, period=55, max_updates=2),
 ]
-# Every length above and below is a fraction of the run (docs/en/config.md)
-train_cfg = dict(
-    type='EpochBasedTrainLoop', max_epochs=10, val_interval='100%'
-)
-auto_scale_lr = dict(base_batch_size=64, rule='sqrt')
-default_hooks = dict(
-    logger=dict(interval=10),
-    checkpoint=dict(interval='100%', max_keep_ckpts=1),
-)
-randomness = dict(seed=0)

@@ -16,53 +16,35 @@ Example::
         work_dirs/dinov2_vit-s14/epoch_100.pth vit_small_patch14_mine.pth
 """
 
-import argparse
 import os.path as osp
 import sys
 from typing import List, Optional
 
 sys.path.insert(0, osp.abspath(osp.join(osp.dirname(__file__), '..', '..')))
 
-from mmssl.checkpoint import (  # noqa: E402
-    add_trusted_argument,
-    exit_on_untrusted,
-    load_checkpoint,
-    save_checkpoint_atomic,
-    select_backbone,
-    trust_from_args,
-    unwrap_state_dict,
-)
+from mmssl.checkpoint.cli import Converted, convert_main  # noqa: E402
 from mmssl.checkpoint.layouts import MMSSL_MARKER, mmssl_to_timm  # noqa: E402
 
 
-def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('src', help='mmssl checkpoint (.pth)')
-    parser.add_argument('dst', help='output timm state dict (.pth)')
-    parser.add_argument(
-        '--src-prefix',
-        default=None,
-        help='backbone prefix in SRC (default: auto-detect, teacher '
-        'preferred)',
+def _convert(args, state: dict) -> Converted:
+    out = mmssl_to_timm(state)
+    return Converted(
+        out,
+        f'Converted {len(state)} mmssl keys -> {len(out)} timm keys. '
+        f'Saved {args.dst}',
     )
-    add_trusted_argument(parser, 'SRC')
-    return parser.parse_args(argv)
 
 
 def main(argv: Optional[List[str]] = None) -> dict:
-    args = parse_args(argv)
-    with exit_on_untrusted():
-        ckpt = load_checkpoint(args.src, trusted=trust_from_args(args))
-    state = select_backbone(
-        unwrap_state_dict(ckpt), args.src_prefix, marker=MMSSL_MARKER
+    return convert_main(
+        argv,
+        doc=__doc__,
+        dst_help='output timm state dict (.pth)',
+        src_prefix_help='backbone prefix in SRC (default: auto-detect, '
+        'teacher preferred)',
+        marker=MMSSL_MARKER,
+        convert=_convert,
     )
-    out = mmssl_to_timm(state)
-    save_checkpoint_atomic(out, args.dst)
-    print(
-        f'Converted {len(state)} mmssl keys -> {len(out)} timm keys. '
-        f'Saved {args.dst}'
-    )
-    return out
 
 
 if __name__ == '__main__':

@@ -4,44 +4,10 @@
 #   python tools/train.py \
 #       configs/benchmarks/linear_probe/linear_resnet18-w16_1xb64-5e_demo.py \
 #       --cfg-options model.backbone.init_cfg.checkpoint=work_dirs/simclr_demo/epoch_10.pth
-_base_ = ['../../_base_/default_runtime.py']
-
-data_root = 'data/demo'
-_pipeline = [dict(type='LoadImageFromFile'), dict(type='PackInputs')]
-train_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(type='RandomFlip', prob=0.5),
-    dict(type='PackInputs'),
+_base_ = [
+    '../../_base_/datasets/demo_linear.py',  # data/demo, flips, top-1/top-5
+    '../../_base_/default_runtime.py',
 ]
-train_dataloader = dict(
-    batch_size=64,
-    num_workers=2,
-    persistent_workers=True,
-    sampler=dict(type='DefaultSampler', shuffle=True),
-    collate_fn=dict(type='default_collate'),
-    dataset=dict(
-        type='CustomDataset',
-        data_root=data_root,
-        data_prefix='train',
-        pipeline=train_pipeline,
-    ),
-)
-val_dataloader = dict(
-    batch_size=128,
-    num_workers=2,
-    persistent_workers=True,
-    sampler=dict(type='DefaultSampler', shuffle=False),
-    collate_fn=dict(type='default_collate'),
-    dataset=dict(
-        type='CustomDataset',
-        data_root=data_root,
-        data_prefix='val',
-        pipeline=_pipeline,
-    ),
-)
-test_dataloader = val_dataloader
-val_evaluator = dict(type='Accuracy', topk=(1, 5))
-test_evaluator = val_evaluator
 
 model = dict(
     type='ImageClassifier',
