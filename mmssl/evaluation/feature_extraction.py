@@ -11,7 +11,8 @@ def pool_features(feats) -> torch.Tensor:
     """Reduce a backbone output to one vector per image, (B, C).
 
     * tuple/list (several stages or outputs): the last one is used;
-    * (B, C, H, W) feature maps: global average pooling;
+    * (B, C, H, W) or (B, C, D, H, W) feature maps: global average
+      pooling;
     * (B, N, C) tokens: the first (CLS) token;
     * (B, C): returned as is.
     """
@@ -19,8 +20,8 @@ def pool_features(feats) -> torch.Tensor:
         feats = feats[-1]
         if isinstance(feats, (list, tuple)):  # e.g. [patch_tokens, cls]
             feats = feats[-1]
-    if feats.dim() == 4:
-        return feats.mean(dim=(2, 3))
+    if feats.dim() in (4, 5):
+        return feats.flatten(2).mean(dim=2)
     if feats.dim() == 3:
         return feats[:, 0]
     if feats.dim() == 2:

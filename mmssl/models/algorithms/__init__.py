@@ -1,11 +1,13 @@
 from .deepcluster import DeepCluster
 from .dino import DINO, DINOv2, iBOT
 from .dino_family import DINOFamily
+from .mae3d import MAE3D
 from .mff_features import MFFFullImage
 from .npid import NPID
 from .odc import ODC, ODCMemory
 from .relative_loc import RelativeLoc
 from .rotation_pred import RotationPred
+from .simclr3d import SimCLR3D
 from .spark_features import SparKFullImage
 
 __all__ = [
@@ -21,4 +23,6 @@ __all__ = [
     'RotationPred',
     'SparKFullImage',
     'MFFFullImage',
+    'MAE3D',
+    'SimCLR3D',
 ]

@@ -141,7 +141,8 @@ def global_masks(
             'BlockwiseMaskGenerator after MultiCrop in the pipeline (or the '
             'block_mask_collate collate function).'
         )
-    masks = torch.stack([s.mask for s in data_samples]).to(device)
+    masks = torch.stack([torch.as_tensor(s.mask) for s in data_samples])
+    masks = masks.to(device)  # numpy masks from the pipeline too
     if masks.dim() == 3:  # (B, G, Hp*Wp) already flat
         masks = masks.unsqueeze(-1)
     batch, num_g = masks.shape[:2]
