@@ -29,6 +29,17 @@ def demo_data_root(tmp_path_factory) -> str:
     return root
 
 
+@pytest.fixture(scope='session')
+def volume_data_root(tmp_path_factory) -> str:
+    """A tiny labelled synthetic volume set (``train/<cls>/*``, ``val``)."""
+    sys.path.insert(0, osp.join(ROOT, 'tools', 'misc'))
+    from make_volume_dataset import make_dataset
+
+    root = str(tmp_path_factory.mktemp('volumes'))
+    make_dataset(root, size=32, train_per_class=2, val_per_class=1)
+    return root
+
+
 @pytest.fixture(scope='session', autouse=True)
 def _register_modules():
     from mmssl.utils import register_all_modules

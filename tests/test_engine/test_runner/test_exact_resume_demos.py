@@ -10,6 +10,8 @@ and buffer must match to 1e-6, and so must the iteration count, the
 learning rate and the batch indices of the resumed iterations.
 """
 
+import os.path as osp
+
 import pytest
 from resume_utils import (
     DEMO_CONFIGS,
@@ -30,8 +32,14 @@ def _no_env_report(monkeypatch):
 
 @pytest.mark.slow
 @pytest.mark.parametrize('path', DEMO_CONFIGS)
-def test_resume_inside_epoch_is_exact(path, demo_data_root, tmp_path):
-    cfg = tiny_cfg(path, demo_data_root, str(tmp_path / 'straight'))
+def test_resume_inside_epoch_is_exact(path, demo_data_root, request, tmp_path):
+    volumes = None
+    if '3d' in osp.basename(path):  # volumetric demos read data/volumes
+        pytest.importorskip('monai')
+        volumes = request.getfixturevalue('volume_data_root')
+    cfg = tiny_cfg(
+        path, demo_data_root, str(tmp_path / 'straight'), volume_root=volumes
+    )
     if cfg is None:
         pytest.skip('evaluation-only config (no train_dataloader)')
     straight, rec_a = train(cfg)
