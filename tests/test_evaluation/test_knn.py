@@ -81,8 +81,11 @@ def test_pool_features_shapes():
     tokens = torch.arange(2 * 4 * 3.0).view(2, 4, 3)
     assert torch.equal(pool_features((tokens,)), tokens[:, 0])
     assert pool_features([torch.ones(2, 7)]).shape == (2, 7)
+    # (B, C, D, H, W) volume feature maps: the mean over every voxel
+    vol = torch.arange(2 * 3 * 8.0).view(2, 3, 2, 2, 2)
+    assert torch.equal(pool_features(vol), vol.view(2, 3, 8).mean(-1))
     with pytest.raises(ValueError, match='shape'):
-        pool_features(torch.ones(2, 2, 2, 2, 2))
+        pool_features(torch.ones(2, 2, 2, 2, 2, 2))
 
 
 def test_knn_accuracy_metric_separates_bank_and_query():
