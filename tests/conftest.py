@@ -14,8 +14,11 @@ TESTS = osp.dirname(osp.abspath(__file__))
 if TESTS not in sys.path:
     sys.path.insert(1, TESTS)
 
-# Keep torch from fighting over the CI machine's two cores.
-os.environ.setdefault('OMP_NUM_THREADS', '2')
+# Keep torch from fighting over the CI machine's two cores: one thread per
+# pytest-xdist worker (pyproject.toml runs two), two without workers.
+os.environ.setdefault(
+    'OMP_NUM_THREADS', '1' if os.environ.get('PYTEST_XDIST_WORKER') else '2'
+)
 
 
 @pytest.fixture(scope='session')
