@@ -5,7 +5,7 @@
 #
 #   bash tools/dev/gpu_checks.sh OUT_DIR [DINOV2_REFERENCE_ROOT]
 #
-# OUT_DIR gets one log per step and summary.txt. DINOV2_REFERENCE_ROOT is a
+# OUT_DIR gets summary.txt and all.log (every step's log). DINOV2_REFERENCE_ROOT is a
 # checkout of facebookresearch/dinov2 (its folder holding `dinov2/`); without
 # it the comparison with the reference is skipped.
 set -uo pipefail
@@ -15,18 +15,20 @@ mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 PY=${PYTHON:-python3}
 CFG=configs/dinov2/dinov2_vit-s14_1xb64-200e_custom-small.py
-DATA="--cfg-options train_dataloader.dataset.data_root=data/demo/train"
+DATA="--allow-new-keys --cfg-options train_dataloader.dataset.data_root=data/demo/train"
 SUMMARY="$OUT/summary.txt"
+LOGS=$(mktemp -d)  # one log per step; all of them end up in OUT/all.log
 : >"$SUMMARY"
 
 step() {  # step NAME SECONDS CMD...
     local name=$1 limit=$2
     shift 2
     local start=$SECONDS
-    timeout "$limit" "$@" >"$OUT/$name.log" 2>&1
+    timeout "$limit" "$@" >"$LOGS/$name.log" 2>&1
     local rc=$?
     echo "== $name: rc $rc, $((SECONDS - start)) s" | tee -a "$SUMMARY"
-    grep -E "$FIGURES" "$OUT/$name.log" | tail -n 12 | tee -a "$SUMMARY"
+    grep -E "$FIGURES" "$LOGS/$name.log" | tail -n 12 | tee -a "$SUMMARY"
+    { echo "===== $name (rc $rc)"; cat "$LOGS/$name.log"; } >>"$OUT/all.log"
 }
 FIGURES='passed|failed|Error|ratio|median|peak|images/s|s/iter|data-wait|threads|torch [0-9]'
 
