@@ -286,6 +286,11 @@ class DINOv3ViT(DINOv3PackingMixin, BaseBackbone):
         """
         B = x.shape[0]
         x, grid = self.patch_embed(x)  # (B, N, C)
+        # The residual stream keeps the parameters' dtype: under autocast
+        # the patch embedding returns bf16/fp16, and casting the tokens
+        # down to it would sum every block's residual in low precision
+        # (the reference's torch.cat with the float32 CLS token promotes).
+        x = x.to(self.cls_token.dtype)
         if mask is not None:
             if mask.shape[0] != B or mask[0].numel() != x.shape[1]:
                 raise ValueError(
