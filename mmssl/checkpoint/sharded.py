@@ -5,8 +5,12 @@ folder; loading reshards to whatever world size reads it, so a run saved
 on 2 ranks resumes on 1 or 4. The folder is written under a temporary
 name and renamed into place by rank 0 only after every rank has finished
 (barriers around the save), so a torn sharded checkpoint never carries
-the final name. :func:`dcp_to_file` turns one into an ordinary
-``torch.save`` file that :func:`~.io.torch_load_safe` reads.
+the final name. What is not model or optimizer state (a run's meta,
+message hub, schedulers, loop position and random states) goes into one
+ordinary file of the folder, :data:`SHARDED_RUNNER_STATE`, written by
+rank 0 before the rename and read with the safe loader
+(:func:`load_runner_state`). :func:`dcp_to_file` turns a folder into an
+ordinary ``torch.save`` file that :func:`~.io.torch_load_safe` reads.
 """
 
 import os
@@ -16,6 +20,10 @@ from typing import Dict, Optional
 
 import torch
 from torch import nn
+
+from mmssl.launch.resume import SHARDED_RUNNER_STATE
+
+from .io import load_checkpoint, save_checkpoint_atomic
 
 #: Suffix of the folder being written; never chosen as a checkpoint.
 TMP_SUFFIX = '.tmp'
@@ -53,7 +61,9 @@ def training_state(
     return state
 
 
-def save_sharded(state: Dict[str, dict], dirname: str) -> None:
+def save_sharded(
+    state: Dict[str, dict], dirname: str, extra: Optional[dict] = None
+) -> None:
     """Write ``state`` as a DCP folder ``dirname``, atomically.
 
     Called by every rank. Writes ``dirname + '.tmp'``, then rank 0
@@ -62,6 +72,9 @@ def save_sharded(state: Dict[str, dict], dirname: str) -> None:
     Args:
         state (dict): E.g. :func:`training_state` plus plain metadata.
         dirname (str): Final folder.
+        extra (dict, optional): Rank 0's runner state, saved with
+            ``torch.save`` as :data:`SHARDED_RUNNER_STATE` in the folder
+            (other ranks' ``extra`` is ignored). Defaults to None.
     """
     import torch.distributed.checkpoint as dcp
 
@@ -72,6 +85,8 @@ def save_sharded(state: Dict[str, dict], dirname: str) -> None:
     dcp.save(state, checkpoint_id=tmp)
     _barrier()
     if _rank() == 0:
+        if extra is not None:
+            save_checkpoint_atomic(extra, osp.join(tmp, SHARDED_RUNNER_STATE))
         if osp.exists(dirname):
             shutil.rmtree(dirname)
         os.replace(tmp, dirname)
@@ -101,6 +116,29 @@ def load_sharded(
         model_state_dict=state['state_dict'],
         optim_state_dict=state.get('optimizer', {}),
     )
+
+
+def load_runner_state(dirname: str, trusted: Optional[bool] = None) -> dict:
+    """The :data:`SHARDED_RUNNER_STATE` of a sharded checkpoint folder.
+
+    Read with :func:`~.io.load_checkpoint` (the allowlist applies).
+
+    Args:
+        dirname (str): The folder.
+        trusted (bool, optional): As for :func:`~.io.load_checkpoint`.
+
+    Raises:
+        FileNotFoundError: The folder has no runner state (written by
+            :func:`save_sharded` without ``extra``).
+    """
+    path = osp.join(dirname, SHARDED_RUNNER_STATE)
+    if not osp.isfile(path):
+        raise FileNotFoundError(
+            f'{dirname} has no {SHARDED_RUNNER_STATE}: it holds model and '
+            'optimizer shards only, not a training run to resume; load '
+            'it with mmssl.checkpoint.load_sharded.'
+        )
+    return load_checkpoint(path, trusted=trusted)
 
 
 def dcp_to_file(dirname: str, filename: str) -> None:
