@@ -46,6 +46,14 @@ def _rank() -> int:
     return dist.get_rank() if dist is not None else 0
 
 
+def _remove(path: str) -> None:
+    """Delete a file or folder, if there."""
+    if osp.isdir(path) and not osp.islink(path):
+        shutil.rmtree(path)
+    elif osp.lexists(path):
+        os.remove(path)
+
+
 def training_state(
     model: nn.Module, optimizer: Optional[torch.optim.Optimizer] = None
 ) -> Dict[str, dict]:
@@ -87,9 +95,14 @@ def save_sharded(
     if _rank() == 0:
         if extra is not None:
             save_checkpoint_atomic(extra, osp.join(tmp, SHARDED_RUNNER_STATE))
-        if osp.exists(dirname):
-            shutil.rmtree(dirname)
+        # a folder of the same name (saved again at the same step) is
+        # moved aside, never deleted before the new one has its name
+        old = dirname + '.old' + TMP_SUFFIX
+        if osp.lexists(dirname):
+            _remove(old)
+            os.replace(dirname, old)
         os.replace(tmp, dirname)
+        _remove(old)
     _barrier()
 
 

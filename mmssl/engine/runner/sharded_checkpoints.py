@@ -57,13 +57,12 @@ def sharded_checkpoints_wanted(runner) -> bool:
         ValueError: A checkpoint hook says ``sharded=False`` while the
             model is FSDP2: an ordinary checkpoint would pickle each
             rank's ``DTensor`` shards, which no other world size can load.
+            Or a sharded run asks a hook to publish a file
+            (``published_keys``).
     """
     fsdp = is_fully_sharded(runner.model)
-    settings = [
-        getattr(hook, 'sharded', 'auto')
-        for hook in runner.hooks
-        if isinstance(hook, CheckpointHook)
-    ]
+    hooks = [h for h in runner.hooks if isinstance(h, CheckpointHook)]
+    settings = [getattr(hook, 'sharded', 'auto') for hook in hooks]
     if fsdp and False in settings:
         raise ValueError(
             'default_hooks.checkpoint.sharded=False with '
@@ -74,7 +73,16 @@ def sharded_checkpoints_wanted(runner) -> bool:
             'tools/model_converters/dcp_to_file.py turns one into a single '
             'file.'
         )
-    return fsdp or True in settings
+    sharded = fsdp or True in settings
+    if sharded and any(h.published_keys is not None for h in hooks):
+        raise ValueError(
+            'default_hooks.checkpoint.published_keys publishes a checkpoint '
+            'file after training, but this run saves sharded checkpoint '
+            'folders. Remove published_keys; convert a folder with '
+            'tools/model_converters/dcp_to_file.py and publish that file '
+            '(tools/model_converters/publish_model.py).'
+        )
+    return sharded
 
 
 def _optim_wrapper(runner) -> OptimWrapper:

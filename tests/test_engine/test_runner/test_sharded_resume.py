@@ -204,3 +204,16 @@ def test_sharded_checkpoints_resume_on_other_world_sizes(
     # here 4 batches per epoch: continue in epoch 1 at batch 2, with the
     # random states of the checkpoint
     _assert_equal(resumed['resume_at'], (1, 2, loop['rng']), 'position')
+
+
+def test_sharded_run_refuses_published_keys(demo_data_root, tmp_path):
+    """mmengine's hook would load the last checkpoint as a file after
+    training: refused when the runner is built, naming the converter."""
+    from mmssl.engine.runner import build_runner
+
+    cfg = _cfg(demo_data_root, tmp_path, sharded=True)
+    cfg.default_hooks.checkpoint.published_keys = ['meta', 'state_dict']
+    with pytest.raises(ValueError, match='dcp_to_file.py'):
+        build_runner(cfg)
+    cfg.default_hooks.checkpoint.sharded = False  # files: allowed
+    assert not build_runner(cfg).sharded_checkpoints
