@@ -1,10 +1,11 @@
 """Sharded (DCP) checkpoints through the runner's checkpoint hook, resumed
 by ``--resume`` on another world size: 1 process saves folders
-(``sharded=True``), 2 FSDP2 gloo ranks resume the newest complete one and
-save again (``sharded='auto'``), 1 process resumes that. At every hop the
-model and AdamW state after the resume equal, bit for bit, those the
-saving run ended with; the iteration and the loop position carry over.
-With FSDP2, ``sharded=False`` is refused when the runner is built."""
+(``sharded=True``), 2 FSDP2 gloo ranks resume the newest complete one
+(``--resume``) and save again (``sharded='auto'``), 1 process resumes
+that (``--resume FOLDER``). At every hop the model and AdamW state after
+the resume equal, bit for bit, those the saving run ended with; the
+iteration and the loop position carry over. With FSDP2,
+``sharded=False`` is refused when the runner is built."""
 
 import os
 import os.path as osp
@@ -188,12 +189,13 @@ def test_sharded_checkpoints_resume_on_other_world_sizes(
         saved_ws2['state']['state_dict'],
         'load_from',
     )
-    # 1 process resumes the folder the 2 FSDP2 ranks wrote
+    # 1 process resumes the folder the 2 FSDP2 ranks wrote, named
+    # explicitly (--resume work/iter_6.pth)
     loop = load_runner_state(str(work / 'iter_6.pth'))['loop_state']
     assert (loop['epoch'], loop['batches']) == (1, 2)
     capture = tmp_path / 'resumed_ws1.pth'
     cfg = _cfg(demo_data_root, work, epochs=2)
-    _train(cfg, True, str(capture))
+    _train(cfg, str(work / 'iter_6.pth'), str(capture))
     assert cfg.load_from.endswith('iter_6.pth')
     # without FSDP2, 'auto' saves files again; the folder is pruned
     assert osp.isfile(work / 'iter_8.pth')
