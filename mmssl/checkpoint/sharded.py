@@ -13,10 +13,12 @@ rank 0 before the rename and read with the safe loader
 ordinary ``torch.save`` file that :func:`~.io.torch_load_safe` reads.
 """
 
+import contextlib
 import os
 import os.path as osp
 import shutil
-from typing import Dict, Optional
+import warnings
+from typing import Dict, Iterator, Optional
 
 import torch
 from torch import nn
@@ -33,6 +35,19 @@ def _dist():
     import torch.distributed as dist
 
     return dist if dist.is_available() and dist.is_initialized() else None
+
+
+@contextlib.contextmanager
+def _single_process_quiet() -> Iterator[None]:
+    """Silence DCP's warning that it runs without a process group (one
+    process: an expected case here, at every save and load)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            'ignore',
+            message='torch.distributed is disabled',
+            category=UserWarning,
+        )
+        yield
 
 
 def _barrier() -> None:
@@ -90,7 +105,8 @@ def save_sharded(
     if _rank() == 0 and osp.exists(tmp):
         shutil.rmtree(tmp)  # left by an earlier, interrupted save
     _barrier()
-    dcp.save(state, checkpoint_id=tmp)
+    with _single_process_quiet():
+        dcp.save(state, checkpoint_id=tmp)
     _barrier()
     if _rank() == 0:
         if extra is not None:
@@ -121,7 +137,8 @@ def load_sharded(
     ):
         raise FileNotFoundError(f'{dirname} is not a complete checkpoint.')
     state = training_state(model, optimizer)
-    dcp.load(state, checkpoint_id=dirname)
+    with _single_process_quiet():
+        dcp.load(state, checkpoint_id=dirname)
     optimizers = [] if optimizer is None else [optimizer]
     set_state_dict(
         model,
