@@ -82,3 +82,25 @@ def test_hook_sharded_setting_is_checked():
     assert AtomicCheckpointHook(sharded=True).sharded is True
     with pytest.raises(ValueError, match="sharded='yes'"):
         AtomicCheckpointHook(sharded='yes')
+
+
+def test_slurm_requeue_reads_the_config_of_a_folder(tmp_path):
+    """A requeued job compares its config with the one stored in the
+    folder's runner state, as with a file."""
+    import torch
+    from mmengine.config import Config
+
+    from mmssl.apis.errors import TrainConfigError
+    from mmssl.apis.resume import requeued_resume
+
+    cfg = Config(dict(work_dir=str(tmp_path), model=dict(temperature=0.2)))
+    folder = str(tmp_path / 'iter_4.pth')
+    _folder(folder, time.time())
+    torch.save(
+        {'meta': {'cfg': cfg.pretty_text}},
+        osp.join(folder, SHARDED_RUNNER_STATE),
+    )
+    assert requeued_resume(cfg)[:2] == (True, folder)
+    cfg.model.temperature = 0.3
+    with pytest.raises(TrainConfigError, match='temperature: 0.2 -> 0.3'):
+        requeued_resume(cfg)
