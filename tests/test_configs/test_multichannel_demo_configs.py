@@ -101,3 +101,26 @@ def test_multichannel_demo_features_for_knn(path, multichannel_data_root):
     torch.testing.assert_close(feats, batch_features(model, batch))
     spread = (feats - feats.mean(0)).norm(dim=1) / feats.norm(dim=1).mean()
     assert (spread > 1e-3).all(), spread
+
+
+def test_multichannel_custom_config(multichannel_data_root):
+    """The user's-folder config: its dataset reads a folder of 5-channel
+    TIFFs into two 224 px 5-channel views, and its ResNet-50 takes 5
+    channels."""
+    path = osp.join(
+        ROOT,
+        'configs',
+        'multichannel',
+        'simclr_resnet50_8xb64-coslr-200e_5ch_custom.py',
+    )
+    cfg = Config.fromfile(path)
+    dataset_cfg = cfg.train_dataloader.dataset.to_dict()
+    dataset_cfg['data_root'] = multichannel_data_root
+    dataset = DATASETS.build(dataset_cfg)
+    assert len(dataset) == 9  # train and val, 3 classes
+    views = dataset[0]['inputs']
+    assert [tuple(v.shape) for v in views] == [(5, 224, 224)] * 2
+    cfg.model.backbone.norm_cfg = dict(type='BN')  # no process group
+    model = MODELS.build(cfg.model)
+    assert model.backbone.conv1.weight.shape[1] == 5
+    assert model.data_preprocessor.mean.shape == (5, 1, 1)

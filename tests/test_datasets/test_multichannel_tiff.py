@@ -206,3 +206,9 @@ def test_demo_maker_writes_both_layouts(multichannel_data_root):
     assert len(ds) == 2 * len(CLASSES)
     img = ds[1]['img']
     assert img.shape == (32, 32, 5) and 0.0 <= img.min() and img.max() <= 1.0
+
+
+def test_missing_tifffile_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, 'tifffile', None)  # import fails
+    with pytest.raises(ImportError, match=r'LoadMultiChannelTiff.*\[multi'):
+        LoadMultiChannelTiff(channels=5)
