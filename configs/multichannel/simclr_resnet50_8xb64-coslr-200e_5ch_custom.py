@@ -8,7 +8,7 @@
 # the channel count, the folder, and the per-channel mean/std printed by
 #   python tools/misc/channel_stats.py /path/to/tiffs --channels 5
 # then
-#   bash tools/dist_train.sh configs/multichannel/my_config.py 8
+#   bash tools/dist_train.sh configs/multichannel/MY_CELLS.py 8
 _base_ = '../_base_/default_runtime.py'
 
 _channels = 5

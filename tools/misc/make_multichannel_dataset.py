@@ -1,17 +1,18 @@
 """Write a small labelled synthetic 5-channel 16-bit TIFF set of 'cells'.
 
 A stand-in for multi-channel fluorescence microscopy, for the
-multi-channel demo (configs/multichannel/). Every image holds 4 to 7
-round cells on a dark, noisy background. Channel 0 is a nuclear stain
-(a small disc in every cell); channels 1 to 4 are markers a, b, c, d.
-Each cell carries exactly two markers, and the class says which markers
-go together in one cell:
+multi-channel demo (configs/multichannel/). Every image holds 4 to 9
+round cells on a noisy background with uneven illumination. Channel 0 is
+a nuclear stain (a small disc in every cell); channels 1 to 4 are
+markers a, b, c, d. Two to four cells carry two markers each, and the
+class says which markers go together in one cell:
 
     ab-cd: cells are a+b or c+d     ac-bd: a+c or b+d     ad-bc: a+d or b+c
 
-Every image has cells of both kinds, so every marker is present in every
-image with the same expected amount in every class: no single channel,
-and no image-wide channel statistic, tells the classes apart; only which
+Two to five more cells carry one random marker each. Every image has
+paired cells of both kinds, so every marker is present in every image
+with the same expected amount in every class: no single channel, and no
+image-wide channel statistic, tells the classes apart; only which
 channels light up together in one cell does. Positions, sizes,
 brightness, per-channel gain (as between acquisitions), background and
 noise are drawn independently of the class. Nothing is downloaded; every
