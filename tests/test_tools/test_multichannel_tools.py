@@ -102,3 +102,15 @@ def test_knn_eval_folders_use_the_config_loader(tmp_path):
             type='LoadMultiChannelTiff', channels=5, scale='percentile'
         )
         assert pipeline[2] == dict(type='CenterCrop', crop_size=32)
+
+
+def test_maker_command_line(tmp_path, capsys):
+    tool = load_tool('misc/make_multichannel_dataset.py')
+    out = str(tmp_path / 'cells')
+    tool.main([out, '--train-per-class', '1', '--val-per-class', '1'])
+    assert 'wrote 3 train and 3 val 5-channel 16-bit TIFFs' in (
+        capsys.readouterr().out
+    )
+    assert len(os.listdir(osp.join(out, 'val'))) == 3
+    with pytest.raises(SystemExit, match='--size must be >= 16'):
+        tool.main([out, '--size', '8'])
