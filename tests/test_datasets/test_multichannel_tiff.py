@@ -2,6 +2,7 @@
 layouts, bad files skipped and named by ImageFolderDataset."""
 
 import os.path as osp
+import pickle
 import sys
 
 import numpy as np
@@ -148,12 +149,16 @@ def _bad_folder(root):
     (root / 'text.tif').write_bytes(b'not a tiff at all' * 10)
     _write(root / 'four.tif', a[:4])
     _write(root / 'stack.tif', np.stack([a, a]))  # (2, 5, 8, 8): a z-stack
+    nan = a.astype(np.float32)
+    nan[2, 3, 4] = np.nan
+    _write(root / 'nan.tif', nan)
     bad = {
         'empty.tif': 'zero-byte',
         'truncated.tif': 'not a readable TIFF',
         'text.tif': 'not a readable TIFF',
         'four.tif': 'has 4 channels',
         'stack.tif': 'only 2D images',
+        'nan.tif': 'NaN',
     }
     return good, bad
 
@@ -168,7 +173,7 @@ def test_bad_files_skipped_and_named(tmp_path):
         ],
         max_bad_ratio=1.0,
     )
-    assert len(ds) == 8
+    assert len(ds) == 9
     skipped, served = {}, set()
     for i in range(len(ds)):
         out = ds[i]
@@ -206,6 +211,12 @@ def test_demo_maker_writes_both_layouts(multichannel_data_root):
     assert len(ds) == 2 * len(CLASSES)
     img = ds[1]['img']
     assert img.shape == (32, 32, 5) and 0.0 <= img.min() and img.max() <= 1.0
+
+
+def test_loader_pickles_for_spawned_workers(tmp_path):
+    path = _write(tmp_path / 'a.tif', _image())
+    t = pickle.loads(pickle.dumps(LoadMultiChannelTiff(channels=5)))
+    assert t(dict(img_path=path))['img'].shape == (6, 7, 5)
 
 
 def test_missing_tifffile_names_the_extra(monkeypatch):
