@@ -112,7 +112,9 @@ class LoadMultiChannelTiff(BaseTransform):
         channel_indices: Optional[Sequence[int]] = None,
         backend_args: Optional[dict] = None,
     ) -> None:
-        self._tifffile = require_multichannel('LoadMultiChannelTiff')
+        # fail now, at build time, without the extra (the module itself
+        # is not kept: transforms are pickled into spawned workers)
+        require_multichannel('LoadMultiChannelTiff')
         if channels is not None and channels < 1:
             raise ValueError(f'channels must be >= 1 or None, got {channels}.')
         if layout not in ('auto', 'CHW', 'HWC'):
@@ -165,8 +167,9 @@ class LoadMultiChannelTiff(BaseTransform):
             raise BadImageError(path, 'permission denied')
         if len(buf) == 0:
             raise BadImageError(path, 'zero-byte file')
+        tifffile = require_multichannel('LoadMultiChannelTiff')
         try:
-            with self._tifffile.TiffFile(io.BytesIO(buf)) as tif:
+            with tifffile.TiffFile(io.BytesIO(buf)) as tif:
                 series = tif.series[0]
                 return series.asarray(), series.axes
         except Exception as e:  # noqa: BLE001 - any decoder failure
