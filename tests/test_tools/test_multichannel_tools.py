@@ -114,3 +114,22 @@ def test_maker_command_line(tmp_path, capsys):
     assert len(os.listdir(osp.join(out, 'val'))) == 3
     with pytest.raises(SystemExit, match='--size must be >= 16'):
         tool.main([out, '--size', '8'])
+
+
+def test_check_dataset_uses_the_multichannel_loader(
+    multichannel_data_root, tmp_path
+):
+    tool = load_tool('misc/check_dataset.py')
+    root = tmp_path / 'cells'
+    (root / 'a').mkdir(parents=True)
+    good = osp.join(multichannel_data_root, 'train', 'ab-cd', '0000.tif')
+    (root / 'a' / 'good.tif').write_bytes(open(good, 'rb').read())
+    tifffile.imwrite(root / 'a' / 'four.tif', np.zeros((4, 8, 8), np.uint16))
+    paths, loader = tool.collect(
+        CONFIG, {'train_dataloader.dataset.data_root': str(root)}
+    )
+    assert loader['type'] == 'LoadMultiChannelTiff'
+    bad = tool.check(paths, loader)
+    assert [(osp.basename(p), r.split(' (')[0]) for p, r in bad] == [
+        ('four.tif', 'has 4 channels')
+    ]
