@@ -12,7 +12,13 @@ TINY_VIT = dict(embed_dims=32, num_layers=2, num_heads=2)
 #: channels
 BACKBONES = {
     'ResNet': (
-        dict(type='ResNet', depth=18, in_channels=5),
+        dict(
+            type='ResNet',
+            depth=18,
+            stem_channels=16,
+            base_channels=16,
+            in_channels=5,
+        ),
         'conv1.weight',
     ),
     'ResNet_CIFAR': (
