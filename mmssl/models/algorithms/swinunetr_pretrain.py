@@ -116,7 +116,7 @@ class SwinUNETRPretrain(BaseSelfSupervisor):
         rot_head = rot_head or dict(type='PretextClsHead')
         if rot_head.get('num_classes', num_rotations) != num_rotations:
             raise ValueError(
-                f"rot_head.num_classes={rot_head['num_classes']} differs "
+                f'rot_head.num_classes={rot_head["num_classes"]} differs '
                 f'from num_rotations={num_rotations}; drop it from rot_head.'
             )
         self.rot_head = MODELS.build(
@@ -155,9 +155,8 @@ class SwinUNETRPretrain(BaseSelfSupervisor):
         return AUTO  # the decoder config must then give its scale
 
     def _in_channels(self) -> int:
-        conv = next(
-            m for m in self.backbone.modules() if isinstance(m, torch.nn.Conv3d)
-        )
+        convs = self.backbone.modules()
+        conv = next(m for m in convs if isinstance(m, torch.nn.Conv3d))
         return conv.in_channels
 
     def augment(self, views: torch.Tensor) -> PretextBatch:
