@@ -6,8 +6,9 @@ each sub-volume is rotated by 0, 90, 180 or 270 degrees about the z axis
 (the label of the rotation task), and random boxes of it are replaced by
 noise (the input of the inpainting task).
 
-Both run on the collated batch (B, C, *spatial) on its device, with
-torch's global generator (seeded by mmengine, saved in checkpoints).
+Both run on the collated batch (B, C, *spatial) with torch's global
+generators (seeded by mmengine, saved in checkpoints); the cutout boxes
+are drawn on the CPU and the masks moved to the batch's device.
 """
 
 from typing import Sequence, Tuple
@@ -157,7 +158,8 @@ def cutout_volumes(
     out = x.clone()
     masks = []
     for i in range(x.shape[0]):
-        mask = cutout_mask(x.shape[2:], mask_ratio, block_size, x.device)
+        # drawn on the CPU (no device sync per box), then moved
+        mask = cutout_mask(x.shape[2:], mask_ratio, block_size).to(x.device)
         lo, hi = x[i].min(), x[i].max()
         noise = torch.rand_like(x[i]) * (hi - lo) + lo
         out[i] = torch.where(mask, noise, x[i])
