@@ -112,6 +112,12 @@ class SwinUNETRPretrain(BaseSelfSupervisor):
         super().__init__(backbone=backbone, neck=neck, **kwargs)
         if not 0.0 <= mask_ratio < 1.0:
             raise ValueError(f'mask_ratio must be in [0, 1), got {mask_ratio}')
+        out_type = getattr(self.backbone, 'out_type', 'featmap')
+        if out_type != 'featmap':
+            raise ValueError(
+                f"SwinUNETRPretrain decodes the backbone's feature map; set "
+                f"backbone.out_type='featmap', not {out_type!r}."
+            )
         channels = self._feature_channels()
         rot_head = rot_head or dict(type='PretextClsHead')
         if rot_head.get('num_classes', num_rotations) != num_rotations:

@@ -241,3 +241,5 @@ def test_bad_arguments_are_named():
         _model(rot_head=dict(type='PretextClsHead', num_classes=2))
     with pytest.raises(ValueError, match='mask_ratio'):
         _model(mask_ratio=1.0)
+    with pytest.raises(ValueError, match="out_type='featmap'"):
+        _model(backbone=dict(_SWIN, out_type='avg_featmap'))
