@@ -9,7 +9,7 @@
 # data/volumes/val (README.md for the figures).
 #   python tools/misc/make_volume_dataset.py data/volumes
 #   python tools/train.py \
-#       configs/volumetric/swinunetr3d_swinvit-tiny_1xb8-6e_demo.py
+#       configs/volumetric/swinunetr3d_swinvit-tiny_1xb16-10e_demo.py
 _base_ = [
     '../_base_/datasets/volume_train.py',
     '../_base_/schedules/demo_4e.py',
@@ -29,7 +29,7 @@ train_pipeline = [
     ),
     dict(type='PackInputs'),
 ]
-train_dataloader = dict(batch_size=8, dataset=dict(pipeline=train_pipeline))
+train_dataloader = dict(batch_size=16, dataset=dict(pipeline=train_pipeline))
 
 model = dict(
     type='SwinUNETRPretrain',
@@ -64,9 +64,9 @@ model = dict(
 
 optim_wrapper = dict(
     type='OptimWrapper',
-    optimizer=dict(type='AdamW', lr=1e-3, weight_decay=0.05),
+    optimizer=dict(type='AdamW', lr=2e-3, weight_decay=0.05),
     clip_grad=dict(max_norm=3.0),
 )
-train_cfg = dict(max_epochs=6)
-auto_scale_lr = dict(base_batch_size=8)
+train_cfg = dict(max_epochs=10)
+auto_scale_lr = dict(base_batch_size=16)
 randomness = dict(seed=0)
