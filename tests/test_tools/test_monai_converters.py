@@ -115,3 +115,46 @@ def test_vit_export_refuses_registers(tmp_path):
     tool = load_tool('model_converters/mmssl_to_monai_vit.py')
     with pytest.raises(ValueError, match='register tokens'):
         tool.main([str(tmp_path / 'ckpt.pth'), str(tmp_path / 'vit.pt')])
+
+
+def test_swinunetr_pretrain_checkpoint_exports_the_encoder(tmp_path):
+    """A SwinUNETRPretrain checkpoint (backbone., neck., rot_head.,
+    decoder. keys) exports its encoder only, strict in MONAI's class."""
+    from mmssl.registry import MODELS
+    from mmssl.utils import register_all_modules
+
+    register_all_modules()
+    torch.manual_seed(0)
+    model = MODELS.build(
+        dict(
+            type='SwinUNETRPretrain',
+            backbone=dict(type='SwinViT3D', **SWIN, window_size=4),
+            neck=dict(
+                type='NonLinearNeck',
+                in_channels=192,
+                hid_channels=16,
+                out_channels=8,
+                with_avg_pool=False,
+            ),
+        )
+    ).eval()
+    with torch.no_grad():  # weights unlike a fresh init
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 0.1)
+    state = model.state_dict()
+    assert {k.split('.')[0] for k in state} == {
+        'backbone',
+        'neck',
+        'rot_head',
+        'decoder',
+    }
+    torch.save(dict(state_dict=state, meta=dict(epoch=1)), tmp_path / 'e.pth')
+    tool = load_tool('model_converters/mmssl_to_monai_swinunetr.py')
+    tool.main([str(tmp_path / 'e.pth'), str(tmp_path / 'out.pt')])
+    net = SwinUNETR(in_channels=1, out_channels=2, window_size=4, **SWIN)
+    net.swinViT.load_state_dict(torch.load(tmp_path / 'out.pt'), strict=True)
+    x = torch.randn(1, 1, 32, 32, 32)
+    with torch.no_grad():
+        expected = model.backbone(x)[-1]
+        got = net.eval().swinViT(x, normalize=True)[4]
+    torch.testing.assert_close(got, expected)

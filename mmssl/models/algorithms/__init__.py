@@ -9,6 +9,7 @@ from .relative_loc import RelativeLoc
 from .rotation_pred import RotationPred
 from .simclr3d import SimCLR3D
 from .spark_features import SparKFullImage
+from .swinunetr_pretrain import SwinUNETRPretrain
 
 __all__ = [
     'DINO',
@@ -25,4 +26,5 @@ __all__ = [
     'MFFFullImage',
     'MAE3D',
     'SimCLR3D',
+    'SwinUNETRPretrain',
 ]

@@ -135,6 +135,12 @@ class SwinViT3D(BaseModule):
         """Channels of each returned output."""
         return tuple(self.feature_size * 2**i for i in self.out_indices)
 
+    @property
+    def num_features(self) -> int:
+        """Channels of the last returned output (what ``'auto'`` neck
+        sizes follow)."""
+        return self.out_channels[-1]
+
     def forward(self, x: torch.Tensor) -> Tuple[torch.Tensor, ...]:
         """Encode volumes.
 

@@ -1,4 +1,5 @@
+from .conv_transpose_decoder3d import ConvTransposeDecoder3D
 from .mae3d_decoder import MAEDecoder3D
 from .relative_loc_neck import RelativeLocNeck
 
-__all__ = ['MAEDecoder3D', 'RelativeLocNeck']
+__all__ = ['ConvTransposeDecoder3D', 'MAEDecoder3D', 'RelativeLocNeck']

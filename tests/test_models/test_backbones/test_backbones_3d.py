@@ -31,6 +31,18 @@ def test_swin_vit3d_outputs():
         model(torch.randn(1, 1, 32, 32, 40))
 
 
+def test_swin_vit3d_auto_neck_size_is_the_last_output():
+    from mmssl.models.utils.derived_sizes import resolve_model_sizes
+
+    cfg = dict(
+        type='SimCLR3D',
+        backbone=dict(type='SwinViT3D', **SWIN, out_indices=(1, 3)),
+        neck=dict(type='NonLinearNeck', in_channels='auto'),
+    )
+    assert resolve_model_sizes(cfg)['neck']['in_channels'] == 96
+    assert SwinViT3D(**SWIN).num_features == 192
+
+
 def test_swin_vit3d_with_cp_switches_monai_blocks():
     model = SwinViT3D(**SWIN, with_cp=True)
     blocks = model._blocks()
