@@ -45,6 +45,7 @@ import time
 from typing import Dict, List, Optional
 
 ROOT = osp.abspath(osp.join(osp.dirname(__file__), '..', '..'))
+sys.path.insert(0, ROOT)  # this checkout's mmssl, as in the subprocesses
 DATA = {'digits': 'data/demo', 'shapes': 'data/shapes'}
 PROBES = {  # (backbone type, patch size or None) -> probe config per set
     ('ResNet_CIFAR', None): {
