@@ -70,3 +70,53 @@ def test_load_weights_refuses_unrelated_file(tmp_path):
         tool.load_weights(_model(0), ckpt, '', None)
     with pytest.raises(SystemExit, match='no backbone weights'):
         tool.load_weights(_model(0), ckpt, None, None)
+
+
+def _tiny_folder(root, per_class: int, seed: int) -> str:
+    """``root/<class>/*.png``: 3 classes of random 32 px colour images."""
+    import cv2
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    for cls in ('a', 'b', 'c'):
+        (root / cls).mkdir(parents=True)
+        for i in range(per_class):
+            img = rng.integers(0, 256, (32, 32, 3), dtype=np.uint8)
+            cv2.imwrite(str(root / cls / f'{i}.png'), img)
+    return str(root)
+
+
+def test_bn_recalibrate_flag_sets_stats_of_the_bank(tmp_path, capsys):
+    """--bn-recalibrate: the first BN holds the bank's exact stats."""
+    from mmengine.dataset import default_collate
+
+    tool = load_tool('misc/knn_eval.py')
+    seen = {}
+    real = tool.bn_recalibrate
+
+    def spy(runner):
+        seen['runner'] = runner
+        return real(runner)
+
+    tool.bn_recalibrate = spy
+    config = 'configs/simclr/simclr_resnet18-w16_1xb64-10e_demo.py'
+    bank = _tiny_folder(tmp_path / 'train', 4, 0)
+    query = _tiny_folder(tmp_path / 'val', 2, 1)
+    argv = [config, '--train-folder', bank, '--val-folder', query]
+    argv += ['--img-size', '32', '--batch-size', '5', '--num-workers', '0']
+    metrics = tool.main(argv + ['--bn-recalibrate'])
+    assert 0 <= metrics['knn/top1'] <= 100
+    out = capsys.readouterr().out
+    assert 'BatchNorm recalibrated on the kNN bank: 20 layers' in out
+    assert '12 images in 3 batches' in out
+    runner = seen['runner']
+    model = runner.model
+    images = [runner.test_dataloader.dataset.bank[i] for i in range(12)]
+    data = model.data_preprocessor(default_collate(images), False)
+    with torch.no_grad():
+        x = model.backbone.conv1(data['inputs'])
+    bn = model.backbone.norm1
+    mean = x.mean((0, 2, 3))
+    torch.testing.assert_close(bn.running_mean, mean, rtol=1e-4, atol=1e-5)
+    var = x.var((0, 2, 3), unbiased=True)
+    torch.testing.assert_close(bn.running_var, var, rtol=1e-4, atol=1e-5)

@@ -95,8 +95,10 @@ def test_end_to_end_on_one_tiny_demo(demo_data_root, tmp_path, capsys):
     cells = [c.strip() for c in line.strip('|').split('|')]
     assert cells[1] == '2'
     assert cells[2] == f'{row["random_knn"]["knn/top1"]:.2f}'
-    assert cells[3] == f'{row["trained_knn"]["knn/top1"]:.2f}'
-    assert cells[7] == f'`{row["command"]}`'
+    assert cells[3] == '-'  # a ViT: no BatchNorm baseline
+    assert row['bnrecal_knn'] is None
+    assert cells[4] == f'{row["trained_knn"]["knn/top1"]:.2f}'
+    assert cells[8] == f'`{row["command"]}`'
     assert 'not measured yet' in text  # the other demos
     # resumable: a second call measures nothing and keeps the row
     capsys.readouterr()
@@ -120,8 +122,20 @@ def test_table_cells_and_unmeasured_rows():
     text = zoo.table({MAE: row}, [MAE, 'configs/a/a_demo.py'])
     lines = text.splitlines()
     unmeasured = '| `configs/a/a_demo.py` | not measured yet |'
-    assert lines[2] == unmeasured + ' |' * 6
+    assert lines[2] == unmeasured + ' |' * 7
+    # measured before the BatchNorm baseline existed (old JSON): '-'
     assert lines[3] == (
-        f'| `{MAE}` | full schedule | 11.00 | 22.00 | 33.00 | - | 44 | '
+        f'| `{MAE}` | full schedule | 11.00 | - | 22.00 | 33.00 | - | 44 | '
         '`python x` |'
     )
+    row['bnrecal_knn'] = {'knn/top1': 5.5}
+    line = zoo.table({MAE: row}, [MAE]).splitlines()[2]
+    assert line.startswith(f'| `{MAE}` | full schedule | 11.00 | 5.50 |')
+
+
+def test_batchnorm_baseline_only_where_the_backbone_has_batchnorm():
+    assert zoo.has_batchnorm('configs/byol/byol_resnet18-w16_1xb64-4e_demo.py')
+    assert zoo.has_batchnorm(
+        'configs/spark/spark_sparse-resnet18_1xb64-4e_demo.py'
+    )
+    assert not zoo.has_batchnorm(MAE)

@@ -3,7 +3,11 @@
 For each demo config, on one bundled set (``--dataset digits`` =
 data/demo, ``shapes`` = data/shapes), this runs as subprocesses:
 
-1. kNN of the network at random init (``tools/misc/knn_eval.py``);
+1. kNN of the network at random init (``tools/misc/knn_eval.py``), and
+   where the backbone has BatchNorm, at random init with its running
+   statistics re-estimated on the training split (``--bn-recalibrate``):
+   the baseline a trained BatchNorm network has to beat, since training
+   at learning rate 0 already adapts those statistics;
 2. the demo's training (``tools/train.py``), timed;
 3. kNN of the trained checkpoint (``tools/misc/knn_eval.py --checkpoint``);
 4. with ``--linear``, the linear probe (configs/benchmarks/linear_probe/)
@@ -13,9 +17,11 @@ data/demo, ``shapes`` = data/shapes), this runs as subprocesses:
 Results go to a JSON file (``--results``), one entry per dataset and
 config, saved after every stage, so an interrupted run resumes where it
 stopped; rows already measured with the same settings are skipped unless
-``--force``. The markdown table between ``<!-- zoo-table:DATASET -->`` and
-``<!-- /zoo-table:DATASET -->`` in ``--doc`` is then rewritten from the
-JSON: every default demo gets a row, "not measured yet" where nothing was.
+``--force`` (a row measured before the BatchNorm baseline existed only
+gets that stage). The markdown table between
+``<!-- zoo-table:DATASET -->`` and ``<!-- /zoo-table:DATASET -->`` in
+``--doc`` is then rewritten from the JSON: every default demo gets a row,
+"not measured yet" where nothing was.
 
     python tools/analysis_tools/zoo_report.py --dataset shapes --linear \\
         configs/simclr/simclr_resnet18-w16_1xb64-10e_demo.py
@@ -39,6 +45,7 @@ import time
 from typing import Dict, List, Optional
 
 ROOT = osp.abspath(osp.join(osp.dirname(__file__), '..', '..'))
+sys.path.insert(0, ROOT)  # this checkout's mmssl, as in the subprocesses
 DATA = {'digits': 'data/demo', 'shapes': 'data/shapes'}
 PROBES = {  # (backbone type, patch size or None) -> probe config per set
     ('ResNet_CIFAR', None): {
@@ -108,11 +115,15 @@ def run(cmd: List[str], log: str, timeout: float) -> str:
     return proc.stdout
 
 
-def knn(cfg: Dict, ckpt: Optional[str], log: str, timeout: float) -> Dict:
+def knn(
+    cfg: Dict, ckpt: Optional[str], log: str, timeout: float, bn=False
+) -> Dict:
     """``{'knn/top1': .., 'knn/top5': ..}`` as knn_eval.py prints it."""
     cmd = [sys.executable, 'tools/misc/knn_eval.py', cfg['config']]
     if ckpt:
         cmd += ['--checkpoint', ckpt]
+    if bn:
+        cmd.append('--bn-recalibrate')
     if cfg['options']:
         cmd += ['--cfg-options', *cfg['options']]
     out = run(cmd, log, timeout)
@@ -165,6 +176,19 @@ def probe_config(cfg_file: str, dataset: str) -> Optional[str]:
     return f'configs/benchmarks/linear_probe/{name}' if name else None
 
 
+def has_batchnorm(cfg_file: str) -> bool:
+    """Whether the demo's backbone has BatchNorm with running stats."""
+    from mmengine.config import Config
+
+    from mmssl.evaluation.bn_recalibration import batchnorm_layers
+    from mmssl.registry import MODELS
+    from mmssl.utils import register_all_modules
+
+    register_all_modules()
+    backbone = Config.fromfile(osp.join(ROOT, cfg_file)).model.backbone
+    return bool(batchnorm_layers(MODELS.build(backbone)))
+
+
 def linear(probe: str, ckpt, work_dir: str, args, log: str) -> Dict:
     """Top-1 / top-5 of the linear probe on ``ckpt`` (None: random)."""
     init = (
@@ -208,6 +232,12 @@ def measure(config: str, args, row: Dict, save) -> None:
     if 'random_knn' not in row:
         row['random_knn'] = knn(cfg, None, log, args.timeout)
         save()
+    if 'bnrecal_knn' not in row:  # None: no BatchNorm in the backbone
+        bn = has_batchnorm(cfg['config'])
+        row['bnrecal_knn'] = (
+            knn(cfg, None, log, args.timeout, bn) if bn else None
+        )
+        save()
     if 'checkpoint' not in row:
         row.update(train(cfg, osp.join(work, 'train'), args, log))
         save()
@@ -247,14 +277,14 @@ def table(rows: Dict[str, Dict], configs: List[str]) -> str:
     """Markdown table: every config in ``configs`` plus measured ones."""
     lines = [
         '| demo config | trained iters | kNN top-1 random | kNN top-1 '
-        'trained | linear top-1 random | linear top-1 trained | train '
-        'wall (s) | command |',
-        '|---|---|---|---|---|---|---|---|',
+        'random + BN recal. | kNN top-1 trained | linear top-1 random | '
+        'linear top-1 trained | train wall (s) | command |',
+        '|---|---|---|---|---|---|---|---|---|',
     ]
     for config in sorted(set(configs) | set(rows)):
         row = rows.get(config, {})
         if row.get('status') != 'done':
-            lines.append(f'| `{config}` | {NOT_MEASURED} |' + ' |' * 6)
+            lines.append(f'| `{config}` | {NOT_MEASURED} |' + ' |' * 7)
             continue
         trained = row.get('trained_config', config)
         name = f'`{config}`'
@@ -264,6 +294,7 @@ def table(rows: Dict[str, Dict], configs: List[str]) -> str:
             name,
             str(row['settings']['max_iters'] or 'full schedule'),
             _top1(row, 'random_knn', 'knn/top1'),
+            _top1(row, 'bnrecal_knn', 'knn/top1'),
             _top1(row, 'trained_knn', 'knn/top1'),
             _top1(row, 'random_linear', 'accuracy/top1'),
             _top1(row, 'trained_linear', 'accuracy/top1'),
@@ -344,7 +375,7 @@ def main(argv=None) -> Dict:
         row = rows.get(config, {})
         if args.force or row.get('settings') != settings(args):
             row = {'settings': settings(args)}
-        if row.get('status') == 'done':
+        if row.get('status') == 'done' and 'bnrecal_knn' in row:
             print(f'{config}: measured already (--force to redo)')
             continue
         row['command'] = command(config, args)

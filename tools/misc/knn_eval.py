@@ -25,6 +25,20 @@ keys.
         configs/benchmarks/knn/knn_vit-small-p14_custom.py \
         --checkpoint CKPT --train-folder /data/train --val-folder /data/val
 
+``--bn-recalibrate`` re-estimates every BatchNorm's running mean and
+variance on the kNN bank (the training split), with the weights left as
+they are, before the kNN (see ``mmssl.evaluation.bn_recalibration``).
+At random init this is the fair baseline for BatchNorm networks: a run
+at learning rate 0 already adapts the running statistics to the data,
+and that alone moves kNN by many points. The bank is read with the
+kNN (test) pipeline, the one the features are then extracted with, so
+the statistics fit exactly the images that are compared (the training
+pipeline's crops and colour jitter would shift them), in one pass,
+shuffled with a fixed seed (batches sorted by class folder would give
+class-specific batch statistics to the layers below).
+
+    python tools/misc/knn_eval.py CONFIG --bn-recalibrate
+
 The checkpoint is read with mmssl's safe loader; one that pickles more than
 tensors and mmengine's own types is refused unless ``--trusted``.
 """
@@ -78,6 +92,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument('--num-workers', type=int, default=None)
     parser.add_argument('--k', type=int, default=None, help='neighbours')
     parser.add_argument('--work-dir', default=None, help='for the log')
+    parser.add_argument(
+        '--bn-recalibrate',
+        action='store_true',
+        help='re-estimate BatchNorm running stats on the kNN bank (one '
+        'pass, test pipeline, no weight change) before the kNN',
+    )
     add_trusted_argument(parser)
     add_cfg_options_arguments(parser)
     args = parser.parse_args(argv)
@@ -253,6 +273,40 @@ def _skipped_files_hook():
     return SkippedFiles()
 
 
+def bn_recalibrate(runner) -> str:
+    """Recalibrate BatchNorm on the kNN bank; return what was done."""
+    import torch
+    from torch.utils.data import DataLoader
+
+    from mmssl.evaluation.bn_recalibration import recalibrate_batchnorm
+
+    loader = runner.test_dataloader
+    bank = getattr(loader.dataset, 'bank', None)
+    if bank is None:
+        raise SystemExit(
+            f'error: --bn-recalibrate needs a KNNDataset (bank + query) '
+            f'as test dataset, not {type(loader.dataset).__name__}; give '
+            '--train-folder DIR --val-folder DIR.'
+        )
+    batches = DataLoader(
+        bank,
+        batch_size=loader.batch_size,
+        shuffle=True,
+        generator=torch.Generator().manual_seed(0),
+        num_workers=0,
+        collate_fn=loader.collate_fn,
+    )
+    try:
+        done = recalibrate_batchnorm(runner.model, batches)
+    except ValueError as err:
+        raise SystemExit(f'error: {err}') from None
+    unused = f', {len(done["unused"])} not reached' if done['unused'] else ''
+    return (
+        f'BatchNorm recalibrated on the kNN bank: {done["layers"]} layers'
+        f'{unused}, {done["images"]} images in {done["batches"]} batches'
+    )
+
+
 def main(argv=None) -> dict:
     args = parse_args(argv)
     from mmssl.engine.runner import build_runner
@@ -276,6 +330,8 @@ def main(argv=None) -> dict:
                     runner.model, args.checkpoint, args.prefix, trusted
                 )
             )
+        if args.bn_recalibrate:
+            print(bn_recalibrate(runner))
         metrics = runner.test()
     for path, reason in sorted(skipped.bad.items()):
         print(f'skipped bad file {path}: {reason}')
