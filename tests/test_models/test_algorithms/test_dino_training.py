@@ -262,24 +262,3 @@ def test_dinov2_demo_two_process_gloo_with_cp(demo_data_root, tmp_path):
         for k, v in init.teacher.state_dict().items()
         if 'teacher.' + k in s0
     )
-
-
-@pytest.mark.slow
-def test_dino_resnet_demo_learns(demo_data_root, tmp_path):
-    """The CNN DINO demo recipe, shortened to 2 epochs (44 iterations; its
-    schedules are fractions of the run), beats random init by 10 points:
-    measured 66.57 vs 49.30 (seed 0, one thread; the 4-epoch demo reaches
-    68.25, configs/dino/README.md).
-
-    Known weakness, measured: with lr 0 the same run reaches 67.13 (68.80
-    with 4 epochs): the gain over random init comes from the BatchNorm
-    running statistics adapting to the digits, not from DINO's updates, so
-    this test passes for a DINO that does not learn. It still checks that
-    the CNN DINO pipeline trains and evaluates end to end."""
-    demo = osp.join(
-        ROOT, 'configs', 'dino', 'dino_resnet18-w16_1xb64-4e_demo.py'
-    )
-    init_top1, top1 = _knn_init_and_trained(
-        demo, demo_data_root, tmp_path, **{'train_cfg.max_epochs': 2}
-    )
-    assert top1 > init_top1 + 10.0, (init_top1, top1)
