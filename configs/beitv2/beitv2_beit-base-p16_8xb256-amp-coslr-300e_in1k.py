@@ -12,6 +12,12 @@ default_scope = 'mmssl'
 # exists (the URL below is downloaded on first use) and otherwise says
 # what to provide.  Offline: download it and pass
 #   --cfg-options model.target_generator.init_cfg.checkpoint=/path/to/file
+# Input sizes that follow the backbone ('auto', resolved when the model is
+# built; docs/en/config.md), so model.backbone.arch=... alone gives a
+# consistent model.
 model = dict(
-    _scope_='mmssl', target_generator=dict(type='PretrainedVQKDTarget')
+    _scope_='mmssl',
+    target_generator=dict(type='PretrainedVQKDTarget'),
+    neck=dict(backbone_arch='auto'),
+    head=dict(embed_dims='auto'),
 )

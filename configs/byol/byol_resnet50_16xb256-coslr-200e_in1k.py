@@ -13,3 +13,11 @@ default_scope = 'mmssl'
 # hue shift fails under numpy >= 2; see the base file named above).
 train_pipeline = _base_.pop('_hue_safe_pipelines')['byol']  # noqa: F821
 train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
+
+# Input sizes that follow the backbone ('auto', resolved when the model is
+# built; docs/en/config.md), so model.backbone.depth=18 alone gives a
+# consistent model.
+model = dict(
+    neck=dict(in_channels='auto'),
+    head=dict(predictor=dict(in_channels='auto')),
+)

@@ -12,6 +12,11 @@ default_scope = 'mmssl'
 # exists (the URL below is downloaded on first use) and otherwise says
 # what to provide.  Offline: download it and pass
 #   --cfg-options model.target_generator.tokenizer_path=/path/to/file
+# Input sizes that follow the backbone ('auto', resolved when the model is
+# built; docs/en/config.md), so model.backbone.arch=... alone gives a
+# consistent model.
 model = dict(
-    _scope_='mmssl', target_generator=dict(type='PretrainedCLIPTarget')
+    _scope_='mmssl',
+    target_generator=dict(type='PretrainedCLIPTarget'),
+    neck=dict(embed_dim='auto'),
 )

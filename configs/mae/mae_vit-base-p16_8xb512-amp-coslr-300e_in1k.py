@@ -5,3 +5,8 @@
 _base_ = 'mmpretrain::mae/mae_vit-base-p16_8xb512-amp-coslr-300e_in1k.py'
 
 default_scope = 'mmssl'
+
+# Input sizes that follow the backbone ('auto', resolved when the model is
+# built; docs/en/config.md), so model.backbone.arch=... alone gives a
+# consistent model.
+model = dict(neck=dict(embed_dim='auto'))

@@ -10,4 +10,7 @@ default_scope = 'mmssl'
 # returns masked tokens; see mmssl/models/algorithms/mff_features.py).
 # _scope_: the model dict inherited from mmpretrain's config carries
 # _scope_='mmpretrain', where MFFFullImage is not registered.
-model = dict(type='MFFFullImage', _scope_='mmssl')
+# Input sizes that follow the backbone ('auto', resolved when the model is
+# built; docs/en/config.md), so model.backbone.arch=... alone gives a
+# consistent model.
+model = dict(type='MFFFullImage', _scope_='mmssl', neck=dict(embed_dim='auto'))

@@ -5,3 +5,8 @@
 _base_ = 'mmpretrain::simmim/simmim_swin-base-w6_8xb256-amp-coslr-100e_in1k-192px.py'
 
 default_scope = 'mmssl'
+
+# Input sizes that follow the backbone ('auto', resolved when the model is
+# built; docs/en/config.md), so model.backbone.arch=... alone gives a
+# consistent model.
+model = dict(neck=dict(in_channels='auto'))

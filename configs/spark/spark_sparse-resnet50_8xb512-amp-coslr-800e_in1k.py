@@ -7,3 +7,8 @@ _base_ = (
 )
 
 default_scope = 'mmssl'
+
+# Input sizes that follow the backbone ('auto', resolved when the model is
+# built; docs/en/config.md), so model.backbone.depth=18 alone gives a
+# consistent model.
+model = dict(enc_dec_norm_dim='auto')
