@@ -260,3 +260,32 @@ def test_vis_without_its_package_names_the_install(monkeypatch, capsys):
     assert info.value.code == 2
     err = capsys.readouterr().err
     assert 'pip install no_such_tensorboard' in err and '[optional]' in err
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(torch.cuda.is_available(), reason='CPU fallbacks')
+def test_gpu_amp_config_and_no_workers_train_on_cpu(demo_data_root, tmp_path):
+    """An AMP config (AmpOptimWrapper asserts a GPU) and num_workers=0 with
+    the config's persistent_workers=True (torch refuses the pair) train on
+    a CPU-only machine without any other override."""
+    wd = tmp_path / 'wd'
+    small = [
+        opt
+        for opt in _small(demo_data_root, indices=8)
+        if not opt.startswith('train_dataloader.persistent_workers')
+    ]
+    proc = _run_train(
+        [DEMO, '--work-dir', str(wd), '--max-iters', '2', '--cfg-options']
+        + small
+        + ["optim_wrapper.type='AmpOptimWrapper'"],
+        tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (
+        'optim_wrapper: AmpOptimWrapper needs a GPU and CUDA is not '
+        'available; using CPUAmpOptimWrapper (bfloat16 autocast) instead.'
+    ) in proc.stdout
+    assert 'Saving checkpoint at 2 iterations' in proc.stdout
+    # the checkpoint keeps the config as written, for a resume on a GPU
+    ckpt = torch.load(wd / 'iter_2.pth', weights_only=False)
+    assert "type='AmpOptimWrapper'" in ckpt['meta']['cfg']
