@@ -72,6 +72,8 @@ def amp_on_cpu(optim_wrapper: Any) -> Optional[str]:
     if current not in GPU_TO_CPU_AMP:
         return None
     optim_wrapper['type'] = GPU_TO_CPU_AMP[current]
+    if '_scope_' in optim_wrapper:  # e.g. 'mmpretrain' from a ``::`` base
+        optim_wrapper['_scope_'] = 'mmssl'
     optim_wrapper.pop('loss_scale', None)  # bfloat16 needs no scaling
     optim_wrapper.pop('dtype', None)
     return (

@@ -270,8 +270,10 @@ class SSLRunner(Runner):
         that without a ``worker_init_fn`` in the config and with a seed,
         workers get :func:`~mmssl.datasets.worker_seed.seed_worker`
         (mmengine's default replays the same augmentations every epoch
-        when workers are not persistent), and that ``num_workers=0``
-        turns ``persistent_workers`` off.
+        when workers are not persistent), that ``num_workers=0``
+        turns ``persistent_workers`` off and that a ``collate_fn``
+        inherited from an ``mmpretrain::`` base loses its ``_scope_``
+        (mmengine would pass it to the function).
         """
         if (
             isinstance(dataloader, dict)
@@ -281,6 +283,12 @@ class SSLRunner(Runner):
             # torch refuses persistent workers without workers: num_workers=0
             # alone (the usual debugging switch) must just work
             dataloader = dict(dataloader, persistent_workers=False)
+        collate = isinstance(dataloader, dict) and dataloader.get('collate_fn')
+        if isinstance(collate, dict) and '_scope_' in collate:
+            # mmengine passes every key but the type to the function; an
+            # ``mmpretrain::`` base adds _scope_ to the dict
+            collate = {k: v for k, v in collate.items() if k != '_scope_'}
+            dataloader = dict(dataloader, collate_fn=collate)
         if (
             isinstance(dataloader, dict)
             and seed is not None
