@@ -10,5 +10,9 @@ default_scope = 'mmssl'
 
 # Input sizes that follow the backbone ('auto', resolved when the model is
 # built; docs/en/config.md), so model.backbone.arch=... alone gives a
-# consistent model.
-model = dict(neck=dict(in_channels='auto'))
+# consistent model. FloatHOGGenerator: mmpretrain's HOG targets, also under
+# the bfloat16 CPU autocast of this AMP config on a machine without a GPU.
+model = dict(
+    neck=dict(in_channels='auto'),
+    target_generator=dict(type='FloatHOGGenerator', _scope_='mmssl'),
+)

@@ -1,6 +1,7 @@
 from .compile_blocks import compile_blocks
 from .data_preprocessors import TwoNormOrSingleDataPreprocessor
 from .target_generators import (
+    FloatHOGGenerator,
     PretrainedCLIPTarget,
     PretrainedDALLETarget,
     PretrainedVQKDTarget,
@@ -11,6 +12,7 @@ from .target_generators import (
 __all__ = [
     'compile_blocks',
     'TwoNormOrSingleDataPreprocessor',
+    'FloatHOGGenerator',
     'PretrainedCLIPTarget',
     'PretrainedDALLETarget',
     'PretrainedVQKDTarget',
