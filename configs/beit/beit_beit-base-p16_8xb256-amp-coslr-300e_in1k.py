@@ -10,6 +10,33 @@ default_scope = 'mmssl'
 # exists (the URL below is downloaded on first use) and otherwise says
 # what to provide.  Offline: download it and pass
 #   --cfg-options model.target_generator.init_cfg.checkpoint=/path/to/file
+# Input sizes that follow the backbone ('auto', resolved when the model is
+# built; docs/en/config.md), so model.backbone.arch=... alone gives a
+# consistent model.
 model = dict(
-    _scope_='mmssl', target_generator=dict(type='PretrainedDALLETarget')
+    _scope_='mmssl',
+    target_generator=dict(type='PretrainedDALLETarget'),
+    head=dict(embed_dims='auto'),
 )
+
+# Schedules as fractions of the run (resolved when the runner is built;
+# docs/en/config.md): train_cfg.max_epochs=N alone moves them. At the
+# published 300 epochs they are the published numbers.
+param_scheduler = [
+    dict(
+        type='LinearLR',
+        start_factor=0.0001,
+        by_epoch=True,
+        begin=0,
+        end='3.3333333333333335%',
+        convert_to_iter_based=True,
+    ),
+    dict(
+        type='CosineAnnealingLR',
+        eta_min=1e-05,
+        by_epoch=True,
+        begin='3.3333333333333335%',
+        end='100.0%',
+        convert_to_iter_based=True,
+    ),
+]

@@ -7,3 +7,29 @@ _base_ = (
 )
 
 default_scope = 'mmssl'
+
+# Input sizes that follow the backbone ('auto', resolved when the model is
+# built; docs/en/config.md), so model.backbone.arch=... alone gives a
+# consistent model.
+model = dict(neck=dict(embed_dim='auto'))
+
+# Schedules as fractions of the run (resolved when the runner is built;
+# docs/en/config.md): train_cfg.max_epochs=N alone moves them. At the
+# published 400 epochs they are the published numbers.
+param_scheduler = [
+    dict(
+        type='LinearLR',
+        start_factor=0.0001,
+        by_epoch=True,
+        begin=0,
+        end='10.0%',
+        convert_to_iter_based=True,
+    ),
+    dict(
+        type='CosineAnnealingLR',
+        by_epoch=True,
+        begin='10.0%',
+        end='100.0%',
+        convert_to_iter_based=True,
+    ),
+]

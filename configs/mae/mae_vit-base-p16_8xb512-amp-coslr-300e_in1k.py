@@ -5,3 +5,29 @@
 _base_ = 'mmpretrain::mae/mae_vit-base-p16_8xb512-amp-coslr-300e_in1k.py'
 
 default_scope = 'mmssl'
+
+# Input sizes that follow the backbone ('auto', resolved when the model is
+# built; docs/en/config.md), so model.backbone.arch=... alone gives a
+# consistent model.
+model = dict(neck=dict(embed_dim='auto'))
+
+# Schedules as fractions of the run (resolved when the runner is built;
+# docs/en/config.md): train_cfg.max_epochs=N alone moves them. At the
+# published 300 epochs they are the published numbers.
+param_scheduler = [
+    dict(
+        type='LinearLR',
+        start_factor=0.0001,
+        by_epoch=True,
+        begin=0,
+        end='13.333333333333334%',
+        convert_to_iter_based=True,
+    ),
+    dict(
+        type='CosineAnnealingLR',
+        by_epoch=True,
+        begin='13.333333333333334%',
+        end='100.0%',
+        convert_to_iter_based=True,
+    ),
+]

@@ -7,3 +7,34 @@ _base_ = (
 )
 
 default_scope = 'mmssl'
+
+# Input sizes that follow the backbone ('auto', resolved when the model is
+# built; docs/en/config.md), so model.backbone.arch=... alone gives a
+# consistent model. FloatHOGGenerator: mmpretrain's HOG targets, also under
+# the bfloat16 CPU autocast of this AMP config on a machine without a GPU.
+model = dict(
+    neck=dict(in_channels='auto'),
+    target_generator=dict(type='FloatHOGGenerator', _scope_='mmssl'),
+)
+
+# Schedules as fractions of the run (resolved when the runner is built;
+# docs/en/config.md): train_cfg.max_epochs=N alone moves them. At the
+# published 300 epochs they are the published numbers.
+param_scheduler = [
+    dict(
+        type='LinearLR',
+        start_factor=1e-06,
+        by_epoch=True,
+        begin=0,
+        end='10.0%',
+        convert_to_iter_based=True,
+    ),
+    dict(
+        type='CosineAnnealingLR',
+        eta_min=1e-06,
+        by_epoch=True,
+        begin='10.0%',
+        end='100.0%',
+        convert_to_iter_based=True,
+    ),
+]

@@ -10,6 +10,32 @@ default_scope = 'mmssl'
 # exists (the URL below is downloaded on first use) and otherwise says
 # what to provide.  Offline: download it and pass
 #   --cfg-options model.target_generator.tokenizer_path=/path/to/file
+# Input sizes that follow the backbone ('auto', resolved when the model is
+# built; docs/en/config.md), so model.backbone.arch=... alone gives a
+# consistent model.
 model = dict(
-    _scope_='mmssl', target_generator=dict(type='PretrainedCLIPTarget')
+    _scope_='mmssl',
+    target_generator=dict(type='PretrainedCLIPTarget'),
+    neck=dict(embed_dim='auto'),
 )
+
+# Schedules as fractions of the run (resolved when the runner is built;
+# docs/en/config.md): train_cfg.max_epochs=N alone moves them. At the
+# published 400 epochs they are the published numbers.
+param_scheduler = [
+    dict(
+        type='LinearLR',
+        start_factor=0.0001,
+        by_epoch=True,
+        begin=0,
+        end='10.0%',
+        convert_to_iter_based=True,
+    ),
+    dict(
+        type='CosineAnnealingLR',
+        by_epoch=True,
+        begin='10.0%',
+        end='100.0%',
+        convert_to_iter_based=True,
+    ),
+]

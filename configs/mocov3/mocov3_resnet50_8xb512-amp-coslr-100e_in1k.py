@@ -13,3 +13,32 @@ default_scope = 'mmssl'
 # hue shift fails under numpy >= 2; see the base file named above).
 train_pipeline = _base_.pop('_hue_safe_pipelines')['mocov3_resnet']  # noqa: F821
 train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
+
+# Input sizes that follow the backbone ('auto', resolved when the model is
+# built; docs/en/config.md), so model.backbone.depth=18 alone gives a
+# consistent model.
+model = dict(
+    neck=dict(in_channels='auto'),
+    head=dict(predictor=dict(in_channels='auto')),
+)
+
+# Schedules as fractions of the run (resolved when the runner is built;
+# docs/en/config.md): train_cfg.max_epochs=N alone moves them. At the
+# published 100 epochs they are the published numbers.
+param_scheduler = [
+    dict(
+        type='LinearLR',
+        start_factor=0.0001,
+        by_epoch=True,
+        begin=0,
+        end='10.0%',
+        convert_to_iter_based=True,
+    ),
+    dict(
+        type='CosineAnnealingLR',
+        by_epoch=True,
+        begin='10.0%',
+        end='100.0%',
+        convert_to_iter_based=True,
+    ),
+]

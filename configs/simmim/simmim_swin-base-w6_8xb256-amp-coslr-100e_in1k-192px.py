@@ -5,3 +5,30 @@
 _base_ = 'mmpretrain::simmim/simmim_swin-base-w6_8xb256-amp-coslr-100e_in1k-192px.py'
 
 default_scope = 'mmssl'
+
+# Input sizes that follow the backbone ('auto', resolved when the model is
+# built; docs/en/config.md), so model.backbone.arch=... alone gives a
+# consistent model.
+model = dict(neck=dict(in_channels='auto'))
+
+# Schedules as fractions of the run (resolved when the runner is built;
+# docs/en/config.md): train_cfg.max_epochs=N alone moves them. At the
+# published 100 epochs they are the published numbers.
+param_scheduler = [
+    dict(
+        type='LinearLR',
+        start_factor=0.004999999999999999,
+        by_epoch=True,
+        begin=0,
+        end='10.0%',
+        convert_to_iter_based=True,
+    ),
+    dict(
+        type='CosineAnnealingLR',
+        eta_min=4e-05,
+        by_epoch=True,
+        begin='10.0%',
+        end='100.0%',
+        convert_to_iter_based=True,
+    ),
+]

@@ -734,6 +734,15 @@ def auto_scale_lr_in_cfg(
     return lines
 
 
+def _set_type(cfg: Any, type_name: str) -> None:
+    """Set ``cfg['type']``; a dict inherited from an ``mmpretrain::`` base
+    carries ``_scope_='mmpretrain'``, whose registries lack mmssl's
+    classes, so its scope becomes mmssl's (which sees all three)."""
+    cfg['type'] = type_name
+    if '_scope_' in cfg:
+        cfg['_scope_'] = 'mmssl'
+
+
 def enable_amp_in_cfg(cfg: Any, cuda_available: bool) -> str:
     """Switch the optimizer wrapper to mixed precision.
 
@@ -762,7 +771,7 @@ def enable_amp_in_cfg(cfg: Any, cuda_available: bool) -> str:
     gpu_to_cpu = {gpu: cpu for gpu, cpu in amp_types.values()}
     if current in gpu_to_cpu or current in gpu_to_cpu.values():
         if current in gpu_to_cpu and not cuda_available:
-            wrapper['type'] = gpu_to_cpu[current]
+            _set_type(wrapper, gpu_to_cpu[current])
             wrapper.pop('loss_scale', None)
             return (
                 f'--amp: the config has {current} but CUDA is not '
@@ -776,14 +785,14 @@ def enable_amp_in_cfg(cfg: Any, cuda_available: bool) -> str:
         )
     gpu_type, cpu_type = amp_types[current]
     if cuda_available:
-        wrapper['type'] = gpu_type
+        _set_type(wrapper, gpu_type)
         wrapper.setdefault('loss_scale', 'dynamic')
         return (
             f'--amp: {gpu_type} (dtype '
             f'{wrapper.get("dtype", "float16")}, loss_scale '
             f'{wrapper["loss_scale"]}).'
         )
-    wrapper['type'] = cpu_type
+    _set_type(wrapper, cpu_type)
     return (
         f'--amp: CUDA is not available, using {cpu_type} '
         '(bfloat16 autocast on the CPU, no loss scaling).'

@@ -61,6 +61,46 @@ def test_auto_sizes_follow_backbone_neck_and_nesting():
         resolve_model_sizes(dict(head=dict(in_channels='auto')))
 
 
+def test_auto_arch_and_model_level_sizes():
+    """BEiTV2Neck's ``backbone_arch`` and SparK's ``enc_dec_norm_dim``."""
+    model = dict(
+        backbone=dict(type='BEiTPretrainViT', arch='deit-tiny'),
+        neck=dict(type='BEiTV2Neck', backbone_arch='auto'),
+        head=dict(type='BEiTV2Head', embed_dims='auto'),
+    )
+    out = resolve_model_sizes(model)
+    assert out['neck']['backbone_arch'] == dict(
+        embed_dims=192,
+        num_layers=12,
+        depth=12,  # BEiTV2Neck checks num_layers but reads depth
+        num_heads=3,
+        feedforward_channels=768,
+    )
+    assert out['head']['embed_dims'] == 192
+    assert MODELS.build(out['neck']).norm.normalized_shape == (192,)
+    arch = dict(embed_dims=8, depth=2, num_heads=2, feedforward_channels=16)
+    model['backbone']['arch'] = arch
+    assert resolve_model_sizes(model)['neck']['backbone_arch'] == dict(
+        arch, num_layers=2
+    )
+    model['backbone'] = dict(type='ResNet', depth=18)
+    with pytest.raises(ValueError, match='backbone_arch explicitly'):
+        resolve_model_sizes(model)
+    spark = dict(
+        backbone=dict(type='ResNet', depth=18),
+        enc_dec_norm_dim='auto',
+        neck=dict(type='SparKLightDecoder', feature_dim=16),
+    )
+    assert resolve_model_sizes(spark)['enc_dec_norm_dim'] == 512
+    itpn = dict(
+        backbone=dict(type='iTPNHiViT', arch='tiny'),
+        neck=dict(embed_dim='auto', decoder_embed_dim='auto'),
+    )
+    assert resolve_model_sizes(itpn)['neck'] == dict(
+        embed_dim=384, decoder_embed_dim=384
+    )
+
+
 def test_backbone_out_channels_reads_the_last_stage():
     class _Swin(torch.nn.Module):
         num_features = [8, 16, 32]

@@ -260,3 +260,39 @@ def test_vis_without_its_package_names_the_install(monkeypatch, capsys):
     assert info.value.code == 2
     err = capsys.readouterr().err
     assert 'pip install no_such_tensorboard' in err and '[optional]' in err
+
+
+@pytest.mark.slow
+def test_mmpretrain_inherited_config_trains_resized(demo_data_root, tmp_path):
+    """A config built on an ``mmpretrain::`` base (its dicts carry
+    ``_scope_='mmpretrain'``) for ViT-B with AMP (AmpOptimWrapper asserts a
+    GPU) and persistent workers (torch refuses them with num_workers=0)
+    trains one iteration on the CPU with ``arch=deit-tiny`` as its only
+    model change."""
+    config = osp.join(
+        ROOT,
+        'configs/mocov3/mocov3_vit-base-p16_16xb256-amp-coslr-300e_custom.py',
+    )
+    wd = tmp_path / 'wd'
+    proc = _run_train(
+        [config, '--work-dir', str(wd), '--max-iters', '1', '--cfg-options']
+        + [
+            'model.backbone.arch=deit-tiny',
+            f'train_dataloader.dataset.data_root={demo_data_root}/train',
+            'train_dataloader.batch_size=4',
+            'train_dataloader.num_workers=0',
+        ],
+        tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert 'loss: ' in proc.stdout and 'Saving checkpoint' in proc.stdout
+    state = torch.load(glob.glob(str(wd / '*.pth'))[0], weights_only=False)
+    # ViT-tiny (192) -> the projector's first layer, set to 'auto'
+    assert state['state_dict']['neck.fc0.weight'].shape[1] == 192
+    if not torch.cuda.is_available():
+        assert (
+            'optim_wrapper: AmpOptimWrapper needs a GPU and CUDA is not '
+            'available; using CPUAmpOptimWrapper (bfloat16 autocast) instead.'
+        ) in proc.stdout
+    # the checkpoint keeps the config as written, for a resume on a GPU
+    assert "type='AmpOptimWrapper'" in state['meta']['cfg']

@@ -284,6 +284,22 @@ def test_enable_amp_keeps_the_nan_guard(cuda, expected):
     assert cfg.optim_wrapper.max_consecutive_skips == 3
 
 
+@pytest.mark.parametrize('current', ['OptimWrapper', 'AmpOptimWrapper'])
+def test_amp_wrapper_from_an_mmpretrain_base_is_found(current):
+    """A dict inherited from an ``mmpretrain::`` base carries
+    ``_scope_='mmpretrain'``; mmssl's CPU wrapper is not in that
+    registry, so the scope becomes mmssl's."""
+    from mmssl.registry import OPTIM_WRAPPERS
+
+    cfg = Config(dict(optim_wrapper=dict(type=current)))
+    cfg.optim_wrapper['_scope_'] = 'mmpretrain'
+    enable_amp_in_cfg(cfg, cuda_available=False)
+    wrapper = cfg.optim_wrapper
+    assert wrapper.type == 'CPUAmpOptimWrapper'
+    with OPTIM_WRAPPERS.switch_scope_and_registry(wrapper._scope_) as reg:
+        assert reg.get(wrapper.type).__name__ == 'CPUAmpOptimWrapper'
+
+
 def test_enable_amp_gpu_wrapper_falls_back_to_cpu_guard():
     cfg = Config(
         dict(

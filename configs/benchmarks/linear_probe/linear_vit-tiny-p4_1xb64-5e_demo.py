@@ -41,7 +41,7 @@ model = dict(
     head=dict(
         type='LinearClsHead',
         num_classes=_num_classes,
-        in_channels=96,
+        in_channels='auto',  # the backbone's width: 96
         loss=dict(type='CrossEntropyLoss'),
     ),
 )

@@ -272,4 +272,8 @@ def resumable_loop_cfg(loop):
         loop['type'] = _RESUMABLE.get(kind, kind)
     except TypeError:  # unhashable
         pass
+    if loop['type'] is not kind and '_scope_' in loop:
+        # a loop inherited from an ``mmpretrain::`` config carries
+        # ``_scope_='mmpretrain'``, whose registry lacks mmssl's loops
+        loop['_scope_'] = 'mmssl'
     return loop

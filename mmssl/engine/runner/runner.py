@@ -23,6 +23,7 @@ from torch import nn
 
 from mmssl.checkpoint import loading_policy
 from mmssl.datasets.worker_seed import seed_worker
+from mmssl.engine.optimizers.cpu_amp_optim_wrapper import amp_on_cpu
 from mmssl.launch.lock import RunLock, WorkDirBusyError
 from mmssl.launch.requeue import requeue_slurm_job, requeue_wanted
 from mmssl.launch.signals import DEFAULT_SIGNALS, StopSignals
@@ -164,10 +165,18 @@ class SSLRunner(Runner):
         check_top_level_keys(list(cfg.keys()), getattr(cfg, 'filename', None))
         resolved = copy.deepcopy(cfg)
         notes = resolve_run_fractions(resolved)
+        amp = (
+            None
+            if torch.cuda.is_available()
+            else amp_on_cpu(resolved.get('optim_wrapper'))
+        )
         runner = super().from_cfg(resolved)
+        if amp:
+            runner.logger.warning(amp)
         if notes:
             runner.logger.info('run fractions: ' + '; '.join(notes))
-            # The work dir's config copy shows the numbers used; the
+        if notes or amp:
+            # The work dir's config copy shows what was used; the
             # checkpoints store the config as written, so that a resume
             # or requeue compares like with like.
             runner.cfg = copy.deepcopy(cfg)
@@ -277,8 +286,25 @@ class SSLRunner(Runner):
         that without a ``worker_init_fn`` in the config and with a seed,
         workers get :func:`~mmssl.datasets.worker_seed.seed_worker`
         (mmengine's default replays the same augmentations every epoch
-        when workers are not persistent).
+        when workers are not persistent), that ``num_workers=0``
+        turns ``persistent_workers`` off and that a ``collate_fn``
+        inherited from an ``mmpretrain::`` base loses its ``_scope_``
+        (mmengine would pass it to the function).
         """
+        if (
+            isinstance(dataloader, dict)
+            and not dataloader.get('num_workers', 0)
+            and dataloader.get('persistent_workers')
+        ):
+            # torch refuses persistent workers without workers: num_workers=0
+            # alone (the usual debugging switch) must just work
+            dataloader = dict(dataloader, persistent_workers=False)
+        collate = isinstance(dataloader, dict) and dataloader.get('collate_fn')
+        if isinstance(collate, dict) and '_scope_' in collate:
+            # mmengine passes every key but the type to the function; an
+            # ``mmpretrain::`` base adds _scope_ to the dict
+            collate = {k: v for k, v in collate.items() if k != '_scope_'}
+            dataloader = dict(dataloader, collate_fn=collate)
         if (
             isinstance(dataloader, dict)
             and seed is not None

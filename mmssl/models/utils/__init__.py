@@ -4,6 +4,7 @@ from .data_preprocessors import (
     TwoNormOrSingleDataPreprocessor,
 )
 from .target_generators import (
+    FloatHOGGenerator,
     PretrainedCLIPTarget,
     PretrainedDALLETarget,
     PretrainedVQKDTarget,
@@ -15,6 +16,7 @@ __all__ = [
     'compile_blocks',
     'TwoNormOrSingleDataPreprocessor',
     'MultiChannelDataPreprocessor',
+    'FloatHOGGenerator',
     'PretrainedCLIPTarget',
     'PretrainedDALLETarget',
     'PretrainedVQKDTarget',

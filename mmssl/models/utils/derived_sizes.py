@@ -9,7 +9,13 @@ as the class names its input size) in ``model.neck``, ``model.head`` or
   ``NonLinearNeck``), else the backbone's output channels.
 
 Dicts nested in a neck or head follow the same rule (a predictor MLP in
-``LatentPredictHead``, ``BEiTV2Neck.backbone_arch``).
+``LatentPredictHead``, ``BEiTV2Neck.backbone_arch``). Two more spellings:
+
+* ``backbone_arch='auto'`` in a neck or head (``BEiTV2Neck``) becomes the
+  backbone's arch settings (its ``arch`` dict, or its arch table's entry
+  for an arch name), so the extra layers match the backbone's width;
+* ``enc_dec_norm_dim='auto'`` in the model itself (``SparK``) becomes the
+  backbone's output channels.
 
 The backbone's output channels come from the arch table of a
 single-stage (ViT-like) backbone, else from the backbone built once (on
@@ -27,9 +33,15 @@ import torch
 from torch import nn
 
 AUTO = 'auto'
-#: Argument names that hold a neck's or head's input size.
-SIZE_KEYS = ('in_channels', 'embed_dim', 'embed_dims')
+#: Argument names that hold a neck's or head's input size
+#: (``decoder_embed_dim`` where a decoder must keep the encoder's width:
+#: iTPN's CLIP mode normalises the decoder output with ``embed_dim``).
+SIZE_KEYS = ('in_channels', 'embed_dim', 'embed_dims', 'decoder_embed_dim')
 _HEAD_KEYS = ('head', 'patch_head')
+#: A neck's or head's copy of the backbone's arch (``BEiTV2Neck``).
+ARCH_KEY = 'backbone_arch'
+#: Model arguments that hold the backbone's output channels (``SparK``).
+MODEL_SIZE_KEYS = ('enc_dec_norm_dim',)
 
 
 def backbone_out_channels(backbone: nn.Module) -> int:
@@ -94,19 +106,54 @@ def _has_auto(part: Any) -> bool:
     """Whether ``part`` or a dict nested in it has an ``'auto'`` size."""
     if not isinstance(part, dict):
         return False
-    return any(part.get(k) == AUTO for k in SIZE_KEYS) or any(
+    return any(part.get(k) == AUTO for k in SIZE_KEYS + (ARCH_KEY,)) or any(
         _has_auto(v) for v in part.values()
     )
 
 
-def _fill(part: Dict, size: int) -> None:
+def backbone_arch_settings(backbone_cfg: Dict) -> Dict:
+    """The backbone's arch as a dict (``embed_dims``, ``num_layers``,
+    ``num_heads``, ``feedforward_channels``), for ``backbone_arch='auto'``.
+
+    Both ``num_layers`` and ``depth`` are given (``BEiTV2Neck`` checks
+    for the first and reads the second).
+
+    Raises:
+        ValueError: The arch is neither a dict nor a name in the
+            backbone's arch table.
+    """
+    from mmssl.registry import MODELS
+
+    arch = backbone_cfg.get('arch')
+    if isinstance(arch, str):
+        zoo = getattr(MODELS.get(backbone_cfg['type']), 'arch_zoo', None)
+        zoo = zoo if isinstance(zoo, dict) else {}
+        arch = zoo.get(arch.lower(), zoo.get(arch))
+    if not isinstance(arch, dict):
+        raise ValueError(
+            f"backbone_arch='auto' needs the arch settings of "
+            f'{backbone_cfg.get("type")}(arch={backbone_cfg.get("arch")!r}):'
+            ' give model.backbone.arch as a name of its arch table or as '
+            "a dict, or set backbone_arch explicitly instead of 'auto'."
+        )
+    arch = dict(arch)
+    layers = arch.get('num_layers', arch.get('depth'))
+    if layers is not None:
+        arch.setdefault('num_layers', layers)
+        arch.setdefault('depth', layers)
+    return arch
+
+
+def _fill(part: Dict, size: int, backbone_cfg: Dict) -> None:
     """Fill ``'auto'`` sizes in ``part`` and the dicts nested in it (e.g.
     ``LatentPredictHead.predictor``, ``BEiTV2Neck.backbone_arch``)."""
     for key, value in part.items():
         if key in SIZE_KEYS and value == AUTO:
             part[key] = size
+        elif key == ARCH_KEY and value == AUTO:
+            part[key] = backbone_arch_settings(backbone_cfg)
         elif isinstance(value, dict):
-            _fill(value, size)
+            _fill(value, size, backbone_cfg)
 
 
 def resolve_model_sizes(model_cfg: Dict) -> Dict:
@@ -124,7 +171,8 @@ def resolve_model_sizes(model_cfg: Dict) -> Dict:
             output channels cannot be read.
     """
     parts = ('neck',) + _HEAD_KEYS
-    if not any(_has_auto(model_cfg.get(p)) for p in parts):
+    top = [k for k in MODEL_SIZE_KEYS if model_cfg.get(k) == AUTO]
+    if not top and not any(_has_auto(model_cfg.get(p)) for p in parts):
         return model_cfg
     if not isinstance(model_cfg.get('backbone'), dict):
         raise ValueError("'auto' neck/head sizes need model.backbone.")
@@ -134,13 +182,16 @@ def resolve_model_sizes(model_cfg: Dict) -> Dict:
         channels = backbone_out_channels(
             _build_backbone(model_cfg['backbone'])
         )
+    for key in top:
+        model_cfg[key] = channels
+    backbone_cfg = model_cfg['backbone']
     neck = model_cfg.get('neck')
     if _has_auto(neck):
-        _fill(neck, channels)
+        _fill(neck, channels, backbone_cfg)
     head_in: Optional[int] = channels
     if isinstance(neck, dict) and isinstance(neck.get('out_channels'), int):
         head_in = neck['out_channels']
     for key in _HEAD_KEYS:
         if _has_auto(model_cfg.get(key)):
-            _fill(model_cfg[key], head_in)
+            _fill(model_cfg[key], head_in, backbone_cfg)
     return model_cfg

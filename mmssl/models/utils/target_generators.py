@@ -22,6 +22,7 @@ import torch
 from mmengine.utils import is_abs
 from mmpretrain.models.selfsup.beit import VQKD
 from mmpretrain.models.selfsup.cae import DALLEEncoder
+from mmpretrain.models.selfsup.maskfeat import HOGGenerator
 from mmpretrain.models.selfsup.milan import CLIPGenerator
 from torch import nn
 
@@ -145,6 +146,25 @@ class PretrainedDALLETarget(_PolicyInitWeights, DALLEEncoder):
             'model.target_generator.init_cfg.checkpoint',
         )
         super().__init__(*args, init_cfg=init_cfg, **kwargs)
+
+
+@MODELS.register_module()
+class FloatHOGGenerator(HOGGenerator):
+    """mmpretrain's ``HOGGenerator`` (MaskFeat,
+    https://arxiv.org/abs/2112.09133) computed in float32 under CPU
+    autocast.
+
+    CPU autocast keeps the gradient norm in bfloat16, which
+    ``HOGGenerator`` then adds into a float32 histogram: the bfloat16 CPU
+    fallback of an AMP config stopped with ``scatter(): Expected
+    self.dtype to be equal to src.dtype``. CUDA autocast is left as it is,
+    so GPU runs compute what mmpretrain's class does. Same arguments.
+    """
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """HOG features of ``x`` (B, 3, H, W), as ``HOGGenerator``."""
+        with torch.autocast('cpu', enabled=False):
+            return super().forward(x.float())
 
 
 @MODELS.register_module()

@@ -18,6 +18,7 @@ from mmssl.engine.runner import (
 )
 from mmssl.engine.runner.loops import resumable_loop_cfg
 from mmssl.engine.runner.rng import get_rng_state
+from mmssl.registry import LOOPS
 
 
 def _loop(n=10, batch=2):
@@ -44,6 +45,20 @@ def test_plain_loops_become_resumable(given, built):
     assert cfg['type'] == f'Resumable{built}BasedTrainLoop'
     assert 'by_epoch' not in cfg
     assert given.get('type', 'x') != cfg['type']  # input left alone
+
+
+def test_loop_inherited_from_mmpretrain_is_built_in_mmssl_scope():
+    """mmengine marks dicts from an ``mmpretrain::`` base with
+    ``_scope_='mmpretrain'``; that registry has no Resumable loops."""
+    given = dict(type='EpochBasedTrainLoop', max_epochs=2)
+    given['_scope_'] = 'mmpretrain'
+    cfg = resumable_loop_cfg(given)
+    assert cfg['_scope_'] == 'mmssl'
+    # what mmengine's build_from_cfg looks the type up in
+    for scope, found in (('mmpretrain', None), ('mmssl', cfg['type'])):
+        with LOOPS.switch_scope_and_registry(scope) as registry:
+            cls = registry.get(cfg['type'])
+        assert (cls and cls.__name__) == found
 
 
 @pytest.mark.parametrize(

@@ -243,3 +243,40 @@ def test_max_epochs_alone_moves_every_schedule(config, tmp_path):
     assert 0 < hooks['FreezeLastLayerHook'].freeze_epochs <= epochs
     assert hooks['AtomicCheckpointHook'].interval <= epochs
     assert runner._train_loop['max_epochs'] == epochs
+
+
+def _inherited_configs() -> list:
+    """ImageNet configs built on an ``mmpretrain::`` base (the custom ones
+    inherit their schedules)."""
+    out = []
+    for path in sorted(glob.glob(osp.join(ROOT, 'configs/*/*_in1k*.py'))):
+        if 'mmpretrain::' in open(path).read():
+            out.append(path)
+    return out
+
+
+#: DeepCluster's published milestone (epoch 400 of 200) never steps.
+NO_STEP = ('deepcluster',)
+
+
+@pytest.mark.parametrize('config', _inherited_configs(), ids=osp.basename)
+def test_max_epochs_moves_inherited_schedules(config):
+    """`--max-epochs 2` on a config from an mmpretrain base: every lr/wd
+    scheduler begins and ends within the 2 epochs, the last at 2, and
+    step milestones fall within them."""
+    if osp.basename(config).startswith(NO_STEP):
+        pytest.skip('its MultiStepLR milestone lies after the run')
+    args = _train_tool().parse_args([config, '--max-epochs', '2'])
+    cfg = load_config_file(args.config)
+    set_run_length(cfg, args.max_epochs, args.max_iters)
+    resolve_run_fractions(cfg)
+    ends = []
+    for sched in cfg.param_scheduler:
+        if 'milestones' in sched:  # step schedules: steps within the run
+            assert all(1 <= m <= 2 for m in sched['milestones']), sched
+            ends.append(2)
+            continue
+        assert 0 <= sched.get('begin', 0) < sched['end'] <= 2, sched
+        assert 'T_max' not in sched  # end - begin, as the run is
+        ends.append(sched['end'])
+    assert max(ends) == 2

@@ -72,3 +72,22 @@ def test_mmpretrain_config_base_resolves():
     )
     assert cfg.default_scope == 'mmssl'
     assert cfg.model.type == 'MoCo' and cfg.model.queue_len == 65536
+
+
+def test_hog_under_cpu_autocast_is_the_float32_hog():
+    """mmpretrain's HOGGenerator fails under bfloat16 CPU autocast (the
+    CPU fallback of an AMP config); FloatHOGGenerator gives the float32
+    features there."""
+    cfg = dict(nbins=9, pool=2, gaussian_window=4)  # the demo's
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 56, 56)  # a 14x14 grid of 4 px patches
+    plain = MODELS.build(dict(type='HOGGenerator', **cfg))
+    safe = MODELS.build(dict(type='FloatHOGGenerator', **cfg))
+    expected = plain(x)
+    assert expected.shape == (2, 14 * 14, 3 * 9 * 2 * 2)  # 2x2 cells
+    with torch.autocast('cpu', dtype=torch.bfloat16):
+        with pytest.raises(RuntimeError, match='dtype'):
+            plain(x)
+        got = safe(x)
+    assert got.dtype == torch.float32
+    torch.testing.assert_close(got, expected)
