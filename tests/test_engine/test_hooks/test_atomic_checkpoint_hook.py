@@ -311,32 +311,35 @@ def test_failed_save_keeps_last_checkpoint_and_old_files(tmp_path):
     assert osp.isfile(first)
 
 
-def test_without_max_keep_ckpts_nothing_is_pruned(tmp_path):
+@pytest.mark.parametrize('max_keep_ckpts', [-1, 0])
+def test_without_max_keep_ckpts_nothing_is_pruned(tmp_path, max_keep_ckpts):
     runner = _FakeRunner(tmp_path)
-    hook = _hook(runner)
+    hook = _hook(runner, max_keep_ckpts=max_keep_ckpts)  # both: keep all
     # decoys named as if a missing step were formatted into the template
     for name in ('epoch_None.pth', 'epoch_.pth', 'epoch_0.pth'):
         (tmp_path / name).write_text('not a step to prune')
     for step in (1, 2, 3):
         hook._save_checkpoint_with_step(runner, step, None)
-    assert (
-        len(os.listdir(str(tmp_path))) == 7
-    )  # 6 checkpoints, last_checkpoint
+    # 3 decoys, 3 checkpoints, last_checkpoint
+    assert len(os.listdir(str(tmp_path))) == 7
     assert 'keep_ckpt_ids' not in runner.message_hub.runtime_info
     assert runner.calls[-1]['hub']['last_ckpt'] == hook.last_ckpt
 
 
 def test_same_step_twice_and_new_step_never_pruned(tmp_path):
     runner = _FakeRunner(tmp_path)
-    hook = _hook(runner, max_keep_ckpts=1)
+    hook = _hook(runner, max_keep_ckpts=2)
     hook._save_checkpoint_with_step(runner, 1, None)
     hook._save_checkpoint_with_step(runner, 1, None)  # e.g. best and last
     assert list(hook.keep_ckpt_ids) == [1]
+    hook._save_checkpoint_with_step(runner, 2, None)  # 2 kept: nothing goes
+    assert list(hook.keep_ckpt_ids) == [1, 2]
     assert osp.isfile(tmp_path / 'epoch_1.pth')
-    assert len(runner.calls) == 2
+    assert len(runner.calls) == 3
     # ids restored from an older run can name the step being saved again
-    hook = _hook(runner, max_keep_ckpts=2)
-    hook.keep_ckpt_ids.extend([3, 4])
+    runner.message_hub.update_info('keep_ckpt_ids', [3, 4])
+    hook = _hook(runner, max_keep_ckpts=2)  # before_train restores them
+    assert list(hook.keep_ckpt_ids) == [3, 4]
     hook._save_checkpoint_with_step(runner, 3, None)
     assert list(hook.keep_ckpt_ids) == [4, 3]
     assert osp.isfile(tmp_path / 'epoch_3.pth')
