@@ -241,23 +241,24 @@ def test_defaults_kwargs_scalar_and_messages(monkeypatch):
 def test_amp_wrapper_defaults_and_skip(monkeypatch):
     """NaNGuardAmpOptimWrapper sets up the guard (default 10) and skips a
     NaN step. mmengine's AmpOptimWrapper refuses to build without an
-    accelerator; without CUDA its check is told one is there and its
-    GradScaler disables itself (the step is then a plain SGD step)."""
+    accelerator: its check is told one is there, and the loss scaler is
+    switched off, so the test runs the same on the CPU and on a GPU."""
     import warnings
 
     import mmengine.optim.optimizer.amp_optimizer_wrapper as amp
 
     from mmssl.engine.optimizers import NaNGuardAmpOptimWrapper
 
-    if not torch.cuda.is_available():
-        monkeypatch.setattr(amp, 'is_cuda_available', lambda: True)
+    monkeypatch.setattr(amp, 'is_cuda_available', lambda: True)
     model = torch.nn.Linear(3, 1)
 
     def build(**kw):
         sgd = torch.optim.SGD(model.parameters(), lr=0.1)
-        with warnings.catch_warnings():  # "CUDA is not available"
+        with warnings.catch_warnings():  # GradScaler deprecation, no CUDA
             warnings.simplefilter('ignore')
-            return NaNGuardAmpOptimWrapper(optimizer=sgd, **kw)
+            return NaNGuardAmpOptimWrapper(
+                optimizer=sgd, loss_scale=dict(enabled=False), **kw
+            )
 
     default = build()
     assert default.max_consecutive_skips == 10
