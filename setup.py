@@ -42,6 +42,8 @@ setup(
         # warm start from HF transformers .safetensors files
         'safetensors': ['safetensors'],
         '3d': parse_requirements('3d'),
+        # 16-bit multi-channel TIFF microscopy (docs/en/multichannel.md)
+        'multichannel': parse_requirements('multichannel'),
     },
     license='Apache License 2.0',
     zip_safe=False,

@@ -1,8 +1,9 @@
 """Optional dependencies, imported on first use with a clear message.
 
 mmssl imports without its optional extras. A class that needs one calls
-:func:`require_3d` when it is built, so a 3D config run without MONAI
-fails at once and says what to install.
+:func:`require_3d` (MONAI) or :func:`require_multichannel` (tifffile)
+when it is built, so a config run without the extra fails at once and
+says what to install.
 """
 
 import importlib
@@ -11,6 +12,7 @@ from types import ModuleType
 #: Extra name -> (import names, pip requirement strings).
 _EXTRAS = {
     '3d': (('monai', 'nibabel'), ('monai>=1.5', 'nibabel')),
+    'multichannel': (('tifffile',), ('tifffile>=2023.1',)),
 }
 _MIN_MONAI = (1, 5)
 
@@ -56,4 +58,27 @@ def require_3d(what: str) -> ModuleType:
     return monai
 
 
-__all__ = ['require_3d']
+def require_multichannel(what: str) -> ModuleType:
+    """Import and return ``tifffile`` for ``what``, or say how to install.
+
+    Args:
+        what (str): The class or config that needs it (named in the
+            message).
+
+    Raises:
+        ImportError: tifffile is missing; the message names the extra
+            ``pip install -e ".[multichannel]"``.
+    """
+    (name,), reqs = _EXTRAS['multichannel']
+    try:
+        return importlib.import_module(name)
+    except ImportError as e:
+        raise ImportError(
+            f'{what} needs the optional multi-channel TIFF dependency '
+            f'({reqs[0]}); {name} cannot be imported ({e}). Install it '
+            'with: pip install -e ".[multichannel]" (from the mmssl '
+            f'checkout) or pip install "{reqs[0]}"'
+        ) from e
+
+
+__all__ = ['require_3d', 'require_multichannel']

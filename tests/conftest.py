@@ -43,6 +43,19 @@ def volume_data_root(tmp_path_factory) -> str:
     return root
 
 
+@pytest.fixture(scope='session')
+def multichannel_data_root(tmp_path_factory) -> str:
+    """A tiny labelled 5-channel 16-bit TIFF set (``train/<cls>/*.tif``,
+    ``val/...``; 2 and 1 images per class)."""
+    pytest.importorskip('tifffile')
+    sys.path.insert(0, osp.join(ROOT, 'tools', 'misc'))
+    from make_multichannel_dataset import make_dataset
+
+    root = str(tmp_path_factory.mktemp('multichannel'))
+    make_dataset(root, size=32, train_per_class=2, val_per_class=1)
+    return root
+
+
 @pytest.fixture(scope='session', autouse=True)
 def _register_modules():
     from mmssl.utils import register_all_modules

@@ -61,9 +61,10 @@ def parse_args(argv=None) -> argparse.Namespace:
         const='auto',
         default=None,
         metavar='CHECKPOINT',
-        help='resume from CHECKPOINT; without a value, from the newest '
-        'checkpoint in the work dir (training starts from scratch, with '
-        'a message, when there is none)',
+        help='resume from CHECKPOINT (a file, or a sharded checkpoint '
+        'folder); without a value, from the newest complete checkpoint in '
+        'the work dir (training starts from scratch, with a message, when '
+        'there is none)',
     )
     parser.add_argument(
         '--amp',

@@ -1,6 +1,7 @@
 """Resuming: ``--resume [CKPT]`` and the automatic resume of a requeued
 SLURM job."""
 
+import os.path as osp
 from typing import List, Optional, Tuple, Union
 
 from mmengine.config import Config
@@ -55,7 +56,7 @@ def requeued_resume(cfg: Config) -> Tuple[bool, Optional[str], str]:
         TrainConfigError: The checkpoint was written by another config;
             the message names the keys that differ.
     """
-    from mmssl.checkpoint import load_checkpoint
+    from mmssl.checkpoint import load_checkpoint, load_runner_state
     from mmssl.launch import find_newest_checkpoint
     from mmssl.utils.config_diff import config_differences
 
@@ -68,7 +69,11 @@ def requeued_resume(cfg: Config) -> Tuple[bool, Optional[str], str]:
             'starts from scratch.',
         )
     trusted = True if cfg.get('trust_checkpoint', False) else None
-    meta = load_checkpoint(ckpt, trusted=trusted).get('meta') or {}
+    if osp.isdir(ckpt):  # sharded: the meta is in its runner state
+        state = load_runner_state(ckpt, trusted=trusted)
+    else:
+        state = load_checkpoint(ckpt, trusted=trusted)
+    meta = state.get('meta') or {}
     saved = meta.get('cfg')
     if saved:
         diffs = config_differences(saved, cfg)

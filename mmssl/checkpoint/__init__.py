@@ -37,6 +37,7 @@ from .policy import (
 from .pretrained import LoadReport, PretrainedStrip, load_pretrained
 from .sharded import (
     dcp_to_file,
+    load_runner_state,
     load_sharded,
     save_sharded,
     training_state,
@@ -73,6 +74,7 @@ __all__ = [
     'find_backbone_prefix',
     'load_checkpoint',
     'load_pretrained',
+    'load_runner_state',
     'load_sharded',
     'loading_policy',
     'refusal_message',

@@ -5,17 +5,27 @@ folder; loading reshards to whatever world size reads it, so a run saved
 on 2 ranks resumes on 1 or 4. The folder is written under a temporary
 name and renamed into place by rank 0 only after every rank has finished
 (barriers around the save), so a torn sharded checkpoint never carries
-the final name. :func:`dcp_to_file` turns one into an ordinary
-``torch.save`` file that :func:`~.io.torch_load_safe` reads.
+the final name. What is not model or optimizer state (a run's meta,
+message hub, schedulers, loop position and random states) goes into one
+ordinary file of the folder, :data:`SHARDED_RUNNER_STATE`, written by
+rank 0 before the rename and read with the safe loader
+(:func:`load_runner_state`). :func:`dcp_to_file` turns a folder into an
+ordinary ``torch.save`` file that :func:`~.io.torch_load_safe` reads.
 """
 
+import contextlib
 import os
 import os.path as osp
 import shutil
-from typing import Dict, Optional
+import warnings
+from typing import Dict, Iterator, Optional
 
 import torch
 from torch import nn
+
+from mmssl.launch.resume import SHARDED_RUNNER_STATE
+
+from .io import load_checkpoint, save_checkpoint_atomic
 
 #: Suffix of the folder being written; never chosen as a checkpoint.
 TMP_SUFFIX = '.tmp'
@@ -27,6 +37,19 @@ def _dist():
     return dist if dist.is_available() and dist.is_initialized() else None
 
 
+@contextlib.contextmanager
+def _single_process_quiet() -> Iterator[None]:
+    """Silence DCP's warning that it runs without a process group (one
+    process: an expected case here, at every save and load)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            'ignore',
+            message='torch.distributed is disabled',
+            category=UserWarning,
+        )
+        yield
+
+
 def _barrier() -> None:
     dist = _dist()
     if dist is not None:
@@ -36,6 +59,14 @@ def _barrier() -> None:
 def _rank() -> int:
     dist = _dist()
     return dist.get_rank() if dist is not None else 0
+
+
+def _remove(path: str) -> None:
+    """Delete a file or folder, if there."""
+    if osp.isdir(path) and not osp.islink(path):
+        shutil.rmtree(path)
+    elif osp.lexists(path):
+        os.remove(path)
 
 
 def training_state(
@@ -53,7 +84,9 @@ def training_state(
     return state
 
 
-def save_sharded(state: Dict[str, dict], dirname: str) -> None:
+def save_sharded(
+    state: Dict[str, dict], dirname: str, extra: Optional[dict] = None
+) -> None:
     """Write ``state`` as a DCP folder ``dirname``, atomically.
 
     Called by every rank. Writes ``dirname + '.tmp'``, then rank 0
@@ -62,6 +95,9 @@ def save_sharded(state: Dict[str, dict], dirname: str) -> None:
     Args:
         state (dict): E.g. :func:`training_state` plus plain metadata.
         dirname (str): Final folder.
+        extra (dict, optional): Rank 0's runner state, saved with
+            ``torch.save`` as :data:`SHARDED_RUNNER_STATE` in the folder
+            (other ranks' ``extra`` is ignored). Defaults to None.
     """
     import torch.distributed.checkpoint as dcp
 
@@ -69,12 +105,20 @@ def save_sharded(state: Dict[str, dict], dirname: str) -> None:
     if _rank() == 0 and osp.exists(tmp):
         shutil.rmtree(tmp)  # left by an earlier, interrupted save
     _barrier()
-    dcp.save(state, checkpoint_id=tmp)
+    with _single_process_quiet():
+        dcp.save(state, checkpoint_id=tmp)
     _barrier()
     if _rank() == 0:
-        if osp.exists(dirname):
-            shutil.rmtree(dirname)
+        if extra is not None:
+            save_checkpoint_atomic(extra, osp.join(tmp, SHARDED_RUNNER_STATE))
+        # a folder of the same name (saved again at the same step) is
+        # moved aside, never deleted before the new one has its name
+        old = dirname + '.old' + TMP_SUFFIX
+        if osp.lexists(dirname):
+            _remove(old)
+            os.replace(dirname, old)
         os.replace(tmp, dirname)
+        _remove(old)
     _barrier()
 
 
@@ -93,7 +137,8 @@ def load_sharded(
     ):
         raise FileNotFoundError(f'{dirname} is not a complete checkpoint.')
     state = training_state(model, optimizer)
-    dcp.load(state, checkpoint_id=dirname)
+    with _single_process_quiet():
+        dcp.load(state, checkpoint_id=dirname)
     optimizers = [] if optimizer is None else [optimizer]
     set_state_dict(
         model,
@@ -101,6 +146,29 @@ def load_sharded(
         model_state_dict=state['state_dict'],
         optim_state_dict=state.get('optimizer', {}),
     )
+
+
+def load_runner_state(dirname: str, trusted: Optional[bool] = None) -> dict:
+    """The :data:`SHARDED_RUNNER_STATE` of a sharded checkpoint folder.
+
+    Read with :func:`~.io.load_checkpoint` (the allowlist applies).
+
+    Args:
+        dirname (str): The folder.
+        trusted (bool, optional): As for :func:`~.io.load_checkpoint`.
+
+    Raises:
+        FileNotFoundError: The folder has no runner state (written by
+            :func:`save_sharded` without ``extra``).
+    """
+    path = osp.join(dirname, SHARDED_RUNNER_STATE)
+    if not osp.isfile(path):
+        raise FileNotFoundError(
+            f'{dirname} has no {SHARDED_RUNNER_STATE}: it holds model and '
+            'optimizer shards only, not a training run to resume; load '
+            'it with mmssl.checkpoint.load_sharded.'
+        )
+    return load_checkpoint(path, trusted=trusted)
 
 
 def dcp_to_file(dirname: str, filename: str) -> None:

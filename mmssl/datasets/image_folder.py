@@ -15,6 +15,7 @@ from mmssl.registry import DATASETS
 
 from .path_table import PathTable
 from .transforms.loading import BadImageError
+from .transforms.rgb_only import check_channel_pipeline
 
 IMG_EXTENSIONS = ('.jpg', '.jpeg', '.png', '.bmp', '.tif', '.tiff', '.webp')
 
@@ -210,6 +211,7 @@ class ImageFolderDataset(BaseDataset):
         share_paths: bool = True,
     ) -> None:
         self.subset = indices
+        check_channel_pipeline(pipeline, type(self).__name__)
         if data_root is None and ann_file is None:
             raise ValueError(
                 'ImageFolderDataset needs data_root (a folder '

@@ -14,19 +14,26 @@ from typing import List, Optional, Sequence
 from mmssl.datasets.image_folder import IMG_EXTENSIONS
 
 
-def eval_pipeline(img_size: int = 224, crop_ratio: float = 224 / 256):
+def eval_pipeline(
+    img_size: int = 224,
+    crop_ratio: float = 224 / 256,
+    loader: Optional[dict] = None,
+):
     """Decode robustly, resize the short side, centre-crop, pack.
 
     Args:
         img_size (int): Side of the square crop.
         crop_ratio (float): Crop side / resized short side (0.875 as in
             the usual 256 -> 224 protocol).
+        loader (dict, optional): The loading transform; default
+            ``LoadImageRobust`` (see :func:`config_loader` for a
+            config's multi-channel loader).
 
     Returns:
         list[dict]: Transform configs.
     """
     return [
-        dict(type='LoadImageRobust'),
+        dict(loader or dict(type='LoadImageRobust')),
         dict(
             type='ResizeEdge',
             scale=max(img_size, round(img_size / crop_ratio)),
@@ -39,6 +46,33 @@ def eval_pipeline(img_size: int = 224, crop_ratio: float = 224 / 256):
             meta_keys=('sample_idx', 'img_path', 'ori_shape', 'img_shape'),
         ),
     ]
+
+
+def config_loader(cfg) -> Optional[dict]:
+    """The multi-channel loader of a config's pipelines, if it has one.
+
+    A model trained on C-channel TIFFs must read folders the same way
+    (channels, layout, scaling), not with the RGB loader.
+
+    Args:
+        cfg: The config (``train_dataloader``/``test_dataloader`` are
+            searched).
+
+    Returns:
+        dict | None: A copy of the ``LoadMultiChannelTiff`` config.
+    """
+    from mmssl.datasets.transforms.rgb_only import (
+        MULTI_CHANNEL_LOADERS,
+        iter_transform_cfgs,
+    )
+
+    for key in ('test_dataloader', 'train_dataloader'):
+        loader = cfg.get(key) or {}
+        for t in iter_transform_cfgs(dict(loader).get('dataset') or {}):
+            kind = t.get('type')
+            if isinstance(kind, str) and kind in MULTI_CHANNEL_LOADERS:
+                return dict(t)
+    return None
 
 
 def folder_classes(root: str) -> List[str]:

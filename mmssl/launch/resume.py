@@ -3,7 +3,11 @@
 Only complete checkpoints are chosen: every candidate is checked as a
 zip archive in torch's format (end-of-archive directory present, a
 ``data.pkl`` record, every record's CRC-32 right), newest first, and a
-torn or partial file is named in a warning and passed over. Standard
+torn or partial file is named in a warning and passed over. A sharded
+(DCP) checkpoint is a folder with the same name (``iter_N.pth/``): it is
+complete when it has DCP's ``.metadata`` and a complete
+:data:`SHARDED_RUNNER_STATE` file (both are written before the folder
+gets its final name, see :mod:`mmssl.checkpoint.sharded`). Standard
 library only (``zipfile``): this runs before torch is imported.
 """
 
@@ -16,6 +20,9 @@ import zipfile
 from typing import Dict, List, Optional, Tuple
 
 _CKPT_NUMBER = re.compile(r'(?:epoch|iter)_(\d+)\.pth$')
+#: The file of a sharded checkpoint folder that holds everything but the
+#: model and optimizer shards (meta, message hub, schedulers, loop state).
+SHARDED_RUNNER_STATE = 'runner_state.pth'
 
 
 class IncompleteCheckpointWarning(UserWarning):
@@ -38,6 +45,8 @@ def checkpoint_problem(path: str, check_crc: bool = True) -> Optional[str]:
     Returns:
         str | None: A short reason, or None when the file is complete.
     """
+    if osp.isdir(path):
+        return _sharded_problem(path, check_crc)
     try:
         size = os.path.getsize(path)
         with zipfile.ZipFile(path) as archive:
@@ -65,8 +74,25 @@ def checkpoint_problem(path: str, check_crc: bool = True) -> Optional[str]:
     return None
 
 
+def _sharded_problem(path: str, check_crc: bool) -> Optional[str]:
+    if path.rstrip('/').endswith('.tmp'):
+        return 'an unfinished sharded save (.tmp folder)'
+    if not osp.isfile(osp.join(path, '.metadata')):
+        return 'a folder without DCP .metadata, not a sharded checkpoint'
+    state = osp.join(path, SHARDED_RUNNER_STATE)
+    if not osp.isfile(state):
+        return f'a sharded checkpoint without {SHARDED_RUNNER_STATE}'
+    problem = checkpoint_problem(state, check_crc)
+    return None if problem is None else f'{SHARDED_RUNNER_STATE}: {problem}'
+
+
+def _is_checkpoint_path(path: str) -> bool:
+    """A file, or a folder (sharded checkpoint)."""
+    return osp.isfile(path) or osp.isdir(path)
+
+
 def _pointer_target(work_dir: str) -> Optional[str]:
-    """The existing file ``<work_dir>/last_checkpoint`` names, if any."""
+    """The existing file or folder ``<work_dir>/last_checkpoint`` names."""
     marker = osp.join(work_dir, 'last_checkpoint')
     if not osp.isfile(marker):
         return None
@@ -80,7 +106,7 @@ def _pointer_target(work_dir: str) -> Optional[str]:
         osp.join(work_dir, named),
         osp.join(work_dir, osp.basename(named)),
     ):
-        if osp.isfile(path):
+        if _is_checkpoint_path(path):
             return osp.abspath(path)
     return None
 
@@ -88,10 +114,11 @@ def _pointer_target(work_dir: str) -> Optional[str]:
 def checkpoint_candidates(work_dir: str) -> List[str]:
     """Checkpoints of a work dir, newest first (not yet validated).
 
-    ``epoch_N.pth`` / ``iter_N.pth`` files of the work dir, and the file
-    ``last_checkpoint`` names with the ones beside it (mmengine's
-    CheckpointHook may save to another ``out_dir``), ordered by
-    modification time, then the file ``last_checkpoint`` names, then N.
+    ``epoch_N.pth`` / ``iter_N.pth`` files (or sharded folders) of the
+    work dir, and the one ``last_checkpoint`` names with the ones beside
+    it (mmengine's CheckpointHook may save to another ``out_dir``),
+    ordered by modification time, then the one ``last_checkpoint`` names,
+    then N.
 
     Args:
         work_dir (str): The run's work directory.
@@ -107,7 +134,7 @@ def checkpoint_candidates(work_dir: str) -> List[str]:
     for folder in sorted(folders):
         for path in glob.glob(osp.join(folder, '*.pth')):
             match = _CKPT_NUMBER.search(osp.basename(path))
-            if match and osp.isfile(path):
+            if match and _is_checkpoint_path(path):
                 path = osp.abspath(path)
                 keys[path] = (
                     osp.getmtime(path),
@@ -180,10 +207,14 @@ def resolve_resume(
                 'iter_*.pth); training starts from scratch.',
             )
         return True, ckpt, f'--resume: resuming from {ckpt}'
-    if not osp.isfile(resume):
+    if not _is_checkpoint_path(resume):
         raise FileNotFoundError(
-            f'--resume {resume}: no such file. Pass an existing checkpoint '
-            'or --resume without a value to take the newest one in the '
-            'work dir.'
+            f'--resume {resume}: no such file or sharded checkpoint folder. '
+            'Pass an existing checkpoint or --resume without a value to '
+            'take the newest one in the work dir.'
         )
+    if osp.isdir(resume):
+        problem = _sharded_problem(resume, check_crc=False)
+        if problem is not None:
+            raise FileNotFoundError(f'--resume {resume}: {problem}.')
     return True, resume, f'--resume: resuming from {resume}'

@@ -143,3 +143,28 @@ def test_incomplete_folder_is_refused(tmp_path):
     for name in ('ck.tmp', 'missing'):
         with pytest.raises(FileNotFoundError, match='not a complete'):
             load_sharded(str(tmp_path / name), model, optim)
+
+
+def test_save_again_replaces(tmp_path):
+    """A second save under the same name (e.g. a signal checkpoint at the
+    step the hook saved) replaces the folder, or a file of that name."""
+    from mmssl.checkpoint import (
+        load_runner_state,
+        load_sharded,
+        save_sharded,
+        training_state,
+    )
+
+    path = str(tmp_path / 'iter_4.pth')
+    with open(path, 'wb') as f:
+        f.write(b'an ordinary checkpoint file')
+    model, optim = _model_and_optim()
+    for step in (1, 2):
+        _step(model, optim)
+        save_sharded(training_state(model, optim), path, dict(step=step))
+    expected = _full(training_state(model, optim))
+    fresh, fresh_optim = _model_and_optim()
+    load_sharded(path, fresh, fresh_optim)
+    _assert_equal(_full(training_state(fresh, fresh_optim)), expected)
+    assert load_runner_state(path) == dict(step=2)
+    assert sorted(os.listdir(tmp_path)) == ['iter_4.pth']

@@ -39,6 +39,8 @@ DEMO_CONFIGS = sorted(
     if osp.join('configs', 'benchmarks') not in p
     # volumetric demos need volumes: test_volume_demo_configs.py
     and '3d' not in osp.basename(p)
+    # multi-channel TIFF demos: test_multichannel_demo_configs.py
+    and osp.join('configs', 'multichannel') not in p
 )
 NUM_IMAGES = 24
 BATCH = 8

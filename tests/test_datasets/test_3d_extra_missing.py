@@ -1,5 +1,6 @@
-"""Without MONAI / nibabel: mmssl imports, and every 3D class says which
-extra to install when it is built."""
+"""Without MONAI / nibabel (and tifffile): mmssl imports, and every 3D
+(and multi-channel TIFF) class says which extra to install when it is
+built."""
 
 import os.path as osp
 import sys
@@ -14,9 +15,9 @@ ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 SCRIPT = r"""
 import sys
 
-class Block:  # what an environment without the [3d] extra looks like
+class Block:  # an environment without the [3d] and [multichannel] extras
     def find_spec(self, name, path=None, target=None):
-        if name.split('.')[0] in ('monai', 'nibabel'):
+        if name.split('.')[0] in ('monai', 'nibabel', 'tifffile'):
             raise ImportError(f'No module named {name!r} (blocked)')
 
 sys.meta_path.insert(0, Block())
@@ -24,13 +25,14 @@ import mmssl, mmssl.datasets, mmssl.models  # noqa: E401
 from mmssl.registry import DATASETS, MODELS, TRANSFORMS
 from mmssl.utils import register_all_modules
 register_all_modules()
-assert 'monai' not in sys.modules
+assert 'monai' not in sys.modules and 'tifffile' not in sys.modules
 for registry, cfg in [
     (DATASETS, dict(type='VolumeFolderDataset', data_root='.')),
     (TRANSFORMS, dict(type='LoadVolume')),
     (TRANSFORMS, dict(type='MONAITransform', transform='Spacingd')),
     (TRANSFORMS, dict(type='MultiCrop3D')),
     (MODELS, dict(type='SwinViT3D')),
+    (TRANSFORMS, dict(type='LoadMultiChannelTiff')),
 ]:
     try:
         registry.build(cfg)
@@ -52,11 +54,12 @@ def test_import_without_monai_and_clear_errors():
         for ln in proc.stdout.splitlines()
         if ln.startswith(('IMPORTERROR', 'BUILT'))
     ]
-    assert len(lines) == 5, proc.stdout
+    assert len(lines) == 6, proc.stdout
     assert f'FILE {osp.join(ROOT, "mmssl", "__init__.py")}' in proc.stdout
     for line in lines:
         assert line.startswith('IMPORTERROR'), line
-        assert 'pip install -e ".[3d]"' in line, line
+        extra = 'multichannel' if 'MultiChannelTiff' in line else '3d'
+        assert f'pip install -e ".[{extra}]"' in line, line
 
 
 def test_require_3d_message(monkeypatch):

@@ -62,3 +62,18 @@ def test_default_threads_are_cores_per_process(monkeypatch):
     assert bench.default_threads() == 2
     monkeypatch.setenv('LOCAL_WORLD_SIZE', '8')
     assert bench.default_threads() == 1
+
+
+def test_summary_once_per_run(tmp_path, capsys):
+    """Under torchrun every process ran the tool; only rank 0 reports."""
+    s = dict(
+        iters=2, img_per_s=4.0, s_per_iter=0.5, s_per_iter_min=0.5,
+        s_per_iter_max=0.5, data_share=0.1, peak_rss_mb=100.0,
+    )  # fmt: skip
+    out = tmp_path / 'r1.json'
+    bench.report(s, ['note'], str(out), rank=1)
+    assert capsys.readouterr().out == '' and not out.exists()
+    bench.report(s, ['note'], str(out), rank=0)
+    printed = capsys.readouterr().out
+    assert printed.count('images/s: 4.00') == 1 and 'note' in printed
+    assert json.loads(out.read_text())['iters'] == 2

@@ -194,10 +194,19 @@ def main(argv=None):
         threads=torch.get_num_threads(),
         work_dir=cfg.work_dir,
     )
+    from mmengine.dist import get_rank
+
+    report(summary, notes, args.json, get_rank())
+
+
+def report(summary: dict, notes: list, json_path, rank: int) -> None:
+    """Print (and write) the summary once per run: on rank 0 only."""
+    if rank != 0:
+        return
     print('\n'.join(notes))
     print(format_summary(summary), flush=True)
-    if args.json:
-        with open(args.json, 'w') as f:
+    if json_path:
+        with open(json_path, 'w') as f:
             json.dump(summary, f, indent=1)
 
 

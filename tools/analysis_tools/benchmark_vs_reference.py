@@ -24,6 +24,8 @@ Example::
 
     python tools/analysis_tools/benchmark_vs_reference.py \\
         --reference-root /tmp/dinov2ref --repeats 10
+    python tools/analysis_tools/benchmark_vs_reference.py \\
+        --reference-root /tmp/dinov2ref --device cuda --batch 32 --amp
 """
 
 import argparse
@@ -54,6 +56,12 @@ def parse_args(argv=None):
     parser.add_argument('--warmup', type=int, default=2)
     parser.add_argument('--threads', type=int, default=1)
     parser.add_argument('--seed', type=int, default=0)
+    parser.add_argument(
+        '--device', default='cpu', help='cpu or cuda (both sides alike)'
+    )
+    parser.add_argument(
+        '--amp', action='store_true', help='bf16 autocast on both sides'
+    )
     args = parser.parse_args(argv)
     args.what = args.what or 'both'
     return args
@@ -83,18 +91,20 @@ def load_reference(root):
     )
 
 
-def make_crops(batch, seed):
+def make_crops(batch, seed, device='cpu'):
     """Crops (global list, local list) and iBOT masks (2B, 256)."""
     gen = torch.Generator().manual_seed(seed)
     glob = [torch.randn(batch, 3, 224, 224, generator=gen) for _ in range(2)]
     loc = [torch.randn(batch, 3, 98, 98, generator=gen) for _ in range(8)]
     masks = torch.rand(2 * batch, 16 * 16, generator=gen) < 0.3
     masks[1::2] = False  # iBOT masks half of the crops
-    return glob, loc, masks
+    glob = [x.to(device) for x in glob]
+    loc = [x.to(device) for x in loc]
+    return glob, loc, masks.to(device)
 
 
 # ---------------------------------------------------------------- backbone
-def build_backbones(ref, drop_path):
+def build_backbones(ref, drop_path, device='cpu'):
     from mmssl.models.backbones import DINOVisionTransformer
 
     ours = DINOVisionTransformer(
@@ -108,12 +118,12 @@ def build_backbones(ref, drop_path):
         block_chunks=0,
         drop_path_rate=drop_path,
     )
-    return ours.train(), theirs.train()
+    return ours.train().to(device), theirs.train().to(device)
 
 
 def backbone_fns(ref, args):
-    ours, theirs = build_backbones(ref, args.drop_path)
-    glob, loc, _ = make_crops(args.batch, args.seed)
+    ours, theirs = build_backbones(ref, args.drop_path, args.device)
+    glob, loc, _ = make_crops(args.batch, args.seed, args.device)
     g, local = torch.cat(glob), torch.cat(loc)
 
     def run_ours():
@@ -144,10 +154,10 @@ def build_mmssl_step(args):
         cfg.model.backbone.drop_path_rate = args.step_drop_path
     model = MODELS.build(cfg.model)
     model.init_weights()
-    model.train()
+    model.train().to(args.device)
     model.teacher_temp = 0.07
     wrapper = build_optim_wrapper(model, cfg.optim_wrapper)
-    glob, loc, masks = make_crops(args.batch, args.seed)
+    glob, loc, masks = make_crops(args.batch, args.seed, args.device)
     per_image = masks.view(2, args.batch, 16, 16).transpose(0, 1)
     samples = []
     for b in range(args.batch):
@@ -171,13 +181,13 @@ class ReferenceStep:
     Knopp targets, loss scalings, per-module clipping, fused groups)."""
 
     def __init__(self, ref, args, drop_path):
-        self.student = self.build(ref, drop_path)
+        self.student = self.build(ref, drop_path).to(args.device)
         # the head's weight norm cannot be deep-copied: build and load
-        self.teacher = self.build(ref, drop_path).eval()
+        self.teacher = self.build(ref, drop_path).eval().to(args.device)
         self.teacher.load_state_dict(self.student.state_dict())
         self.teacher.requires_grad_(False)
-        self.dino_loss = ref['DINOLoss'](65536)
-        self.ibot_loss = ref['iBOTPatchLoss'](65536)
+        self.dino_loss = ref['DINOLoss'](65536).to(args.device)
+        self.ibot_loss = ref['iBOTPatchLoss'](65536).to(args.device)
         self.koleo = ref['KoLeoLoss']()
         groups = []
         for module in self.student.values():
@@ -189,14 +199,14 @@ class ReferenceStep:
             g['lr'] = 0.004 * g['lr_multiplier']
             g['weight_decay'] = 0.04 * g['wd_multiplier']
         self.optimizer = torch.optim.AdamW(groups, betas=(0.9, 0.999))
-        glob, loc, masks = make_crops(args.batch, args.seed)
+        glob, loc, masks = make_crops(args.batch, args.seed, args.device)
         self.glob, self.loc, self.masks = (
             torch.cat(glob),
             torch.cat(loc),
             masks,
         )
         self.idx = masks.flatten().nonzero().flatten()
-        self.n_masked = torch.tensor([self.idx.numel()])
+        self.n_masked = torch.tensor([self.idx.numel()], device=args.device)
         counts = masks.sum(-1, keepdim=True).clamp(min=1).expand_as(masks)
         self.weights = (1 / counts)[masks]
         self.n_local = len(loc)
@@ -270,30 +280,58 @@ class ReferenceStep:
             torch._foreach_add_(t, s, alpha=1 - 0.992)
 
 
-def init_single_process_group():
-    """The reference losses all-reduce unconditionally: one gloo rank."""
+def init_single_process_group(device='cpu'):
+    """The reference losses all-reduce unconditionally: one rank (gloo on
+    CPU, nccl on CUDA)."""
     import torch.distributed as dist
 
     if not dist.is_initialized():
         path = tempfile.NamedTemporaryFile(delete=False).name
+        backend = 'nccl' if str(device).startswith('cuda') else 'gloo'
         dist.init_process_group(
-            'gloo', init_method=f'file://{path}', rank=0, world_size=1
+            backend, init_method=f'file://{path}', rank=0, world_size=1
         )
 
 
 # ------------------------------------------------------------------ timing
-def interleave(fns, repeats, warmup):
-    """Time ``fns`` (name -> callable) alternately; order flips each time."""
+def interleave(fns, repeats, warmup, device='cpu', amp=False):
+    """Time ``fns`` (name -> callable) alternately; order flips each time.
+
+    On CUDA the device is synchronised before and after each call, so a
+    time is the whole call's device work; ``amp`` runs each call under
+    bf16 autocast."""
+    import contextlib
+
+    cuda = str(device).startswith('cuda')
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+    kind = 'cuda' if cuda else 'cpu'
     names = list(fns)
     times = {n: [] for n in names}
     for i in range(warmup + repeats):
         order = names if i % 2 == 0 else names[::-1]
         for name in order:
+            ctx = (
+                torch.autocast(kind, dtype=torch.bfloat16)
+                if amp
+                else contextlib.nullcontext()
+            )
+            sync()
             start = time.perf_counter()
-            fns[name]()
+            with ctx:
+                fns[name]()
+            sync()
             if i >= warmup:
                 times[name].append(time.perf_counter() - start)
     return times
+
+
+def peak_memory(device):
+    """Peak CUDA memory since the last reset, in GiB ('' on CPU)."""
+    if not str(device).startswith('cuda'):
+        return ''
+    peak = torch.cuda.max_memory_allocated() / 2**30
+    torch.cuda.reset_peak_memory_stats()
+    return f', peak CUDA memory of both sides {peak:.2f} GiB'
 
 
 def report(title, times):
@@ -330,27 +368,38 @@ def main(argv=None):
 
     MMLogger.get_instance('mmengine').setLevel('WARNING')  # init reports
     ref = load_reference(args.reference_root)
+    device = args.device
+    where = device
+    if device.startswith('cuda'):
+        where = f'{device} ({torch.cuda.get_device_name(device)})'
     print(
-        f'torch {torch.__version__}, {args.threads} thread(s), batch '
-        f'{args.batch} (2x224 + 8x98 crops), load average {load_average()}'
+        f'torch {torch.__version__}, {where}, {args.threads} thread(s), '
+        f'batch {args.batch} (2x224 + 8x98 crops), '
+        f'{"bf16 autocast" if args.amp else "fp32"}, '
+        f'load average {load_average()}'
+    )
+    timing = dict(
+        repeats=args.repeats, warmup=args.warmup, device=device, amp=args.amp
     )
     if args.what in ('backbone', 'both'):
         ours, theirs = backbone_fns(ref, args)
-        times = interleave(
-            dict(mmssl=ours, reference=theirs), args.repeats, args.warmup
-        )
+        times = interleave(dict(mmssl=ours, reference=theirs), **timing)
         report(
-            f'ViT-S/14 forward+backward, drop_path_rate={args.drop_path}',
+            f'ViT-S/14 forward+backward, drop_path_rate={args.drop_path}'
+            + peak_memory(device),
             times,
         )
+        del ours, theirs
     if args.what in ('step', 'both'):
-        init_single_process_group()
+        init_single_process_group(device)
         ours, drop_path = build_mmssl_step(args)
         theirs = ReferenceStep(ref, args, drop_path)
-        times = interleave(
-            dict(mmssl=ours, reference=theirs), args.repeats, args.warmup
+        times = interleave(dict(mmssl=ours, reference=theirs), **timing)
+        report(
+            f'whole DINOv2 step, drop_path_rate={drop_path}'
+            + peak_memory(device),
+            times,
         )
-        report(f'whole DINOv2 step, drop_path_rate={drop_path}', times)
     print(f'load average at the end {load_average()}')
 
 

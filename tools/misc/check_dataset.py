@@ -6,8 +6,9 @@
 CONFIG_OR_FOLDER is a config (its ``train_dataloader.dataset`` is
 checked; mixed datasets are walked through) or a folder (scanned like
 ``ImageFolderDataset``). Each file is decoded with ``LoadImageRobust``
-(with the config's loading options when it uses that transform). Exit
-status is 1 when bad files were found.
+(with the config's loading options when it uses that transform), or
+with the config's ``LoadMultiChannelTiff`` (channel count, layout) for
+multi-channel TIFF configs. Exit status is 1 when bad files were found.
 """
 
 import argparse
@@ -22,6 +23,8 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 _LOADER = None
+#: Loading transforms whose options a config passes on to the check.
+_LOADERS = ('LoadImageRobust', 'LoadMultiChannelTiff')
 
 
 def dataset_paths(dataset) -> list:
@@ -36,13 +39,13 @@ def dataset_paths(dataset) -> list:
 
 
 def _loader_cfg(dataset_cfg) -> dict:
-    """The config's LoadImageRobust options, if any."""
+    """The config's loading transform (see ``_LOADERS``), if any."""
     stack = [dataset_cfg]
     while stack:
         d = stack.pop()
         if isinstance(d, dict):
             for t in d.get('pipeline', []) or []:
-                if isinstance(t, dict) and t.get('type') == 'LoadImageRobust':
+                if isinstance(t, dict) and t.get('type') in _LOADERS:
                     return dict(t)
             stack.extend(d.get('datasets', []) or [])
     return dict(type='LoadImageRobust')
@@ -50,11 +53,11 @@ def _loader_cfg(dataset_cfg) -> dict:
 
 def _init(loader_cfg):
     global _LOADER
-    from mmssl.datasets.transforms import LoadImageRobust
+    from mmssl.datasets import transforms
 
     cfg = dict(loader_cfg)
-    cfg.pop('type', None)
-    _LOADER = LoadImageRobust(**cfg)
+    kind = cfg.pop('type', 'LoadImageRobust')
+    _LOADER = getattr(transforms, kind)(**cfg)
 
 
 def _check(path):

@@ -96,12 +96,16 @@ def _img_size(cfg, requested) -> int:
 def use_folders(cfg, args) -> None:
     """Point the config's kNN test at ``--train-folder``/``--val-folder``."""
     from mmssl.evaluation.folders import (
+        config_loader,
+        eval_pipeline,
         folder_classes,
         labelled_folder_dataset,
     )
 
     size = _img_size(cfg, args.img_size)
     classes = folder_classes(args.train_folder)
+    # a multi-channel config reads the folders with its own loader
+    pipeline = eval_pipeline(size, loader=config_loader(cfg))
     loader = dict(cfg.get('test_dataloader') or {})
     cfg.test_dataloader = dict(
         batch_size=loader.get('batch_size', 64),
@@ -110,8 +114,12 @@ def use_folders(cfg, args) -> None:
         collate_fn=dict(type='default_collate'),
         dataset=dict(
             type='KNNDataset',
-            bank=labelled_folder_dataset(args.train_folder, size, classes),
-            query=labelled_folder_dataset(args.val_folder, size, classes),
+            bank=labelled_folder_dataset(
+                args.train_folder, size, classes, pipeline
+            ),
+            query=labelled_folder_dataset(
+                args.val_folder, size, classes, pipeline
+            ),
         ),
     )
     evaluator = cfg.get('test_evaluator') or {}

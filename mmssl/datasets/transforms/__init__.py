@@ -1,9 +1,12 @@
 from .blockwise_mask import BlockwiseMaskGenerator, blockwise_mask
+from .channel_jitter import ChannelIntensityJitter
 from .color_jitter import HueSafeColorJitter
 from .loading import BadImageError, LoadImageRobust, scale_to_uint8
 from .mixed_resolution_crop import MixedResolutionMultiCrop
 from .multi_crop import MultiCrop
 from .relative_loc import RelativeLocPatches
+from .rgb_only import RGB_ONLY, check_channel_pipeline
+from .tiff_loading import LoadMultiChannelTiff
 from .volume import LoadVolume, MONAITransform
 from .volume_multi_crop import (
     BlockwiseMaskGenerator3D,
@@ -21,6 +24,10 @@ __all__ = [
     'scale_to_uint8',
     'RelativeLocPatches',
     'HueSafeColorJitter',
+    'ChannelIntensityJitter',
+    'LoadMultiChannelTiff',
+    'RGB_ONLY',
+    'check_channel_pipeline',
     'LoadVolume',
     'MONAITransform',
     'MultiCrop3D',

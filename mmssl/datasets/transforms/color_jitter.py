@@ -20,6 +20,8 @@ from PIL import Image
 
 from mmssl.registry import TRANSFORMS
 
+from .rgb_only import refuse_non_rgb
+
 
 def _hue_shift(hue_factor: float) -> int:
     """The hue step in uint8 units, truncated toward zero like a C cast."""
@@ -73,8 +75,13 @@ class HueSafeColorJitter(ColorJitter):
 
         Returns:
             dict: ``results`` with ``img`` jittered.
+
+        Raises:
+            ValueError: ``img`` has channels other than 1 or 3 (use
+                ``ChannelIntensityJitter`` on multi-channel images).
         """
         img = results['img']
+        refuse_non_rgb(type(self).__name__, img)
         order, brightness, contrast, saturation, hue = self._rand_params()
         for index in order:
             if index == 0 and brightness is not None:

@@ -16,6 +16,8 @@ from mmcv.transforms import BaseTransform
 
 from mmssl.registry import TRANSFORMS
 
+from .rgb_only import refuse_non_rgb
+
 SizeType = Union[int, Sequence[int]]
 ProbType = Union[float, Sequence[float]]
 
@@ -420,6 +422,8 @@ class MultiCrop(BaseTransform):
                 "results['img'], got a list (is it applied "
                 'twice?).'
             )
+        if img.ndim == 3 and img.shape[2] not in (1, 3, 4):
+            refuse_non_rgb(type(self).__name__, img)
         if img.dtype != np.uint8:
             raise TypeError(
                 f'MultiCrop works on uint8 images, got {img.dtype}; load '

@@ -2,6 +2,7 @@
 
 import os.path as osp
 import warnings
+from typing import Union
 
 from mmengine.dist import is_main_process
 from mmengine.hooks import CheckpointHook
@@ -27,17 +28,37 @@ class AtomicCheckpointHook(CheckpointHook):
     * ``trust_checkpoint = True`` in the config trusts every checkpoint the
       run loads (see :mod:`mmssl.checkpoint.policy`).
 
+    * ``sharded``: checkpoints as sharded DCP folders (docs/en/fsdp.md,
+      :mod:`mmssl.engine.runner.sharded_checkpoints`), which keep the
+      names, retention, atomicity and ``--resume`` rules of files.
+
     Random states and the data position are not this hook's job: mmssl's
     train loops save them (``checkpoint['loop_state']``, see
     :mod:`mmssl.engine.runner.loops`) whichever checkpoint hook a config
     names.
 
     Args:
+        sharded (bool | str): ``'auto'``: sharded folders exactly when the
+            model is FSDP2 (``MMFullyShard``); True: also without FSDP2;
+            False: ordinary files, refused with FSDP2. Defaults to
+            ``'auto'``.
         save_rng_state (bool): Ignored; kept so that older configs build.
         **kwargs: Arguments of :class:`mmengine.hooks.CheckpointHook`.
     """
 
-    def __init__(self, *args, save_rng_state: bool = True, **kwargs) -> None:
+    def __init__(
+        self,
+        *args,
+        sharded: Union[bool, str] = 'auto',
+        save_rng_state: bool = True,
+        **kwargs,
+    ) -> None:
+        if sharded not in (True, False, 'auto'):
+            raise ValueError(
+                f'AtomicCheckpointHook(sharded={sharded!r}): use True, '
+                "False or 'auto' (sharded exactly with FSDP2)."
+            )
+        self.sharded = sharded
         super().__init__(*args, **kwargs)
         if not save_rng_state:
             warnings.warn(

@@ -36,10 +36,12 @@ class TrainSpeedHook(Hook):
     Adds ``img_per_s`` (images of all ranks per second of this iteration),
     ``data_share`` (time waiting for the batch / iteration time),
     ``rss_mb`` (peak CPU resident memory of this process) and, on CUDA,
-    ``cuda_max_alloc_mb`` (``torch.cuda.max_memory_allocated``) to the
-    training log line. The iteration time runs from the end of the previous
-    iteration (or the start of the epoch) to the end of this one, as
-    mmengine's ``IterTimerHook`` measures it. Iterations after the first
+    ``cuda_max_alloc_mb`` (``torch.cuda.max_memory_allocated``, which
+    mmengine's logger resets at each log line) to the training log line;
+    :meth:`summary` reports the maximum over the whole run. The iteration
+    time runs from the end of the previous iteration (or the start of the
+    epoch) to the end of this one, as mmengine's ``IterTimerHook``
+    measures it. Iterations after the first
     ``warmup`` are also kept in :attr:`times`, :attr:`data_times` and
     :attr:`images` for :meth:`summary` (used by
     ``tools/analysis_tools/benchmark_train.py``).
@@ -55,6 +57,7 @@ class TrainSpeedHook(Hook):
         self.times: List[float] = []
         self.data_times: List[float] = []
         self.images: List[int] = []
+        self.cuda_peak_mb = 0.0
         self._last: Optional[float] = None
         self._data_time = 0.0
 
@@ -79,10 +82,11 @@ class TrainSpeedHook(Hook):
         hub.update_scalar('train/data_share', self._data_time / elapsed)
         hub.update_scalar('train/rss_mb', peak_rss_mb())
         if torch.cuda.is_available() and torch.cuda.is_initialized():
-            hub.update_scalar(
-                'train/cuda_max_alloc_mb',
-                torch.cuda.max_memory_allocated() / 2**20,
-            )
+            # mmengine's logger resets the peak statistics each time it
+            # reads them: keep the run's own maximum here
+            peak = torch.cuda.max_memory_allocated() / 2**20
+            self.cuda_peak_mb = max(self.cuda_peak_mb, peak)
+            hub.update_scalar('train/cuda_max_alloc_mb', peak)
         if runner.iter >= self.warmup:  # runner.iter: iterations before
             self.times.append(elapsed)
             self.data_times.append(self._data_time)
@@ -102,8 +106,6 @@ class TrainSpeedHook(Hook):
             data_share=sum(self.data_times) / total,
             peak_rss_mb=peak_rss_mb(),
         )
-        if torch.cuda.is_available() and torch.cuda.is_initialized():
-            out['cuda_max_alloc_mb'] = (
-                torch.cuda.max_memory_allocated() / 2**20
-            )
+        if self.cuda_peak_mb:
+            out['cuda_max_alloc_mb'] = self.cuda_peak_mb
         return out

@@ -18,9 +18,11 @@ The hook is added by :class:`~mmssl.engine.runner.SSLRunner`; it does
 nothing without its runner's signal state.
 """
 
+import contextlib
 import logging
 import os
 import os.path as osp
+import shutil
 import time
 from typing import Optional
 
@@ -169,10 +171,11 @@ class PreemptionHook(Hook):
             and previous not in (None, path)
             and not self._kept_by_checkpoint_hook(runner, previous)
         ):
-            try:
-                os.remove(previous)
-            except FileNotFoundError:
-                pass
+            if osp.isdir(previous):  # a sharded checkpoint folder
+                shutil.rmtree(previous, ignore_errors=True)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(previous)
 
     def _where(self, runner, batch_idx: int) -> str:
         loop = runner.train_loop

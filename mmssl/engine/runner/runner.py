@@ -39,6 +39,12 @@ from .rank_buffers import (
     restore_rank_buffers,
 )
 from .run_length import fractional_epochs_to_iters, resolve_run_fractions
+from .sharded_checkpoints import (
+    load_sharded_weights,
+    resume_sharded,
+    save_sharded_checkpoint,
+    sharded_checkpoints_wanted,
+)
 
 LOOP_STATE_KEY = 'loop_state'
 
@@ -100,7 +106,10 @@ class SSLRunner(Runner):
       has it saved under ``checkpoint['loop_state']`` and restored by
       :meth:`resume`. Every load (``load_from``, ``resume``, ``init_cfg``
       Pretrained) runs inside :func:`mmssl.checkpoint.loading_policy`,
-      trusted when the config sets ``trust_checkpoint = True``.
+      trusted when the config sets ``trust_checkpoint = True``. With FSDP2
+      (or ``default_hooks.checkpoint.sharded=True``) checkpoints are
+      sharded DCP folders that resume on any world size
+      (:mod:`.sharded_checkpoints`).
     * **Signals.** During :meth:`train`, the signals of
       ``signal_cfg.signals`` (default SIGTERM, SIGUSR1, SIGINT) only set a
       flag; at the next iteration boundary all ranks agree, save a
@@ -127,6 +136,8 @@ class SSLRunner(Runner):
     _run_lock: Optional[RunLock] = None
     _rank_buffers: Optional[List[Dict]] = None
     _loaded_rank_buffers: Optional[List[Dict]] = None
+    #: Whether checkpoints are sharded folders (set in register_hooks).
+    sharded_checkpoints: bool = False
 
     # ------------------------------------------------------------ build
     def setup_env(self, env_cfg: Dict) -> None:
@@ -198,7 +209,11 @@ class SSLRunner(Runner):
                 model_wrapper_cfg,
                 self.cfg.get('find_unused_parameters', False),
             )
-        if _own_wrapper(model_wrapper_cfg) and not is_model_wrapper(model):
+        if (
+            self.distributed
+            and _own_wrapper(model_wrapper_cfg)
+            and not is_model_wrapper(model)
+        ):
             # mmengine's wrap_model looks the type up in its root registry
             # only: build wrappers registered by mmssl (MMFullyShard) here
             from mmengine.device import get_device
@@ -248,6 +263,7 @@ class SSLRunner(Runner):
             if hook['type'] not in present:
                 custom_hooks.append(hook)
         super().register_hooks(default_hooks, custom_hooks)
+        self.sharded_checkpoints = sharded_checkpoints_wanted(self)
 
     @staticmethod
     def build_dataloader(
@@ -378,8 +394,10 @@ class SSLRunner(Runner):
         """Load ``filename`` into the model under mmssl's loading policy.
 
         Also called by :meth:`resume`; the loop state the checkpoint holds
-        is kept for it.
+        is kept for it. A sharded checkpoint folder gives its weights.
         """
+        if osp.isdir(str(filename)):
+            return load_sharded_weights(self, filename)
         with loading_policy(self._trust(), source=str(filename)):
             checkpoint = super().load_checkpoint(
                 filename, map_location, strict, revise_keys
@@ -391,7 +409,13 @@ class SSLRunner(Runner):
     def resume(self, filename: str, *args, **kwargs) -> None:
         """mmengine's resume, then each rank's buffers and the loop state."""
         self._loaded_loop_state = self._loaded_rank_buffers = None
-        super().resume(filename, *args, **kwargs)
+        if osp.isdir(str(filename)):
+            options = {k: v for k, v in kwargs.items() if 'map' not in k}
+            checkpoint = resume_sharded(self, filename, *args[:2], **options)
+            self._loaded_loop_state = checkpoint.get(LOOP_STATE_KEY)
+            self._loaded_rank_buffers = checkpoint.get(RANK_BUFFERS_KEY)
+        else:
+            super().resume(filename, *args, **kwargs)
         # this rank's own buffers (e.g. BatchNorm statistics), not rank 0's
         restore_rank_buffers(
             self.model, self._loaded_rank_buffers, self.logger
@@ -449,11 +473,24 @@ class SSLRunner(Runner):
         The checkpoint is written by the parent under a hidden temporary
         name in ``out_dir``, fsynced, then renamed onto ``filename``: a
         process killed during the save leaves the previous files intact
-        and nothing partial under a checkpoint's name.
+        and nothing partial under a checkpoint's name. With
+        :attr:`sharded_checkpoints`, ``filename`` is a folder written by
+        every rank (:func:`.sharded_checkpoints.save_sharded_checkpoint`).
         """
         # every rank's buffers, gathered here: the parent is master_only
         self._rank_buffers = gather_rank_buffers(self.model)
         try:
+            if self.sharded_checkpoints:
+                save_sharded_checkpoint(
+                    self,
+                    out_dir,
+                    filename,
+                    *args,
+                    file_client_args=file_client_args,
+                    backend_args=backend_args,
+                    **kwargs,
+                )
+                return
             self._save_checkpoint_atomic(
                 out_dir,
                 filename,

@@ -22,11 +22,14 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 import torch.nn as nn
-import torch.utils.checkpoint as cp
 from mmengine.model.weight_init import trunc_normal_
 from mmpretrain.models.backbones import VisionTransformer
 
 from mmssl.checkpoint.layouts.pos_embed import resize_pos_embed
+from mmssl.models.utils.activation_checkpoint import (
+    check_cp_mode,
+    checkpoint_block,
+)
 from mmssl.models.utils.compile_blocks import compile_blocks as _compile_blocks
 from mmssl.models.utils.drop_path import drop_path_rates
 from mmssl.registry import MODELS
@@ -76,9 +79,12 @@ class DINOVisionTransformer(DINOv2PackingMixin, VisionTransformer):
         out_indices (int | Sequence[int]): Blocks whose outputs are returned;
             every output goes through the final LayerNorm (as DINOv2's
             ``get_intermediate_layers(norm=True)``). Defaults to -1.
-        with_cp (bool): Checkpoint each block's activations during training
-            with ``torch.utils.checkpoint`` (``use_reentrant=False``).
-            Defaults to False.
+        with_cp (bool | str): Checkpoint each block's activations during
+            training (non-reentrant ``torch.utils.checkpoint``): True or
+            ``'full'`` recomputes the whole block, ``'selective'`` keeps
+            matmul and attention outputs and recomputes the rest (see
+            :mod:`mmssl.models.utils.activation_checkpoint`). Defaults to
+            False.
         compile_blocks (bool | dict): ``torch.compile`` each block (a dict
             gives ``torch.compile`` arguments); see
             :func:`mmssl.models.utils.compile_blocks`. Defaults to False.
@@ -157,7 +163,7 @@ class DINOVisionTransformer(DINOv2PackingMixin, VisionTransformer):
         drop_path_schedule: str = 'linear',
         out_type: str = 'cls_token',
         out_indices: Union[int, Sequence[int]] = -1,
-        with_cp: bool = False,
+        with_cp: Union[bool, str] = False,
         compile_blocks: Union[bool, dict] = False,
         interpolate_offset: float = 0.1,
         interpolate_antialias: bool = False,
@@ -206,7 +212,7 @@ class DINOVisionTransformer(DINOv2PackingMixin, VisionTransformer):
         )
         self.out_type = out_type
         self.patch_size = patch_size
-        self.with_cp = with_cp
+        self.with_cp = check_cp_mode(with_cp)
         self.interpolate_offset = interpolate_offset
         self.interpolate_antialias = interpolate_antialias
         self.num_heads = arch_settings['num_heads']
@@ -385,6 +391,11 @@ class DINOVisionTransformer(DINOv2PackingMixin, VisionTransformer):
         """
         B = x.shape[0]
         x, grid = self.patch_embed(x)  # (B, N, C)
+        # The residual stream keeps the parameters' dtype: under autocast
+        # the patch embedding returns bf16/fp16, and casting the tokens
+        # down to it would sum every block's residual in low precision
+        # (the reference's torch.cat with the float32 CLS token promotes).
+        x = x.to(self.cls_token.dtype)
         if mask is not None:
             if mask.shape[0] != B or mask[0].numel() != x.shape[1]:
                 raise ValueError(
@@ -416,7 +427,7 @@ class DINOVisionTransformer(DINOv2PackingMixin, VisionTransformer):
     def _run_layer(self, layer: nn.Module, x: torch.Tensor) -> torch.Tensor:
         if self.with_cp and self.training and torch.is_grad_enabled():
             # Non-reentrant: DDP-safe when a block runs twice per step.
-            return cp.checkpoint(layer, x, use_reentrant=False)
+            return checkpoint_block(layer, x, with_cp=self.with_cp)
         return layer(x)
 
     def forward(

@@ -20,11 +20,14 @@ from typing import List, Optional, Sequence, Tuple, Union
 
 import torch
 import torch.nn as nn
-import torch.utils.checkpoint as cp
 from mmengine.model.weight_init import trunc_normal_
 from mmpretrain.models.backbones.base_backbone import BaseBackbone
 from torch import Tensor
 
+from mmssl.models.utils.activation_checkpoint import (
+    check_cp_mode,
+    checkpoint_block,
+)
 from mmssl.models.utils.compile_blocks import compile_blocks as _compile_blocks
 from mmssl.models.utils.rope import RoPE2D
 from mmssl.registry import MODELS
@@ -92,7 +95,9 @@ class DINOv3ViT(DINOv3PackingMixin, BaseBackbone):
         out_indices (int | Sequence[int]): Blocks whose outputs are
             returned, each through the final norm(s). Defaults to -1.
         final_norm (bool): Apply the final norm(s). Defaults to True.
-        with_cp (bool): Non-reentrant activation checkpointing per block.
+        with_cp (bool | str): Non-reentrant activation checkpointing per
+            block: True/``'full'``, or ``'selective'`` (by op, see
+            :mod:`mmssl.models.utils.activation_checkpoint`).
         compile_blocks (bool | dict): ``torch.compile`` each block (a dict
             gives ``torch.compile`` arguments); see
             :func:`mmssl.models.utils.compile_blocks`. Defaults to False.
@@ -141,7 +146,7 @@ class DINOv3ViT(DINOv3PackingMixin, BaseBackbone):
         out_type: str = 'cls_token',
         out_indices: Union[int, Sequence[int]] = -1,
         final_norm: bool = True,
-        with_cp: bool = False,
+        with_cp: Union[bool, str] = False,
         compile_blocks: Union[bool, dict] = False,
         init_cfg: Optional[dict] = None,
     ) -> None:
@@ -163,7 +168,7 @@ class DINOv3ViT(DINOv3PackingMixin, BaseBackbone):
         self.patch_size = patch_size
         self.out_type = out_type
         self.final_norm = final_norm
-        self.with_cp = with_cp
+        self.with_cp = check_cp_mode(with_cp)
         if isinstance(out_indices, int):
             out_indices = [out_indices]
         self.out_indices = [i % L for i in out_indices]
@@ -286,6 +291,11 @@ class DINOv3ViT(DINOv3PackingMixin, BaseBackbone):
         """
         B = x.shape[0]
         x, grid = self.patch_embed(x)  # (B, N, C)
+        # The residual stream keeps the parameters' dtype: under autocast
+        # the patch embedding returns bf16/fp16, and casting the tokens
+        # down to it would sum every block's residual in low precision
+        # (the reference's torch.cat with the float32 CLS token promotes).
+        x = x.to(self.cls_token.dtype)
         if mask is not None:
             if mask.shape[0] != B or mask[0].numel() != x.shape[1]:
                 raise ValueError(
@@ -309,7 +319,7 @@ class DINOv3ViT(DINOv3PackingMixin, BaseBackbone):
     def _run_layer(self, layer: nn.Module, x: Tensor, rope) -> Tensor:
         if self.with_cp and self.training and torch.is_grad_enabled():
             # Non-reentrant: DDP-safe when a block runs twice per step.
-            return cp.checkpoint(layer, x, rope, use_reentrant=False)
+            return checkpoint_block(layer, x, rope, with_cp=self.with_cp)
         return layer(x, rope)
 
     def forward(

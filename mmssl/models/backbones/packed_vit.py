@@ -14,9 +14,11 @@ from typing import List, Optional, Sequence, Tuple
 
 import torch
 import torch.nn.functional as F
-import torch.utils.checkpoint as cp
 from torch import Tensor, nn
 
+from mmssl.models.utils.activation_checkpoint import (
+    checkpoint_block,
+)
 from mmssl.models.utils.rope import apply_rope
 
 from .token_packing import (
@@ -176,8 +178,8 @@ class PackedForwardMixin:
         args = (layer, x, groups, ropes, *keeps)
         if self.with_cp and self.training and torch.is_grad_enabled():
             # Keep decisions are drawn outside, so recomputation reuses them.
-            return cp.checkpoint(
-                self._packed_block, *args, use_reentrant=False
+            return checkpoint_block(
+                self._packed_block, *args, with_cp=self.with_cp
             )
         return self._packed_block(*args)
 

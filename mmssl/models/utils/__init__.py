@@ -1,5 +1,8 @@
 from .compile_blocks import compile_blocks
-from .data_preprocessors import TwoNormOrSingleDataPreprocessor
+from .data_preprocessors import (
+    MultiChannelDataPreprocessor,
+    TwoNormOrSingleDataPreprocessor,
+)
 from .target_generators import (
     PretrainedCLIPTarget,
     PretrainedDALLETarget,
@@ -11,6 +14,7 @@ from .target_generators import (
 __all__ = [
     'compile_blocks',
     'TwoNormOrSingleDataPreprocessor',
+    'MultiChannelDataPreprocessor',
     'PretrainedCLIPTarget',
     'PretrainedDALLETarget',
     'PretrainedVQKDTarget',

@@ -40,3 +40,27 @@ def test_figures_from_known_times(monkeypatch):
 
 def test_no_warm_iterations_gives_an_empty_summary():
     assert TrainSpeedHook(warmup=5).summary() == {}
+
+
+def test_cuda_peak_survives_the_loggers_reset(monkeypatch):
+    """mmengine's logger resets the CUDA peak statistics whenever it reads
+    them: the summary must give the run's maximum, not the last reading
+    (on an H200 it printed 549 MiB for a run that peaked at 22 GiB)."""
+    readings = iter([300 * 2**20, 22000 * 2**20, 549 * 2**20])
+    monkeypatch.setattr(mod.torch.cuda, 'is_available', lambda: True)
+    monkeypatch.setattr(mod.torch.cuda, 'is_initialized', lambda: True)
+    monkeypatch.setattr(
+        mod.torch.cuda, 'max_memory_allocated', lambda: next(readings)
+    )
+    hook, runner = TrainSpeedHook(warmup=0), FakeRunner()
+    batch = dict(inputs=torch.zeros(2, 3, 4, 4))
+    hook.before_train_epoch(runner)
+    logged = []
+    for _ in range(3):
+        hook.before_train_iter(runner, runner.iter, batch)
+        hook.after_train_iter(runner, runner.iter, batch)
+        hub = runner.message_hub
+        logged.append(hub.get_scalar('train/cuda_max_alloc_mb').current())
+        runner.iter += 1
+    assert logged == [300, 22000, 549]  # each line: since the last reset
+    assert hook.summary()['cuda_max_alloc_mb'] == 22000

@@ -36,23 +36,36 @@ class QuickTextConfig(Config):
         return f'# test config\ncfg = {self.to_dict()!r}\n'
 
 
-def repoint(obj, demo_root: str, volume_root: Optional[str] = None):
+def repoint(
+    obj,
+    demo_root: str,
+    volume_root: Optional[str] = None,
+    multichannel_root: Optional[str] = None,
+):
     """Replace every ``'data/demo...'`` string in ``obj`` by the fixture,
     and ``'data/shapes...'`` too (the ``*_shapes_demo.py`` variants take
     the 32 px digits as well); ``'data/volumes...'`` becomes
-    ``volume_root`` (the volumetric demos) when it is given."""
+    ``volume_root`` (the volumetric demos) and ``'data/multichannel...'``
+    ``multichannel_root`` (the multi-channel TIFF demos) when given."""
     prefixes = {'data/demo': demo_root, 'data/shapes': demo_root}
     if volume_root is not None:
         prefixes['data/volumes'] = volume_root
+    if multichannel_root is not None:
+        prefixes['data/multichannel'] = multichannel_root
     for prefix, root in prefixes.items():
         if isinstance(obj, str) and obj.startswith(prefix):
             return root + obj[len(prefix) :]
     if isinstance(obj, dict):
         return type(obj)(
-            {k: repoint(v, demo_root, volume_root) for k, v in obj.items()}
+            {
+                k: repoint(v, demo_root, volume_root, multichannel_root)
+                for k, v in obj.items()
+            }
         )
     if isinstance(obj, (list, tuple)):
-        return type(obj)(repoint(v, demo_root, volume_root) for v in obj)
+        return type(obj)(
+            repoint(v, demo_root, volume_root, multichannel_root) for v in obj
+        )
     return obj
 
 
@@ -79,6 +92,7 @@ def tiny_cfg(
     train_cfg: Optional[dict] = None,
     checkpoint: Optional[dict] = None,
     volume_root: Optional[str] = None,
+    multichannel_root: Optional[str] = None,
 ) -> Optional[Config]:
     """The demo config on ``num_images`` images, no workers, no validation.
 
@@ -92,7 +106,8 @@ def tiny_cfg(
     if 'train_dataloader' not in cfg:
         return None  # evaluation-only config
     object.__setattr__(cfg, '__class__', QuickTextConfig)
-    loader = repoint(cfg.train_dataloader.to_dict(), demo_root, volume_root)
+    roots = (demo_root, volume_root, multichannel_root)
+    loader = repoint(cfg.train_dataloader.to_dict(), *roots)
     loader.update(
         batch_size=batch_size, num_workers=0, persistent_workers=False
     )
@@ -116,7 +131,7 @@ def tiny_cfg(
         cfg[f'{name}_evaluator'] = None
     cfg.custom_hooks = [
         h
-        for h in repoint(cfg.get('custom_hooks', []), demo_root, volume_root)
+        for h in repoint(cfg.get('custom_hooks', []), *roots)
         if h['type'] != 'PretrainedInitHook'
     ]
     for custom in cfg.custom_hooks:

@@ -37,8 +37,16 @@ def test_resume_inside_epoch_is_exact(path, demo_data_root, request, tmp_path):
     if '3d' in osp.basename(path):  # volumetric demos read data/volumes
         pytest.importorskip('monai')
         volumes = request.getfixturevalue('volume_data_root')
+    multichannel = None
+    if osp.join('configs', 'multichannel') in path:  # 5-channel TIFFs
+        pytest.importorskip('tifffile')
+        multichannel = request.getfixturevalue('multichannel_data_root')
     cfg = tiny_cfg(
-        path, demo_data_root, str(tmp_path / 'straight'), volume_root=volumes
+        path,
+        demo_data_root,
+        str(tmp_path / 'straight'),
+        volume_root=volumes,
+        multichannel_root=multichannel,
     )
     if cfg is None:
         pytest.skip('evaluation-only config (no train_dataloader)')

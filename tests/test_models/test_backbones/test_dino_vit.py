@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from _dist import file_init_method, init_gloo, spawn
 
 from mmssl.models.backbones import DINOVisionTransformer, count_dino_vit_params
+from mmssl.models.utils.activation_checkpoint import selective_cp_available
 from mmssl.registry import MODELS
 
 TINY = dict(embed_dims=32, num_layers=2, num_heads=4)
@@ -371,7 +372,7 @@ def test_layer_depth_and_layer_decay_constructor():
     assert lrs['head.weight'] == 1.0
 
 
-def _ddp_worker(rank, world_size, init_method, result_file):
+def _ddp_worker(rank, world_size, init_method, result_file, with_cp=True):
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -382,7 +383,7 @@ def _ddp_worker(rank, world_size, init_method, result_file):
         img_size=28,
         patch_size=14,
         num_register_tokens=1,
-        with_cp=True,
+        with_cp=with_cp,
         drop_path_rate=0.1,
     )
     ddp = DDP(model)
@@ -413,10 +414,13 @@ def _ddp_worker(rank, world_size, init_method, result_file):
 
 
 @pytest.mark.slow
-def test_ddp_with_cp_two_forwards_per_step(tmp_path):
-    """Non-reentrant checkpointing under DDP with a block run twice per
-    step: backward must not raise 'Expected to mark a variable ready only
-    once'."""
+@pytest.mark.parametrize('with_cp', [True, 'selective'])
+def test_ddp_with_cp_two_forwards_per_step(tmp_path, with_cp):
+    """Non-reentrant checkpointing (whole blocks, or selective by op) under
+    DDP with a block run twice per step: backward must not raise 'Expected
+    to mark a variable ready only once'."""
+    if with_cp == 'selective' and not selective_cp_available():
+        pytest.skip('torch lacks create_selective_checkpoint_contexts')
     result = tmp_path / 'ddp.pth'
-    spawn(_ddp_worker, 2, file_init_method(tmp_path), str(result))
+    spawn(_ddp_worker, 2, file_init_method(tmp_path), str(result), with_cp)
     assert torch.load(result)['diff'] == 0

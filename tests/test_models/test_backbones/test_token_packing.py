@@ -12,6 +12,7 @@ from mmssl.models.backbones.token_packing import (
     pack_tokens,
     unpack_tokens,
 )
+from mmssl.models.utils.activation_checkpoint import selective_cp_available
 
 ARCH = dict(embed_dims=32, num_layers=3, num_heads=2, feedforward_channels=48)
 SIZES = ((2, 32), (3, 16), (1, 24))  # (batch, side) of each crop group
@@ -122,13 +123,17 @@ def test_packed_equals_per_group(kind, kw, mode):
         assert not torch.allclose(eval_outs[0][1], got[0][0][1], atol=1e-3)
 
 
+@pytest.mark.parametrize('with_cp', [True, 'selective'])
 @pytest.mark.parametrize('kind', ['v2', 'v3'])
-def test_packed_checkpointing_reuses_drop_decisions(kind):
-    # Recomputation under with_cp must not draw new keep decisions.
+def test_packed_checkpointing_reuses_drop_decisions(kind, with_cp):
+    # Recomputation under with_cp (whole blocks or selective by op) must
+    # not draw new keep decisions.
+    if with_cp == 'selective' and not selective_cp_available():
+        pytest.skip('torch lacks create_selective_checkpoint_contexts')
     xs, masks = inputs()
     kw = dict(rope_rescale_coords=None) if kind == 'v3' else {}
     plain = build(kind, 0.5, **kw).train()
-    ckpt = build(kind, 0.5, with_cp=True, **kw).train()
+    ckpt = build(kind, 0.5, with_cp=with_cp, **kw).train()
     ckpt.load_state_dict(plain.state_dict())
     assert_same(
         run(plain, packed, xs, masks, [3, 4, 5]),

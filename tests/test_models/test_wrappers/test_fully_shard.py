@@ -1,7 +1,7 @@
 """FSDP2 (:class:`MMFullyShard`) on 2 CPU gloo ranks: one SGD step of a tiny
-DINO ViT equals one process with the whole batch; per-block activation
-checkpointing gives the same gradients; bf16 parameters change the
-arithmetic but not the result beyond bf16 rounding."""
+DINO ViT equals one process with the whole batch; per-block and selective
+(by op) activation checkpointing give the same gradients; bf16 parameters
+change the arithmetic but not the result beyond bf16 rounding."""
 
 import os.path as osp
 
@@ -93,7 +93,12 @@ def _worker(rank, init_method, out_dir):
     from mmssl.models.wrappers import MMFullyShard
 
     lo, hi = rank * B, (rank + 1) * B
-    runs = dict(fp32=(False, None), cp=(True, None), bf16=(False, 'bfloat16'))
+    runs = dict(
+        fp32=(False, None),
+        cp=(True, None),
+        sel=('selective', None),
+        bf16=(False, 'bfloat16'),
+    )
     for name, (with_cp, dtype) in runs.items():
         model = MMFullyShard(_build(with_cp), param_dtype=dtype)
         assert model.units == 4  # 2 student + 2 teacher blocks
@@ -144,12 +149,15 @@ def test_fsdp2_step_equals_one_process(tmp_path):
     spawn(_worker, file_init_method(tmp_path), str(tmp_path), nprocs=WORLD)
     ref = _step(_build(), 0, WORLD * B)
     init = dict(_build().named_parameters())
-    fp32, cp, bf16 = (
-        torch.load(tmp_path / f'{n}.pth') for n in ('fp32', 'cp', 'bf16')
+    fp32, cp, sel, bf16 = (
+        torch.load(tmp_path / f'{n}.pth')
+        for n in ('fp32', 'cp', 'sel', 'bf16')
     )
     _close(fp32['weights'], ref['weights'], rtol=1e-4, atol=1e-6)
     # activation checkpointing per block: the same step
     _close(cp['weights'], fp32['weights'], rtol=1e-5, atol=1e-7)
+    # selective by op (matmul/attention outputs kept): the same step
+    _close(sel['weights'], fp32['weights'], rtol=1e-5, atol=1e-7)
     # bf16 compute: the update is that of fp32 up to bf16 rounding, and
     # not bit-equal to it (the parameters really were cast)
     moved = [

@@ -1,0 +1,96 @@
+# SimCLR (Chen et al. 2020, https://arxiv.org/abs/2002.05709) on 5-channel
+# 16-bit TIFFs: a CIFAR-style ResNet-18 of width 16 taking 5 input
+# channels, two views per image made of channel-aware augmentations only
+# (random resized crop, flips, per-channel intensity jitter, channel drop;
+# no hue, saturation or grayscale). CPU demo on the synthetic 'cells'
+# (3 classes told apart only by which channels light up together), ending
+# with kNN top-1 on data/multichannel/val (README.md for the figures).
+#   pip install -e ".[multichannel]"   # tifffile
+#   python tools/misc/make_multichannel_dataset.py data/multichannel
+#   python tools/train.py \
+#       configs/multichannel/simclr_resnet18-w16_1xb64-20e_5ch_demo.py
+_base_ = [
+    '../_base_/datasets/multichannel_knn.py',
+    '../_base_/schedules/demo_4e.py',
+]
+
+# mean/std of each channel after percentile scaling, over the train split
+# (python tools/misc/channel_stats.py data/multichannel/train --channels 5)
+data_preprocessor = dict(
+    type='MultiChannelDataPreprocessor',
+    mean=[0.2125, 0.2388, 0.2435, 0.2432, 0.2489],
+    std=[0.1654, 0.1967, 0.1978, 0.1969, 0.1985],
+)
+
+_view_pipeline = [
+    dict(
+        type='RandomResizedCrop',
+        scale=32,
+        crop_ratio_range=(0.3, 1.0),
+        backend='cv2',  # any channel count (the pillow backend: 1 or 3)
+    ),
+    dict(type='RandomFlip', prob=0.5, direction='horizontal'),
+    dict(type='RandomFlip', prob=0.5, direction='vertical'),
+    dict(
+        type='ChannelIntensityJitter',
+        brightness=0.4,
+        contrast=0.4,
+        gamma=0.3,
+        drop_prob=0.1,
+        prob=0.8,
+    ),
+]
+train_pipeline = [
+    dict(type='LoadMultiChannelTiff', channels=5, scale='percentile'),
+    dict(type='MultiView', num_views=2, transforms=[_view_pipeline]),
+    dict(type='PackInputs'),
+]
+train_dataloader = dict(
+    batch_size=64,
+    num_workers=2,
+    persistent_workers=True,
+    drop_last=True,
+    sampler=dict(type='DefaultSampler', shuffle=True),
+    collate_fn=dict(type='default_collate'),
+    dataset=dict(
+        type='ImageFolderDataset',
+        data_root='data/multichannel/train',
+        extensions=('.tif', '.tiff'),
+        pipeline=train_pipeline,
+    ),
+)
+
+model = dict(
+    type='SimCLR',
+    data_preprocessor=data_preprocessor,
+    backbone=dict(
+        type='ResNet_CIFAR',
+        depth=18,
+        in_channels=5,
+        stem_channels=16,
+        base_channels=16,
+        zero_init_residual=True,
+    ),
+    neck=dict(
+        type='NonLinearNeck',
+        in_channels='auto',
+        hid_channels=128,
+        out_channels=64,
+        num_layers=2,
+        with_avg_pool=True,
+    ),
+    head=dict(
+        type='ContrastiveHead',
+        loss=dict(type='CrossEntropyLoss'),
+        temperature=0.2,
+    ),
+)
+
+optim_wrapper = dict(
+    type='OptimWrapper',
+    optimizer=dict(type='SGD', lr=0.1, momentum=0.9, weight_decay=5e-4),
+)
+train_cfg = dict(max_epochs=20)
+auto_scale_lr = dict(base_batch_size=64)
+custom_hooks = [dict(type='BadFileSummaryHook', interval=50)]
+randomness = dict(seed=0)

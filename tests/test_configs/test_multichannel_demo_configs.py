@@ -1,0 +1,126 @@
+"""Every multi-channel demo (``configs/multichannel/*_demo.py``) trains 2
+CPU iterations on a tiny synthetic 5-channel TIFF set, and gives one kNN
+feature vector per image."""
+
+import copy
+import glob
+import math
+import os.path as osp
+
+import pytest
+import torch
+from mmengine.config import Config
+
+from mmssl.engine.runner import build_runner
+from mmssl.registry import DATASETS, MODELS
+
+pytest.importorskip('tifffile')
+
+from test_demo_configs import (  # noqa: E402
+    LossRecorder,
+    WeightRecorder,
+    check_weights_moved,
+)
+
+ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+MULTICHANNEL_DEMOS = sorted(
+    osp.relpath(p, ROOT)
+    for p in glob.glob(osp.join(ROOT, 'configs', 'multichannel', '*_demo.py'))
+)
+
+
+def _repoint(obj, root: str):
+    if isinstance(obj, str) and obj.startswith('data/multichannel'):
+        return root + obj[len('data/multichannel') :]
+    if isinstance(obj, dict):
+        return type(obj)({k: _repoint(v, root) for k, v in obj.items()})
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_repoint(v, root) for v in obj)
+    return obj
+
+
+def test_multichannel_demo_exists():
+    assert MULTICHANNEL_DEMOS, 'no configs/multichannel/*_demo.py'
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('path', MULTICHANNEL_DEMOS)
+def test_multichannel_demo_trains(path, multichannel_data_root, tmp_path):
+    cfg = Config.fromfile(osp.join(ROOT, path))
+    loader = _repoint(cfg.train_dataloader.to_dict(), multichannel_data_root)
+    loader.update(batch_size=3, num_workers=0, persistent_workers=False)
+    cfg.train_dataloader = loader  # 6 images: 2 iterations
+    cfg.train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=1)
+    for name in ('val', 'test'):
+        cfg[f'{name}_dataloader'] = None
+        cfg[f'{name}_cfg'] = None
+        cfg[f'{name}_evaluator'] = None
+    for sched in cfg.get('param_scheduler') or []:
+        sched.update(begin=0, end=1)
+    cfg.default_hooks.checkpoint = dict(type='CheckpointHook', interval=1)
+    cfg.default_hooks.logger = dict(type='LoggerHook', interval=1)
+    cfg.work_dir = str(tmp_path)
+    cfg.launcher = 'none'
+    runner = build_runner(copy.deepcopy(cfg))
+    recorder = LossRecorder()
+    runner.register_hook(recorder, priority='LOWEST')
+    weights = WeightRecorder()
+    runner.register_hook(weights)
+    runner.train()
+    check_weights_moved(weights.start, runner.model, cfg)
+    assert len(recorder.records) == 2
+    for record in recorder.records:
+        for key, value in record.items():
+            assert math.isfinite(value), (key, value)
+    assert (tmp_path / 'epoch_1.pth').is_file()
+
+
+@pytest.mark.parametrize('path', MULTICHANNEL_DEMOS)
+def test_multichannel_demo_features_for_knn(path, multichannel_data_root):
+    """The kNN data of the demo: labelled 5-channel images, one feature
+    vector each, the same on a second call."""
+    from mmengine.dataset import default_collate
+
+    from mmssl.evaluation import batch_features
+
+    cfg = Config.fromfile(osp.join(ROOT, path))
+    loader = _repoint(cfg.test_dataloader.to_dict(), multichannel_data_root)
+    dataset = DATASETS.build(loader['dataset'])
+    assert len(dataset) == 9  # 6 bank + 3 queries
+    samples = [dataset[i] for i in (0, 2, 6, 8)]
+    labels = [int(s['data_samples'].gt_label) for s in samples]
+    assert labels == [0, 1, 0, 2]
+    batch = default_collate(samples)
+    assert batch['inputs'].shape == (4, 5, 32, 32)
+    torch.manual_seed(0)
+    model = MODELS.build(cfg.model)
+    model.init_weights()
+    model.eval()
+    feats = batch_features(model, batch)
+    assert feats.dim() == 2 and feats.shape[0] == 4, feats.shape
+    torch.testing.assert_close(feats, batch_features(model, batch))
+    spread = (feats - feats.mean(0)).norm(dim=1) / feats.norm(dim=1).mean()
+    assert (spread > 1e-3).all(), spread
+
+
+def test_multichannel_custom_config(multichannel_data_root):
+    """The user's-folder config: its dataset reads a folder of 5-channel
+    TIFFs into two 224 px 5-channel views, and its ResNet-50 takes 5
+    channels."""
+    path = osp.join(
+        ROOT,
+        'configs',
+        'multichannel',
+        'simclr_resnet50_8xb64-coslr-200e_5ch_custom.py',
+    )
+    cfg = Config.fromfile(path)
+    dataset_cfg = cfg.train_dataloader.dataset.to_dict()
+    dataset_cfg['data_root'] = multichannel_data_root
+    dataset = DATASETS.build(dataset_cfg)
+    assert len(dataset) == 9  # train and val, 3 classes
+    views = dataset[0]['inputs']
+    assert [tuple(v.shape) for v in views] == [(5, 224, 224)] * 2
+    cfg.model.backbone.norm_cfg = dict(type='BN')  # no process group
+    model = MODELS.build(cfg.model)
+    assert model.backbone.conv1.weight.shape[1] == 5
+    assert model.data_preprocessor.mean.shape == (5, 1, 1)
