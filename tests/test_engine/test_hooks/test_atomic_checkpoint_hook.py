@@ -381,3 +381,15 @@ def test_save_rng_state_is_ignored_with_a_warning():
         'AtomicCheckpointHook(save_rng_state=False) has no effect: '
         "random states are saved by mmssl's train loops."
     ]
+
+
+def test_sharded_setting_default_and_refusal():
+    assert AtomicCheckpointHook().sharded == 'auto'
+    assert AtomicCheckpointHook(sharded=False).sharded is False
+    assert AtomicCheckpointHook(sharded=True).sharded is True
+    with pytest.raises(ValueError) as err:
+        AtomicCheckpointHook(sharded='yes')
+    assert str(err.value) == (
+        "AtomicCheckpointHook(sharded='yes'): use True, False or 'auto' "
+        '(sharded exactly with FSDP2).'
+    )
