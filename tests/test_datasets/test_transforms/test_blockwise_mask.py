@@ -252,3 +252,13 @@ def test_dinov2_rule_blocks_strictly_inside_the_grid_and_messages():
         blockwise_mask((4, 4), 2, rule='ibot')
     with pytest.raises(ValueError, match=message):
         BlockwiseMaskGenerator(rule='ibot')
+
+
+def test_dinov2_rule_draws_small_areas_for_small_remainders(monkeypatch):
+    # target 3 < min_num_patches 4: 'dinov2' draws the area between 4 and 3,
+    # 'beit' between 4 and max(3, 4)
+    for rule, first in (('dinov2', (4, 3)), ('beit', (4, 4))):
+        _, calls = _script(monkeypatch, [])
+        with pytest.raises(_OutOfDraws):
+            blockwise_mask((4, 4), 3, rule=rule, rng=np.random)
+        assert calls == [first]
