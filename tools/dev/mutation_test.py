@@ -137,6 +137,10 @@ MODULE_TESTS: dict[str, tuple[str, ...]] = {
         # the Gram-teacher views (gram_size) are tested beside DINOFamily
         'tests/test_models/test_algorithms/test_dino_family.py'
         '::test_multicrop_gram_copies_same_crop_at_high_resolution',
+        # the refusal of non-RGB images is tested with the other RGB-only
+        # transforms
+        'tests/test_datasets/test_transforms/test_multichannel_pipeline.py'
+        '::test_rgb_only_transforms_refuse_at_run_time',
     ),
     'mmssl/datasets/transforms/blockwise_mask.py': (
         'tests/test_datasets/test_transforms/test_blockwise_mask.py',
