@@ -228,3 +228,37 @@ def test_generator_defaults_bounds_and_messages():
         r'\(16, 16\)\.$',
     ):
         gen(dict(img=[np.zeros((32, 32, 3)), np.zeros((16, 16, 3))]))
+
+
+def test_dinov2_rule_blocks_strictly_inside_the_grid_and_messages():
+    """rule='dinov2' never places a block as tall or as wide as the grid:
+    on a 1-row (or 1-column) grid it masks nothing, where 'beit' masks."""
+    for grid in ((1, 4), (4, 1)):
+        for seed in range(5):
+            rng = np.random.RandomState(seed)
+            kw = dict(min_num_patches=1, rng=rng)
+            assert not blockwise_mask(grid, 2, rule='dinov2', **kw).any()
+            assert blockwise_mask(grid, 2, rule='beit', **kw).sum() == 2
+    # the generator hands its rule on (a 16x64 crop is a 1x4 patch grid)
+    results = dict(img=[np.zeros((16, 64, 3), np.uint8)], num_global_crops=1)
+    for rule, masked in (('dinov2', False), ('beit', True)):
+        np.random.seed(0)
+        gen = BlockwiseMaskGenerator(
+            mask_ratio=(0.5, 0.5), mask_prob=1.0, min_num_patches=1, rule=rule
+        )
+        assert gen(dict(results))['mask'].any() == masked
+    message = "rule='ibot': use one of "
+    with pytest.raises(ValueError, match=message):
+        blockwise_mask((4, 4), 2, rule='ibot')
+    with pytest.raises(ValueError, match=message):
+        BlockwiseMaskGenerator(rule='ibot')
+
+
+def test_dinov2_rule_draws_small_areas_for_small_remainders(monkeypatch):
+    # target 3 < min_num_patches 4: 'dinov2' draws the area between 4 and 3,
+    # 'beit' between 4 and max(3, 4)
+    for rule, first in (('dinov2', (4, 3)), ('beit', (4, 4))):
+        _, calls = _script(monkeypatch, [])
+        with pytest.raises(_OutOfDraws):
+            blockwise_mask((4, 4), 3, rule=rule, rng=np.random)
+        assert calls == [first]

@@ -5,12 +5,14 @@ import os
 import os.path as osp
 import random
 import shutil
+import warnings
 
 import numpy as np
 import pytest
 import torch
 from mmengine.config import Config
 from mmengine.hooks import Hook
+from mmengine.logging import MessageHub, MMLogger
 from mmengine.runner import Runner
 
 from mmssl.checkpoint import torch_load_safe
@@ -181,15 +183,213 @@ def test_trust_checkpoint_config_key(monkeypatch):
 
     monkeypatch.delenv('MMSSL_TRUST_CHECKPOINT', raising=False)
     hook = AtomicCheckpointHook()
-    runner = SimpleNamespace(
-        cfg=Config(dict(trust_checkpoint=False)),
-        logger=SimpleNamespace(warning=lambda msg: None),
-    )
-    hook.before_run(runner)
-    assert not checkpoint_trusted()
+    warned = []
+    runner = SimpleNamespace(logger=SimpleNamespace(warning=warned.append))
+    hook.before_run(runner)  # a runner without a config
+    for cfg in (dict(), dict(trust_checkpoint=False)):
+        runner.cfg = Config(cfg)
+        hook.before_run(runner)
+    assert not checkpoint_trusted() and warned == []
     runner.cfg = Config(dict(trust_checkpoint=True))
     try:
         hook.before_run(runner)
         assert checkpoint_trusted()
     finally:
         set_checkpoint_trust(False)
+    assert warned == [
+        'trust_checkpoint=True: checkpoints are fully unpickled; '
+        'only load files you trust.'
+    ]
+
+
+# Added to kill the mutants that survived tools/dev/mutation_test.py (see
+# docs/en/contributing.md).
+class _FakeRunner:
+    """What ``_save_checkpoint_with_step`` uses of a runner.
+
+    ``save_checkpoint`` writes a small file (a folder with ``as_dir``, as
+    deepspeed does) and records its arguments, what the message hub held
+    and which files existed at that moment."""
+
+    def __init__(self, work_dir, fail=False, as_dir=False):
+        self.work_dir = str(work_dir)
+        self.message_hub = MessageHub(f'atomic_hook_unit_{next(_names)}')
+        self.logger = MMLogger.get_current_instance()
+        self.fail, self.as_dir, self.calls = fail, as_dir, []
+
+    def save_checkpoint(self, out_dir, filename, *args, **kwargs):
+        hub = self.message_hub.runtime_info
+        self.calls.append(
+            dict(
+                out_dir=out_dir,
+                filename=filename,
+                args=args,
+                kwargs=kwargs,
+                hub={k: hub.get(k) for k in ('last_ckpt', 'keep_ckpt_ids')},
+                files=sorted(os.listdir(out_dir)),
+            )
+        )
+        if self.fail:
+            raise RuntimeError('killed mid-save')
+        path = osp.join(out_dir, filename)
+        if self.as_dir:
+            os.makedirs(osp.join(path, 'shard'))
+        else:
+            with open(path, 'w') as f:
+                f.write(filename)
+
+
+def _hook(runner, *args, **kwargs) -> AtomicCheckpointHook:
+    hook = AtomicCheckpointHook(*args, **kwargs)
+    hook.before_train(runner)  # out_dir and file backend, as in a run
+    return hook
+
+
+def _last(runner):
+    path = osp.join(runner.work_dir, 'last_checkpoint')
+    if not osp.exists(path):
+        return None
+    with open(path) as f:
+        return f.read()
+
+
+def test_save_passes_settings_and_prunes_only_after_the_save(tmp_path):
+    runner = _FakeRunner(tmp_path)
+    hook = _hook(
+        runner,
+        3,
+        by_epoch=False,
+        save_optimizer=False,
+        save_param_scheduler=False,
+        max_keep_ckpts=1,
+        filename_tmpl='ck_{}.pth',
+        backend_args=dict(backend='local'),
+        extra='passed on',
+    )
+    assert hook.interval == 3
+    hook._save_checkpoint_with_step(runner, 1, dict(step=1))
+    hook._save_checkpoint_with_step(runner, 2, dict(step=2))
+    first, second = runner.calls
+    new = osp.join(str(tmp_path), 'ck_2.pth')
+    assert second['out_dir'] == str(tmp_path)
+    assert second['filename'] == 'ck_2.pth'
+    assert second['args'] == (None,)  # file_client_args
+    assert second['kwargs'] == dict(
+        save_optimizer=False,
+        save_param_scheduler=False,
+        meta=dict(step=2),
+        by_epoch=False,
+        backend_args=dict(backend='local'),
+        extra='passed on',
+    )
+    # the new checkpoint stores the new ids and path; the old one is still
+    # there while it is written
+    assert second['hub'] == dict(last_ckpt=new, keep_ckpt_ids=[2])
+    assert first['hub']['keep_ckpt_ids'] == [1]
+    assert second['files'] == ['ck_1.pth', 'last_checkpoint']
+    assert sorted(os.listdir(str(tmp_path))) == ['ck_2.pth', 'last_checkpoint']
+    assert _last(runner) == new == hook.last_ckpt
+    assert list(hook.keep_ckpt_ids) == [2]
+
+
+def test_file_client_args_reach_the_runner(tmp_path):
+    runner = _FakeRunner(tmp_path)
+    hook = _hook(runner, file_client_args=dict(backend='disk'))
+    hook._save_checkpoint_with_step(runner, 4, None)
+    assert runner.calls[0]['args'] == (dict(backend='disk'),)
+    assert runner.calls[0]['kwargs']['save_optimizer'] is True
+    assert _last(runner) == osp.join(str(tmp_path), 'epoch_4.pth')
+
+
+def test_failed_save_keeps_last_checkpoint_and_old_files(tmp_path):
+    runner = _FakeRunner(tmp_path)
+    hook = _hook(runner, max_keep_ckpts=1)
+    hook._save_checkpoint_with_step(runner, 1, None)
+    first = hook.last_ckpt
+    runner.fail = True
+    with pytest.raises(RuntimeError, match='killed mid-save'):
+        hook._save_checkpoint_with_step(runner, 2, None)
+    assert hook.last_ckpt == first == _last(runner)
+    assert osp.isfile(first)
+
+
+@pytest.mark.parametrize('max_keep_ckpts', [-1, 0])
+def test_without_max_keep_ckpts_nothing_is_pruned(tmp_path, max_keep_ckpts):
+    runner = _FakeRunner(tmp_path)
+    hook = _hook(runner, max_keep_ckpts=max_keep_ckpts)  # both: keep all
+    # decoys named as if a missing step were formatted into the template
+    for name in ('epoch_None.pth', 'epoch_.pth', 'epoch_0.pth'):
+        (tmp_path / name).write_text('not a step to prune')
+    for step in (1, 2, 3):
+        hook._save_checkpoint_with_step(runner, step, None)
+    # 3 decoys, 3 checkpoints, last_checkpoint
+    assert len(os.listdir(str(tmp_path))) == 7
+    assert 'keep_ckpt_ids' not in runner.message_hub.runtime_info
+    assert runner.calls[-1]['hub']['last_ckpt'] == hook.last_ckpt
+
+
+def test_same_step_twice_and_new_step_never_pruned(tmp_path):
+    runner = _FakeRunner(tmp_path)
+    hook = _hook(runner, max_keep_ckpts=2)
+    hook._save_checkpoint_with_step(runner, 1, None)
+    hook._save_checkpoint_with_step(runner, 1, None)  # e.g. best and last
+    assert list(hook.keep_ckpt_ids) == [1]
+    hook._save_checkpoint_with_step(runner, 2, None)  # 2 kept: nothing goes
+    assert list(hook.keep_ckpt_ids) == [1, 2]
+    assert osp.isfile(tmp_path / 'epoch_1.pth')
+    assert len(runner.calls) == 3
+    # ids restored from an older run can name the step being saved again
+    runner.message_hub.update_info('keep_ckpt_ids', [3, 4])
+    hook = _hook(runner, max_keep_ckpts=2)  # before_train restores them
+    assert list(hook.keep_ckpt_ids) == [3, 4]
+    hook._save_checkpoint_with_step(runner, 3, None)
+    assert list(hook.keep_ckpt_ids) == [4, 3]
+    assert osp.isfile(tmp_path / 'epoch_3.pth')
+
+
+def test_folder_checkpoints_are_pruned_and_other_ranks_write_nothing(
+    tmp_path, monkeypatch
+):
+    runner = _FakeRunner(tmp_path, as_dir=True)
+    hook = _hook(runner, max_keep_ckpts=1)
+    hook._save_checkpoint_with_step(runner, 1, None)
+    hook._save_checkpoint_with_step(runner, 2, None)
+    assert sorted(os.listdir(str(tmp_path))) == [
+        'epoch_2.pth',
+        'last_checkpoint',
+    ]
+    import mmssl.engine.hooks.atomic_checkpoint_hook as module
+
+    monkeypatch.setattr(module, 'is_main_process', lambda: False)
+    other = _FakeRunner(tmp_path / 'rank1')
+    os.makedirs(other.work_dir)
+    hook = _hook(other, max_keep_ckpts=1)
+    hook._save_checkpoint_with_step(other, 1, None)
+    hook._save_checkpoint_with_step(other, 2, None)
+    assert sorted(os.listdir(other.work_dir)) == ['epoch_1.pth', 'epoch_2.pth']
+    assert hook.last_ckpt == osp.join(other.work_dir, 'epoch_2.pth')
+
+
+def test_save_rng_state_is_ignored_with_a_warning():
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        AtomicCheckpointHook()
+        AtomicCheckpointHook(save_rng_state=True)
+    with pytest.warns(UserWarning) as record:
+        AtomicCheckpointHook(save_rng_state=False)
+    assert [str(w.message) for w in record] == [
+        'AtomicCheckpointHook(save_rng_state=False) has no effect: '
+        "random states are saved by mmssl's train loops."
+    ]
+
+
+def test_sharded_setting_default_and_refusal():
+    assert AtomicCheckpointHook().sharded == 'auto'
+    assert AtomicCheckpointHook(sharded=False).sharded is False
+    assert AtomicCheckpointHook(sharded=True).sharded is True
+    with pytest.raises(ValueError) as err:
+        AtomicCheckpointHook(sharded='yes')
+    assert str(err.value) == (
+        "AtomicCheckpointHook(sharded='yes'): use True, False or 'auto' "
+        '(sharded exactly with FSDP2).'
+    )

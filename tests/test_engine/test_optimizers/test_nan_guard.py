@@ -236,3 +236,41 @@ def test_defaults_kwargs_scalar_and_messages(monkeypatch):
         '(--amp off or bf16), a batch size > 1 for KoLeo, or check the '
         'data for broken images.'
     )
+
+
+def test_amp_wrapper_defaults_and_skip(monkeypatch):
+    """NaNGuardAmpOptimWrapper sets up the guard (default 10) and skips a
+    NaN step. mmengine's AmpOptimWrapper refuses to build without an
+    accelerator: its check is told one is there, and the loss scaler is
+    switched off, so the test runs the same on the CPU and on a GPU."""
+    import warnings
+
+    import mmengine.optim.optimizer.amp_optimizer_wrapper as amp
+
+    from mmssl.engine.optimizers import NaNGuardAmpOptimWrapper
+
+    monkeypatch.setattr(amp, 'is_cuda_available', lambda: True)
+    model = torch.nn.Linear(3, 1)
+
+    def build(**kw):
+        sgd = torch.optim.SGD(model.parameters(), lr=0.1)
+        with warnings.catch_warnings():  # GradScaler deprecation, no CUDA
+            warnings.simplefilter('ignore')
+            return NaNGuardAmpOptimWrapper(
+                optimizer=sgd, loss_scale=dict(enabled=False), **kw
+            )
+
+    default = build()
+    assert default.max_consecutive_skips == 10
+    assert (default.consecutive_skips, default.total_skips) == (0, 0)
+    assert not default.last_step_skipped
+    wrapper = build(max_consecutive_skips=2)
+    assert wrapper.max_consecutive_skips == 2
+    with pytest.raises(ValueError, match='max_consecutive_skips must be >= 1'):
+        build(max_consecutive_skips=0)
+    w0 = model.weight.detach().clone()
+    wrapper.update_params(model(torch.ones(2, 3)).sum() * float('nan'))
+    assert wrapper.last_step_skipped and wrapper.total_skips == 1
+    assert torch.equal(model.weight, w0)
+    with pytest.raises(RuntimeError, match='max_consecutive_skips=2'):
+        wrapper.update_params(model(torch.ones(2, 3)).sum() * float('inf'))

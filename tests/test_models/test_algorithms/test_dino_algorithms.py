@@ -194,6 +194,13 @@ def test_ibot_losses_and_masks(separate):
     assert model.ibot_loss.center.abs().sum() > 0
 
 
+def test_dinov2_passes_its_patch_head():
+    model = MODELS.build(_cfg('DINOv2', patch_head=_head()))
+    assert model.patch_head is not None
+    assert 'patch_head' in model.teacher
+    assert 'patch_head' not in MODELS.build(_cfg('DINOv2')).teacher
+
+
 def test_ibot_requires_masks():
     model = MODELS.build(_cfg('iBOT'))
     with pytest.raises(ValueError, match='BlockwiseMaskGenerator'):

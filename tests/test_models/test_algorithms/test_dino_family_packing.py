@@ -90,8 +90,19 @@ def test_packed_step_uses_one_backbone_pass():
         return original(xs, masks, generators)
 
     model.backbone.forward_packed = spy
+    teacher = model.teacher['backbone']
+    teacher_packed = teacher.forward_packed
+
+    def teacher_spy(xs, masks=None, generators=None):
+        calls.append(('teacher', [tuple(x.shape[-2:]) for x in xs]))
+        return teacher_packed(xs, masks, generators)
+
+    teacher.forward_packed = teacher_spy
     model.loss(*_batch())
-    assert calls == [[(32, 32), (16, 16), (24, 24)]]
+    assert calls == [
+        ('teacher', [(32, 32)]),  # the teacher packs too
+        [(32, 32), (16, 16), (24, 24)],
+    ]
 
 
 def test_pack_crops_needs_a_packing_backbone():
@@ -99,7 +110,7 @@ def test_pack_crops_needs_a_packing_backbone():
     cfg['backbone'] = dict(type='mmpretrain.ResNet', depth=18)
     cfg['terms'] = dict(dino_cls=cfg['terms']['dino_cls'])
     cfg['head']['in_channels'] = 512
-    with pytest.raises(ValueError, match='forward_packed'):
+    with pytest.raises(ValueError, match=r'forward_packed .*got ResNet\.$'):
         MODELS.build(cfg)
 
 

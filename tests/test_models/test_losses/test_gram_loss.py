@@ -78,14 +78,17 @@ def test_gram_loss_batch_level_and_errors():
         GramLoss(clip_negatives='student')
 
 
-def test_dino_loss_local_weight_by_hand():
+# 2.0: a weight that differs from 1 by a whole unit (a mutated
+# ``local_weight != 2.0`` check skips exactly this weight)
+@pytest.mark.parametrize('weight', [0.25, 2.0])
+def test_dino_loss_local_weight_by_hand(weight):
     """(sum of global pairs + w * sum of local pairs) / number of pairs."""
     torch.manual_seed(2)
     k, batch = 4, 3
     student = torch.randn(3, batch, k, dtype=torch.float64)  # G=2, L=1
     teacher = torch.randn(2, batch, k, dtype=torch.float64)
     loss = DINOLoss(out_dim=k, student_temp=0.1)
-    value = loss(student, teacher, 0.05, local_weight=0.25).item()
+    value = loss(student, teacher, 0.05, local_weight=weight).item()
     q = torch.softmax(teacher / 0.05, dim=-1).tolist()  # centre is 0
     logp = torch.log_softmax(student / 0.1, dim=-1).tolist()
     total = 0.0
@@ -96,5 +99,5 @@ def test_dino_loss_local_weight_by_hand():
             ce = 0.0
             for b in range(batch):
                 ce -= sum(qq * ll for qq, ll in zip(q[t][b], logp[s][b]))
-            total += (0.25 if s >= 2 else 1.0) * ce / batch
+            total += (weight if s >= 2 else 1.0) * ce / batch
     assert value == pytest.approx(total / 4, rel=1e-6)
