@@ -3,7 +3,8 @@
 # https://arxiv.org/abs/2304.07193): the 4-block 3D ViT of width 64 with
 # 8-voxel patches of the SimCLR3D demo, 2 global 32^3 + 4 local 16^3 crops
 # per volume (flips, 90-degree rotations, intensity jitter), an EMA teacher
-# and a DINO head of 1024 prototypes with centering. CPU demo on the
+# and a DINO head of 256 prototypes with centering, teacher temperature
+# 0.02 and an unnormalised last layer. CPU demo on the
 # synthetic shapes (4 classes, 200 train volumes), ending with kNN top-1 of
 # the teacher's CLS token on data/volumes/val (README.md for the figures
 # and for why the KoLeo term and the Xavier init are there).
@@ -14,7 +15,7 @@ _base_ = [
     '../_base_/schedules/demo_4e.py',
 ]
 
-_n_prototypes = 1024
+_n_prototypes = 256
 train_pipeline = [
     dict(
         type='MultiCrop3D',
@@ -67,7 +68,7 @@ model = dict(
         n_prototypes=_n_prototypes,
         hidden_channels=256,
         bottleneck_channels=64,
-        norm_last_layer=True,
+        norm_last_layer=False,
     ),
     terms=dict(
         dino_cls=dict(
@@ -88,8 +89,8 @@ custom_hooks = [
     dict(type='TeacherEMAHook', momentum=0.99, end_momentum=1.0),
     dict(
         type='TeacherTempWarmupHook',
-        warmup_temp=0.04,
-        temp=0.04,
+        warmup_temp=0.02,
+        temp=0.02,
         warmup_epochs=0,
     ),
     dict(type='FreezeLastLayerHook', freeze_epochs='5%'),
