@@ -128,3 +128,21 @@ def test_global_masks_of_3d_grids_are_crop_major():
         for b in range(3):
             row = torch.from_numpy(masks[b][g].reshape(-1))
             assert torch.equal(out[g * 3 + b], row)
+
+
+def test_mask_token_trains_only_with_a_masking_term():
+    """Without ibot_patch no view is masked: the mask token would get no
+    gradient, so it is frozen (out of the optimizer); with it, it trains."""
+    assert not _model(koleo_weight=1.0).backbone.mask_token.requires_grad
+    ibot = MODELS.build(
+        dict(
+            type='DINOFamily',
+            backbone={**_VIT, 'out_type': 'raw'},
+            head=_HEAD,
+            terms=dict(
+                dino_cls=dict(type='DINOLoss', out_dim=_K),
+                ibot_patch=dict(type='iBOTPatchLoss', out_dim=_K),
+            ),
+        )
+    )
+    assert ibot.backbone.mask_token.requires_grad
