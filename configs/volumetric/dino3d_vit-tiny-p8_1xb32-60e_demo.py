@@ -9,7 +9,7 @@
 # the teacher's CLS token on data/volumes/val (README.md for the figures
 # and for why the KoLeo term and the Xavier init are there).
 #   python tools/misc/make_volume_dataset.py data/volumes
-#   python tools/train.py configs/volumetric/dino3d_vit-tiny-p8_1xb32-30e_demo.py
+#   python tools/train.py configs/volumetric/dino3d_vit-tiny-p8_1xb32-60e_demo.py
 _base_ = [
     '../_base_/datasets/volume_knn.py',
     '../_base_/schedules/demo_4e.py',
@@ -95,6 +95,6 @@ custom_hooks = [
     ),
     dict(type='FreezeLastLayerHook', freeze_epochs='5%'),
 ]
-train_cfg = dict(max_epochs=30)
+train_cfg = dict(max_epochs=60)
 auto_scale_lr = dict(base_batch_size=32)
 randomness = dict(seed=0)
