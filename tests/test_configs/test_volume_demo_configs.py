@@ -54,7 +54,7 @@ def _repoint(obj, root: str):
 
 def test_volume_demos_exist():
     names = ' '.join(VOLUME_DEMOS)
-    for algo in ('simclr3d', 'mae3d', 'swinunetr3d'):
+    for algo in ('simclr3d', 'mae3d', 'swinunetr3d', 'dino3d'):
         assert algo in names, VOLUME_DEMOS
 
 

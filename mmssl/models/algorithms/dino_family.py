@@ -85,15 +85,22 @@ class DINOFamily(EMATeacherSelfSupervisor):
             self, terms, self.weight_keys, loss_weights
         )
         self.patch_head = MODELS.build(patch_head) if patch_head else None
+        if 'ibot_patch' not in self.terms:  # no masks: mask token unused
+            token = getattr(self.backbone, 'mask_token', None)
+            if isinstance(token, torch.nn.Parameter):
+                token.requires_grad_(False)
         self.build_teachers(gram='gram' in self.terms)
 
     def loss(self, inputs: List[Tensor], data_samples) -> Dict[str, Tensor]:
         """Weighted terms ``dict(loss_<key>=...)`` of one training step.
 
         Args:
-            inputs (list[Tensor]): Views (B, 3, h, w): G global, the local
-                ones, then ``num_gram_crops`` Gram-teacher crops.
-            data_samples (list[DataSample]): ``mask`` (G, Hp, Wp), read for
+            inputs (list[Tensor]): Views (B, C, h, w), or volumes
+                (B, C, d, h, w) with a 3D backbone (``MultiCrop3D``): G
+                global, the local ones, then ``num_gram_crops``
+                Gram-teacher crops.
+            data_samples (list[DataSample]): ``mask`` (G, Hp, Wp), or
+                (G, Dp, Hp, Wp) from ``BlockwiseMaskGenerator3D``, read for
                 the ``ibot_patch`` term.
         """
         g, b, temp = self.num_global_crops, len(inputs[0]), self.teacher_temp
