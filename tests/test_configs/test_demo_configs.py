@@ -144,10 +144,15 @@ class WeightRecorder(Hook):
 
 def _fixed_by_design(name: str, cfg: Config) -> bool:
     """Trainable-looking parameters the demo keeps fixed for this epoch:
-    the target generator (tokenizer, CLIP teacher: used without grad) and
+    the target generator (tokenizer, CLIP teacher: used without grad), the
+    mask token of a DINO family without a masking term (no gradient) and
     the layers FreezeLastLayerHook freezes during its first epochs."""
     if name.startswith('target_generator.'):
         return True
+    terms = cfg.model.get('terms')
+    if isinstance(terms, dict) and 'ibot_patch' not in terms:
+        if name.endswith('backbone.mask_token'):  # no view is masked
+            return True
     for hook in cfg.get('custom_hooks', []):
         if hook['type'] == 'FreezeLastLayerHook' and not name.startswith(
             EMA_PREFIXES

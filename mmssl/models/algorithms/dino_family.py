@@ -85,10 +85,10 @@ class DINOFamily(EMATeacherSelfSupervisor):
             self, terms, self.weight_keys, loss_weights
         )
         self.patch_head = MODELS.build(patch_head) if patch_head else None
-        if 'ibot_patch' not in self.terms:  # no masks: mask token unused
-            token = getattr(self.backbone, 'mask_token', None)
-            if isinstance(token, torch.nn.Parameter):
-                token.requires_grad_(False)
+        # Without ibot_patch the mask token gets no gradient, and it stays
+        # trainable on purpose: freezing it would drop it from the
+        # optimizer, and the optimizer state of earlier checkpoints (one
+        # group per parameter) would no longer load on --resume.
         self.build_teachers(gram='gram' in self.terms)
 
     def loss(self, inputs: List[Tensor], data_samples) -> Dict[str, Tensor]:
