@@ -46,20 +46,69 @@ NUM_IMAGES = 24
 BATCH = 8
 
 
+def repoint_prefixes(obj, prefixes: dict):
+    """Replace every string in ``obj`` that starts with a key of
+    ``prefixes`` (e.g. ``'data/volumes'``) by that key's fixture folder."""
+    for prefix, root in prefixes.items():
+        if isinstance(obj, str) and obj.startswith(prefix):
+            return root + obj[len(prefix) :]
+    if isinstance(obj, dict):
+        return type(obj)(
+            {k: repoint_prefixes(v, prefixes) for k, v in obj.items()}
+        )
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(repoint_prefixes(v, prefixes) for v in obj)
+    return obj
+
+
 def repoint(obj, demo_root: str):
     """Replace every ``'data/demo...'`` string in ``obj`` by the fixture.
 
     ``'data/shapes...'`` (the ``*_shapes_demo.py`` variants) too: their
     64 px crops and patches take the 32 px digits as well.
     """
-    for prefix in ('data/demo', 'data/shapes'):
-        if isinstance(obj, str) and obj.startswith(prefix):
-            return demo_root + obj[len(prefix) :]
-    if isinstance(obj, dict):
-        return type(obj)({k: repoint(v, demo_root) for k, v in obj.items()})
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(repoint(v, demo_root) for v in obj)
-    return obj
+    return repoint_prefixes(
+        obj, {'data/demo': demo_root, 'data/shapes': demo_root}
+    )
+
+
+def train_two_iterations(
+    path: str, prefix: str, data_root: str, batch_size: int, work_dir
+) -> None:
+    """Train a demo config whose data folder ``prefix`` is replaced by a
+    fixture of ``2 * batch_size`` training items for one epoch (two
+    iterations, no evaluation); check that every trainable weight moved,
+    the losses are finite and the epoch's checkpoint was written."""
+    cfg = Config.fromfile(osp.join(ROOT, path))
+    loader = repoint_prefixes(
+        cfg.train_dataloader.to_dict(), {prefix: data_root}
+    )
+    loader.update(batch_size=batch_size, num_workers=0)
+    loader.update(persistent_workers=False)
+    cfg.train_dataloader = loader
+    cfg.train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=1)
+    for name in ('val', 'test'):
+        cfg[f'{name}_dataloader'] = None
+        cfg[f'{name}_cfg'] = None
+        cfg[f'{name}_evaluator'] = None
+    for sched in cfg.get('param_scheduler') or []:
+        sched.update(begin=0, end=1)
+    cfg.default_hooks.checkpoint = dict(type='CheckpointHook', interval=1)
+    cfg.default_hooks.logger = dict(type='LoggerHook', interval=1)
+    cfg.work_dir = str(work_dir)
+    cfg.launcher = 'none'
+    runner = build_runner(copy.deepcopy(cfg))
+    recorder = LossRecorder()
+    runner.register_hook(recorder, priority='LOWEST')
+    weights = WeightRecorder()
+    runner.register_hook(weights)
+    runner.train()
+    check_weights_moved(weights.start, runner.model, cfg)
+    assert len(recorder.records) == 2
+    for record in recorder.records:
+        for key, value in record.items():
+            assert math.isfinite(value), (key, value)
+    assert osp.isfile(osp.join(str(work_dir), 'epoch_1.pth'))
 
 
 def _innermost_dataset(dataset: dict) -> dict:

@@ -2,24 +2,20 @@
 CPU iterations on a tiny synthetic 5-channel TIFF set, and gives one kNN
 feature vector per image."""
 
-import copy
 import glob
-import math
 import os.path as osp
 
 import pytest
 import torch
 from mmengine.config import Config
 
-from mmssl.engine.runner import build_runner
 from mmssl.registry import DATASETS, MODELS
 
 pytest.importorskip('tifffile')
 
 from test_demo_configs import (  # noqa: E402
-    LossRecorder,
-    WeightRecorder,
-    check_weights_moved,
+    repoint_prefixes,
+    train_two_iterations,
 )
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
@@ -29,16 +25,6 @@ MULTICHANNEL_DEMOS = sorted(
 )
 
 
-def _repoint(obj, root: str):
-    if isinstance(obj, str) and obj.startswith('data/multichannel'):
-        return root + obj[len('data/multichannel') :]
-    if isinstance(obj, dict):
-        return type(obj)({k: _repoint(v, root) for k, v in obj.items()})
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(_repoint(v, root) for v in obj)
-    return obj
-
-
 def test_multichannel_demo_exists():
     assert MULTICHANNEL_DEMOS, 'no configs/multichannel/*_demo.py'
 
@@ -46,33 +32,10 @@ def test_multichannel_demo_exists():
 @pytest.mark.slow
 @pytest.mark.parametrize('path', MULTICHANNEL_DEMOS)
 def test_multichannel_demo_trains(path, multichannel_data_root, tmp_path):
-    cfg = Config.fromfile(osp.join(ROOT, path))
-    loader = _repoint(cfg.train_dataloader.to_dict(), multichannel_data_root)
-    loader.update(batch_size=3, num_workers=0, persistent_workers=False)
-    cfg.train_dataloader = loader  # 6 images: 2 iterations
-    cfg.train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=1)
-    for name in ('val', 'test'):
-        cfg[f'{name}_dataloader'] = None
-        cfg[f'{name}_cfg'] = None
-        cfg[f'{name}_evaluator'] = None
-    for sched in cfg.get('param_scheduler') or []:
-        sched.update(begin=0, end=1)
-    cfg.default_hooks.checkpoint = dict(type='CheckpointHook', interval=1)
-    cfg.default_hooks.logger = dict(type='LoggerHook', interval=1)
-    cfg.work_dir = str(tmp_path)
-    cfg.launcher = 'none'
-    runner = build_runner(copy.deepcopy(cfg))
-    recorder = LossRecorder()
-    runner.register_hook(recorder, priority='LOWEST')
-    weights = WeightRecorder()
-    runner.register_hook(weights)
-    runner.train()
-    check_weights_moved(weights.start, runner.model, cfg)
-    assert len(recorder.records) == 2
-    for record in recorder.records:
-        for key, value in record.items():
-            assert math.isfinite(value), (key, value)
-    assert (tmp_path / 'epoch_1.pth').is_file()
+    # 6 images: 2 iterations
+    train_two_iterations(
+        path, 'data/multichannel', multichannel_data_root, 3, tmp_path
+    )
 
 
 @pytest.mark.parametrize('path', MULTICHANNEL_DEMOS)
@@ -84,7 +47,9 @@ def test_multichannel_demo_features_for_knn(path, multichannel_data_root):
     from mmssl.evaluation import batch_features
 
     cfg = Config.fromfile(osp.join(ROOT, path))
-    loader = _repoint(cfg.test_dataloader.to_dict(), multichannel_data_root)
+    loader = cfg.test_dataloader.to_dict()
+    root = {'data/multichannel': multichannel_data_root}
+    loader = repoint_prefixes(loader, root)
     dataset = DATASETS.build(loader['dataset'])
     assert len(dataset) == 9  # 6 bank + 3 queries
     samples = [dataset[i] for i in (0, 2, 6, 8)]

@@ -2,9 +2,7 @@
 iterations on a tiny synthetic volume set, and gives one kNN feature
 vector per volume."""
 
-import copy
 import glob
-import math
 import os.path as osp
 import sys
 
@@ -12,15 +10,13 @@ import pytest
 import torch
 from mmengine.config import Config
 
-from mmssl.engine.runner import build_runner
 from mmssl.registry import DATASETS, MODELS
 
 pytest.importorskip('monai')
 
 from test_demo_configs import (  # noqa: E402
-    LossRecorder,
-    WeightRecorder,
-    check_weights_moved,
+    repoint_prefixes,
+    train_two_iterations,
 )
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
@@ -42,16 +38,6 @@ def volume_root(tmp_path_factory) -> str:
     return root
 
 
-def _repoint(obj, root: str):
-    if isinstance(obj, str) and obj.startswith('data/volumes'):
-        return root + obj[len('data/volumes') :]
-    if isinstance(obj, dict):
-        return type(obj)({k: _repoint(v, root) for k, v in obj.items()})
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(_repoint(v, root) for v in obj)
-    return obj
-
-
 def test_volume_demos_exist():
     names = ' '.join(VOLUME_DEMOS)
     for algo in ('simclr3d', 'mae3d', 'swinunetr3d', 'dino3d'):
@@ -61,33 +47,8 @@ def test_volume_demos_exist():
 @pytest.mark.slow
 @pytest.mark.parametrize('path', VOLUME_DEMOS)
 def test_volume_demo_trains(path, volume_root, tmp_path):
-    cfg = Config.fromfile(osp.join(ROOT, path))
-    loader = _repoint(cfg.train_dataloader.to_dict(), volume_root)
-    loader.update(batch_size=4, num_workers=0, persistent_workers=False)
-    cfg.train_dataloader = loader  # 8 volumes: 2 iterations
-    cfg.train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=1)
-    for name in ('val', 'test'):
-        cfg[f'{name}_dataloader'] = None
-        cfg[f'{name}_cfg'] = None
-        cfg[f'{name}_evaluator'] = None
-    for sched in cfg.get('param_scheduler') or []:
-        sched.update(begin=0, end=1)
-    cfg.default_hooks.checkpoint = dict(type='CheckpointHook', interval=1)
-    cfg.default_hooks.logger = dict(type='LoggerHook', interval=1)
-    cfg.work_dir = str(tmp_path)
-    cfg.launcher = 'none'
-    runner = build_runner(copy.deepcopy(cfg))
-    recorder = LossRecorder()
-    runner.register_hook(recorder, priority='LOWEST')
-    weights = WeightRecorder()
-    runner.register_hook(weights)
-    runner.train()
-    check_weights_moved(weights.start, runner.model, cfg)
-    assert len(recorder.records) == 2
-    for record in recorder.records:
-        for key, value in record.items():
-            assert math.isfinite(value), (key, value)
-    assert (tmp_path / 'epoch_1.pth').is_file()
+    # 8 volumes: 2 iterations
+    train_two_iterations(path, 'data/volumes', volume_root, 4, tmp_path)
 
 
 @pytest.mark.parametrize('path', VOLUME_DEMOS)
@@ -99,7 +60,8 @@ def test_volume_demo_features_for_knn(path, volume_root):
     from mmssl.evaluation import batch_features
 
     cfg = Config.fromfile(osp.join(ROOT, path))
-    loader = _repoint(cfg.test_dataloader.to_dict(), volume_root)
+    loader = cfg.test_dataloader.to_dict()
+    loader = repoint_prefixes(loader, {'data/volumes': volume_root})
     dataset = DATASETS.build(loader['dataset'])
     assert len(dataset) == 12  # 8 bank + 4 queries
     samples = [dataset[i] for i in (0, 2, 8, 11)]
