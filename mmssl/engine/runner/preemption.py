@@ -104,9 +104,11 @@ class PreemptionHook(Hook):
         self.exit_code = exit_code
         self._last_save = time.monotonic()
         self._last_safety: Optional[str] = None
+        self._pending: Optional[tuple] = None  # (batch_idx, signum)
 
     def before_train(self, runner) -> None:
         self._last_save = time.monotonic()
+        self._pending = None
 
     def _requests(self, runner) -> torch.Tensor:
         """``[signal, safety_due]``, agreed on by all ranks (MAX)."""
@@ -127,21 +129,45 @@ class PreemptionHook(Hook):
     ) -> None:
         """Check the agreed requests; save, and maybe stop."""
         signum, due = (int(v) for v in self._requests(runner))
-        if signum:
+        if signum and self._last_batch_of_epoch(runner, batch_idx):
+            # The epoch's end hooks (e.g. buffer syncing) must run before
+            # the save: a resumed run starts the next epoch and would skip
+            # them. All ranks agreed on the signal above.
+            self._pending = (batch_idx, signum)
+        elif signum:
             self._stop(runner, batch_idx, signum)
         elif due:
             self._safety_save(runner)
 
+    def after_train_epoch(self, runner) -> None:
+        """Stop for a signal that came in the epoch's last iteration."""
+        if self._pending is not None:
+            batch_idx, signum = self._pending
+            self._pending = None
+            self._stop(runner, batch_idx, signum, by_epoch=True)
+
+    @staticmethod
+    def _last_batch_of_epoch(runner, batch_idx: int) -> bool:
+        loop = runner.train_loop
+        if isinstance(loop, IterBasedTrainLoop):
+            return False
+        return batch_idx + 1 == len(loop.dataloader)
+
     # ------------------------------------------------------------ saving
-    def _save(self, runner) -> str:
-        """An iteration checkpoint in the work dir; returns its path."""
-        filename = f'iter_{runner.iter + 1}.pth'
+    def _save(self, runner, by_epoch: bool = False) -> str:
+        """An iteration checkpoint in the work dir; returns its path.
+
+        ``by_epoch``: saved after the epoch's end (``runner.iter`` then
+        already counts the epoch's last iteration), as ``CheckpointHook``
+        saves its epoch checkpoints."""
+        done = runner.iter if by_epoch else runner.iter + 1
+        filename = f'iter_{done}.pth'
         runner.save_checkpoint(
             runner.work_dir,
             filename,
             save_optimizer=True,
             save_param_scheduler=True,
-            by_epoch=False,
+            by_epoch=by_epoch,
         )
         path = osp.join(runner.work_dir, filename)
         if is_main_process():
@@ -183,8 +209,10 @@ class PreemptionHook(Hook):
             return f'iter {runner.iter + 1}'
         return f'epoch {runner.epoch + 1}, iter {batch_idx + 1}'
 
-    def _stop(self, runner, batch_idx: int, signum: int) -> None:
-        path = self._save(runner)
+    def _stop(
+        self, runner, batch_idx: int, signum: int, by_epoch: bool = False
+    ) -> None:
+        path = self._save(runner, by_epoch)
         name = signal_name(signum)
         message = (
             f'stopped at {self._where(runner, batch_idx)} on {name}; saved '
