@@ -36,7 +36,7 @@ Example::
         --reference-root /tmp/dinov2ref --repeats 10
     python tools/analysis_tools/benchmark_vs_reference.py \\
         --reference-root /tmp/dinov2ref --repeats 6 --warmup 3 \\
-        --variants plain compile packed compile+packed
+        --variants plain compile packed compile+packed --clock cpu
     python tools/analysis_tools/benchmark_vs_reference.py \\
         --reference-root /tmp/dinov2ref --device cuda --batch 32 --amp
 """
@@ -88,6 +88,13 @@ def parse_args(argv=None):
         default=['plain'],
         choices=VARIANTS,
         help='mmssl rows, each timed against the same reference run',
+    )
+    parser.add_argument(
+        '--clock',
+        choices=['wall', 'cpu'],
+        default='wall',
+        help="wall: elapsed time; cpu: this process's CPU time (CPU "
+        'runs on a shared machine: time spent descheduled is not counted)',
     )
     parser.add_argument(
         '--compile-backend',
@@ -218,16 +225,20 @@ def step_fns(ref, args):
 
 
 # ------------------------------------------------------------------ timing
-def interleave(fns, repeats, warmup, device='cpu', amp=False):
+def interleave(fns, repeats, warmup, device='cpu', amp=False, clock='wall'):
     """Time ``fns`` (name -> callable) in turns; the order reverses every
     repeat.
 
     On CUDA the device is synchronised before and after each call, so a
     time is the whole call's device work; ``amp`` runs each call under
-    bf16 autocast."""
+    bf16 autocast. ``clock='cpu'`` measures the process's CPU time
+    (``time.process_time``) instead of elapsed time."""
     import contextlib
 
     cuda = str(device).startswith('cuda')
+    if cuda and clock == 'cpu':
+        raise ValueError('--clock cpu is for CPU runs; use --clock wall.')
+    now = time.process_time if clock == 'cpu' else time.perf_counter
     sync = torch.cuda.synchronize if cuda else (lambda: None)
     kind = 'cuda' if cuda else 'cpu'
     names = list(fns)
@@ -241,12 +252,12 @@ def interleave(fns, repeats, warmup, device='cpu', amp=False):
                 else contextlib.nullcontext()
             )
             sync()
-            start = time.perf_counter()
+            start = now()
             with ctx:
                 fns[name]()
             sync()
             if i >= warmup:
-                times[name].append(time.perf_counter() - start)
+                times[name].append(now() - start)
     return times
 
 
@@ -306,11 +317,15 @@ def main(argv=None):
         f'torch {torch.__version__}, {where}, {args.threads} thread(s), '
         f'batch {args.batch} (2x224 + 8x98 crops), '
         f'{"bf16 autocast" if args.amp else "fp32"}, '
-        f'mmssl rows {" ".join(args.variants)}, '
+        f'mmssl rows {" ".join(args.variants)}, {args.clock} clock, '
         f'load average {load_average()}'
     )
     timing = dict(
-        repeats=args.repeats, warmup=args.warmup, device=device, amp=args.amp
+        repeats=args.repeats,
+        warmup=args.warmup,
+        device=device,
+        amp=args.amp,
+        clock=args.clock,
     )
     if args.what in ('backbone', 'both'):
         fns = backbone_fns(ref, args)
