@@ -214,6 +214,13 @@ class DINOv3Block(nn.Module):
             DropPath(drop_path_rate) if drop_path_rate > 0 else nn.Identity()
         )
 
+    def compile(self, **kwargs) -> None:
+        """``nn.Module.compile`` of the whole block, keeping ``kwargs``
+        for the packed path (``forward_packed`` compiles its branches with
+        them)."""
+        self.compile_kwargs = dict(kwargs)
+        super().compile(**kwargs)
+
     def forward(self, x: Tensor, rope: Rope = None) -> Tensor:
         """Tokens (B, 1 + R + N, C) -> same; ``rope`` = (sin, cos)."""
         x = x + self.drop_path(self.ls1(self.attn(self.ln1(x), rope)))

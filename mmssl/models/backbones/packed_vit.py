@@ -10,7 +10,7 @@ per group (:mod:`.token_packing`). The outputs are those of calling
 ``forward`` once per group, up to float rounding.
 """
 
-from typing import List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -55,6 +55,47 @@ def dino_block_packed(
     return packed_residual(x, ffn_branch, groups, keep_ffn, keep_prob)
 
 
+def _dinov3_attn_packed(
+    layer: nn.Module, t: Tensor, groups: TokenGroups, ropes: Ropes
+) -> Tensor:
+    """Attention branch of a :class:`DINOv3Block` on packed tokens."""
+    attn = layer.attn
+
+    def attend(q: Tensor, k: Tensor, v: Tensor, g: int) -> Tensor:
+        if ropes is not None and ropes[g] is not None:
+            sin, cos = ropes[g]
+            q, k = apply_rope(q, sin, cos), apply_rope(k, sin, cos)
+        return F.scaled_dot_product_attention(q, k, v)
+
+    out = grouped_attention(
+        attn.qkv(layer.ln1(t)), groups, attn.num_heads, attend
+    )
+    return layer.ls1(attn.proj(out))
+
+
+def _dinov3_ffn(layer: nn.Module, t: Tensor) -> Tensor:
+    """FFN branch of a :class:`DINOv3Block` (..., C) -> (..., C)."""
+    return layer.ls2(layer.ffn(layer.ln2(t)))
+
+
+#: Compiled DINOv3 packed branches per ``torch.compile`` arguments (the
+#: functions take the block as an argument: one graph for all blocks).
+_COMPILED_V3: Dict[str, Tuple[Callable, Callable]] = {}
+
+
+def _dinov3_branches(layer: nn.Module) -> Tuple[Callable, Callable]:
+    kwargs = getattr(layer, 'compile_kwargs', None)
+    if kwargs is None:
+        return _dinov3_attn_packed, _dinov3_ffn
+    key = repr(sorted(kwargs.items()))
+    if key not in _COMPILED_V3:
+        _COMPILED_V3[key] = (
+            torch.compile(_dinov3_attn_packed, **kwargs),
+            torch.compile(_dinov3_ffn, **kwargs),
+        )
+    return _COMPILED_V3[key]
+
+
 def dinov3_block_packed(
     layer: nn.Module,
     x: Tensor,
@@ -64,23 +105,16 @@ def dinov3_block_packed(
     keep_ffn: Keep,
 ) -> Tensor:
     """A :class:`DINOv3Block` on packed tokens (S, C) -> (S, C), RoPE of
-    group ``g`` on that group's patch tokens."""
-    attn = layer.attn
-
-    def attend(q: Tensor, k: Tensor, v: Tensor, g: int) -> Tensor:
-        if ropes is not None and ropes[g] is not None:
-            sin, cos = ropes[g]
-            q, k = apply_rope(q, sin, cos), apply_rope(k, sin, cos)
-        return F.scaled_dot_product_attention(q, k, v)
+    group ``g`` on that group's patch tokens; the branches are compiled
+    when the block is (``compile_blocks``), the stochastic-depth indexing
+    stays eager."""
+    attn_fn, ffn_fn = _dinov3_branches(layer)
 
     def attn_branch(t: Tensor, grp: TokenGroups) -> Tensor:
-        out = grouped_attention(
-            attn.qkv(layer.ln1(t)), grp, attn.num_heads, attend
-        )
-        return layer.ls1(attn.proj(out))
+        return attn_fn(layer, t, grp, ropes)
 
     def ffn_branch(t: Tensor, grp: TokenGroups) -> Tensor:
-        return layer.ls2(layer.ffn(layer.ln2(t)))
+        return ffn_fn(layer, t)
 
     keep_prob = 1.0 - getattr(layer.drop_path, 'drop_prob', 0.0)
     x = packed_residual(x, attn_branch, groups, keep_attn, keep_prob)

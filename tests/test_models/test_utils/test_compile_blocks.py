@@ -88,18 +88,29 @@ def _readout(outs):
     return sum((o * torch.randn(o.shape, generator=gen)).sum() for o in outs)
 
 
-@pytest.mark.parametrize('packed', [False, True])
-def test_compiled_dino_blocks_two_crop_sizes_and_packing(packed):
+@pytest.mark.parametrize(
+    'cls,packed',
+    [
+        (DINOVisionTransformer, False),
+        (DINOVisionTransformer, True),
+        (DINOv3ViT, True),
+    ],
+)
+def test_compiled_blocks_two_crop_sizes_and_packing(cls, packed):
     # Two crop sizes with drop path: the batch size inside a block varies
     # (crop groups, kept subsets), so dynamo must trace a dynamic batch.
     # Compiling whole blocks failed there (torch.rand of a symbolic batch
     # size); forward_packed used to bypass the compiled blocks entirely.
     torch._dynamo.reset()
     backend = CountingBackend()
-    kw = dict(img_size=16, drop_path_rate=0.5, out_type='raw')
+    kw = dict(drop_path_rate=0.5, out_type='raw')
+    if cls is DINOVisionTransformer:
+        kw['img_size'] = 16
+    else:
+        kw['rope_rescale_coords'] = None  # no RoPE draws from the RNG
     torch.manual_seed(0)
-    eager = DINOVisionTransformer(arch=ARCH, patch_size=8, **kw)
-    compiled = DINOVisionTransformer(
+    eager = cls(arch=ARCH, patch_size=8, **kw)
+    compiled = cls(
         arch=ARCH, patch_size=8, compile_blocks=dict(backend=backend), **kw
     )
     compiled.load_state_dict(eager.state_dict())
