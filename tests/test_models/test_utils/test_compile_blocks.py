@@ -93,7 +93,7 @@ def _readout(outs):
     [
         (DINOVisionTransformer, False),
         (DINOVisionTransformer, True),
-        (DINOv3ViT, True),
+        pytest.param(DINOv3ViT, True, marks=pytest.mark.slow),
     ],
 )
 def test_compiled_blocks_two_crop_sizes_and_packing(cls, packed):
