@@ -258,6 +258,12 @@ def interleave(fns, repeats, warmup, device='cpu', amp=False, clock='wall'):
             sync()
             if i >= warmup:
                 times[name].append(now() - start)
+        if i >= warmup:  # partial results survive an interrupted run
+            print(
+                f'repeat {i - warmup + 1}: '
+                + ', '.join(f'{n} {times[n][-1]:.3f} s' for n in names),
+                flush=True,
+            )
     return times
 
 
