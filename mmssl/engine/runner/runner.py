@@ -22,6 +22,9 @@ from mmengine.runner import Runner
 from torch import nn
 
 from mmssl.checkpoint import loading_policy
+from mmssl.checkpoint.warm_start import (
+    SCHEDULE_KEYS as WARM_START_SCHEDULE_KEYS,
+)
 from mmssl.datasets.worker_seed import seed_worker
 from mmssl.engine.optimizers.cpu_amp_optim_wrapper import amp_on_cpu
 from mmssl.launch.lock import RunLock, WorkDirBusyError
@@ -254,6 +257,10 @@ class SSLRunner(Runner):
                 exit_code=signal_cfg.get('exit_code'),
             ),
         ]
+        warm_start = (self.cfg.get('model') or {}).get('warm_start') or {}
+        if any(k in warm_start for k in WARM_START_SCHEDULE_KEYS):
+            # the head-only phase and ramp of model.warm_start need it
+            hooks.append(dict(type='WarmStartHook'))
         if self.distributed:
             # Average BN running statistics over ranks after each epoch, so
             # every rank (and the checkpoint) ends with the same buffers.
