@@ -20,10 +20,23 @@ facebookresearch/dinov2); nothing of it is copied into mmssl. Results are
 medians of ``--repeats`` timed repeats after ``--warmup`` untimed ones, with
 the ratio reference / mmssl (above 1: mmssl is faster) and the machine load.
 
+Extra rows (``--variants``) time features of mmssl that the reference
+lacks, each against the same reference run: ``compile`` (the backbone's
+``compile_blocks``: each block's residual branches through
+``torch.compile``, inductor by default, C++ on the CPU), ``packed``
+(``forward_packed``: token-wise layers once over the tokens of both crop
+sizes; in the step, ``model.pack_crops=True``) and ``compile+packed``.
+The ``plain`` row is the eager per-size model. Compiled variants need
+``--warmup`` of at least 2 (the first calls compile, then recompile with
+a dynamic batch size).
+
 Example::
 
     python tools/analysis_tools/benchmark_vs_reference.py \\
         --reference-root /tmp/dinov2ref --repeats 10
+    python tools/analysis_tools/benchmark_vs_reference.py \\
+        --reference-root /tmp/dinov2ref --repeats 6 --warmup 3 \\
+        --variants plain compile packed compile+packed --clock cpu
     python tools/analysis_tools/benchmark_vs_reference.py \\
         --reference-root /tmp/dinov2ref --device cuda --batch 32 --amp
 """
@@ -33,16 +46,23 @@ import os
 import os.path as osp
 import statistics
 import sys
-import tempfile
 import time
-import warnings
 
 import torch
 
 ROOT = osp.abspath(osp.join(osp.dirname(__file__), '..', '..'))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, osp.dirname(osp.abspath(__file__)))
+
+from reference_dinov2 import (  # noqa: E402
+    ReferenceStep,
+    init_single_process_group,
+    load_reference,
+    reference_vit_small,
+)
 
 CONFIG = osp.join(ROOT, 'configs/dinov2/dinov2_vit-s14_8xb128-100e_in1k.py')
+VARIANTS = ('plain', 'compile', 'packed', 'compile+packed')
 
 
 def parse_args(argv=None):
@@ -62,33 +82,28 @@ def parse_args(argv=None):
     parser.add_argument(
         '--amp', action='store_true', help='bf16 autocast on both sides'
     )
+    parser.add_argument(
+        '--variants',
+        nargs='+',
+        default=['plain'],
+        choices=VARIANTS,
+        help='mmssl rows, each timed against the same reference run',
+    )
+    parser.add_argument(
+        '--clock',
+        choices=['wall', 'cpu'],
+        default='wall',
+        help="wall: elapsed time; cpu: this process's CPU time (CPU "
+        'runs on a shared machine: time spent descheduled is not counted)',
+    )
+    parser.add_argument(
+        '--compile-backend',
+        default=None,
+        help='torch.compile backend of the compile variants (inductor)',
+    )
     args = parser.parse_args(argv)
     args.what = args.what or 'both'
     return args
-
-
-def load_reference(root):
-    """Import the reference modules (xFormers is optional for them)."""
-    os.environ.setdefault('XFORMERS_DISABLED', '1')
-    sys.path.insert(0, osp.abspath(root))
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore')
-        from dinov2.layers import DINOHead
-        from dinov2.loss import DINOLoss, KoLeoLoss, iBOTPatchLoss
-        from dinov2.models.vision_transformer import vit_small
-        from dinov2.utils.param_groups import (
-            fuse_params_groups,
-            get_params_groups_with_decay,
-        )
-    return dict(
-        vit_small=vit_small,
-        DINOHead=DINOHead,
-        DINOLoss=DINOLoss,
-        iBOTPatchLoss=iBOTPatchLoss,
-        KoLeoLoss=KoLeoLoss,
-        groups=get_params_groups_with_decay,
-        fuse=fuse_params_groups,
-    )
 
 
 def make_crops(batch, seed, device='cpu'):
@@ -103,32 +118,40 @@ def make_crops(batch, seed, device='cpu'):
     return glob, loc, masks.to(device)
 
 
+def compile_cfg(variant, backend):
+    """``compile_blocks`` value of a variant."""
+    if 'compile' not in variant:
+        return False
+    return dict(backend=backend) if backend else True
+
+
+def name_of(variant):
+    return 'mmssl' if variant == 'plain' else f'mmssl+{variant}'
+
+
 # ---------------------------------------------------------------- backbone
-def build_backbones(ref, drop_path, device='cpu'):
+def backbone_fns(ref, args):
+    """name -> callable: one per mmssl variant, then the reference."""
     from mmssl.models.backbones import DINOVisionTransformer
 
-    ours = DINOVisionTransformer(
-        arch='small', img_size=224, drop_path_rate=drop_path, out_type='raw'
-    )
-    ours.init_weights()
-    theirs = ref['vit_small'](
-        patch_size=14,
-        img_size=224,
-        init_values=1e-5,
-        block_chunks=0,
-        drop_path_rate=drop_path,
-    )
-    return ours.train().to(device), theirs.train().to(device)
-
-
-def backbone_fns(ref, args):
-    ours, theirs = build_backbones(ref, args.drop_path, args.device)
     glob, loc, _ = make_crops(args.batch, args.seed, args.device)
     g, local = torch.cat(glob), torch.cat(loc)
-
-    def run_ours():
-        loss = sum(ours(x)[0].mean() for x in (g, local))
-        loss.backward()
+    fns = {}
+    for variant in args.variants:
+        torch.manual_seed(args.seed)
+        ours = DINOVisionTransformer(
+            arch='small',
+            img_size=224,
+            drop_path_rate=args.drop_path,
+            out_type='raw',
+            compile_blocks=compile_cfg(variant, args.compile_backend),
+        )
+        ours.init_weights()
+        ours.train().to(args.device)
+        fns[name_of(variant)] = mmssl_backbone_fn(
+            ours, (g, local), 'packed' in variant
+        )
+    theirs = reference_vit_small(ref, args.drop_path).train().to(args.device)
 
     def run_theirs():
         loss = sum(
@@ -136,11 +159,23 @@ def backbone_fns(ref, args):
         )
         loss.backward()
 
-    return run_ours, run_theirs
+    fns['reference'] = run_theirs
+    return fns
+
+
+def mmssl_backbone_fn(model, xs, packed):
+    def run():
+        if packed:
+            outs = [o[0] for o in model.forward_packed(list(xs))]
+        else:
+            outs = [model(x)[0] for x in xs]
+        sum(o.mean() for o in outs).backward()
+
+    return run
 
 
 # -------------------------------------------------------------------- step
-def build_mmssl_step(args):
+def build_mmssl_step(args, variant='plain'):
     from mmengine.config import Config
     from mmengine.optim import build_optim_wrapper
     from mmpretrain.structures import DataSample
@@ -152,6 +187,11 @@ def build_mmssl_step(args):
     cfg = Config.fromfile(CONFIG)
     if args.step_drop_path is not None:
         cfg.model.backbone.drop_path_rate = args.step_drop_path
+    cfg.model.backbone.compile_blocks = compile_cfg(
+        variant, args.compile_backend
+    )
+    cfg.model.pack_crops = 'packed' in variant
+    torch.manual_seed(args.seed)
     model = MODELS.build(cfg.model)
     model.init_weights()
     model.train().to(args.device)
@@ -175,134 +215,30 @@ def build_mmssl_step(args):
     return run, cfg.model.backbone.drop_path_rate
 
 
-class ReferenceStep:
-    """One DINOv2 step assembled from the reference's modules, following
-    its training loop (shared head for CLS and masked patches, Sinkhorn-
-    Knopp targets, loss scalings, per-module clipping, fused groups)."""
-
-    def __init__(self, ref, args, drop_path):
-        self.student = self.build(ref, drop_path).to(args.device)
-        # the head's weight norm cannot be deep-copied: build and load
-        self.teacher = self.build(ref, drop_path).eval().to(args.device)
-        self.teacher.load_state_dict(self.student.state_dict())
-        self.teacher.requires_grad_(False)
-        self.dino_loss = ref['DINOLoss'](65536).to(args.device)
-        self.ibot_loss = ref['iBOTPatchLoss'](65536).to(args.device)
-        self.koleo = ref['KoLeoLoss']()
-        groups = []
-        for module in self.student.values():
-            groups += ref['groups'](
-                module, lr_decay_rate=0.9, patch_embed_lr_mult=0.2
-            )
-        groups = list(ref['fuse'](groups))
-        for g in groups:
-            g['lr'] = 0.004 * g['lr_multiplier']
-            g['weight_decay'] = 0.04 * g['wd_multiplier']
-        self.optimizer = torch.optim.AdamW(groups, betas=(0.9, 0.999))
-        glob, loc, masks = make_crops(args.batch, args.seed, args.device)
-        self.glob, self.loc, self.masks = (
-            torch.cat(glob),
-            torch.cat(loc),
-            masks,
-        )
-        self.idx = masks.flatten().nonzero().flatten()
-        self.n_masked = torch.tensor([self.idx.numel()], device=args.device)
-        counts = masks.sum(-1, keepdim=True).clamp(min=1).expand_as(masks)
-        self.weights = (1 / counts)[masks]
-        self.n_local = len(loc)
-
-    @staticmethod
-    def build(ref, drop_path):
-        backbone = ref['vit_small'](
-            patch_size=14,
-            img_size=224,
-            init_values=1e-5,
-            block_chunks=0,
-            drop_path_rate=drop_path,
-        )
-        head = ref['DINOHead'](
-            in_dim=384,
-            out_dim=65536,
-            hidden_dim=2048,
-            bottleneck_dim=256,
-            nlayers=3,
-        )
-        return torch.nn.ModuleDict(dict(backbone=backbone, head=head))
-
-    def teacher_targets(self, temp):
-        out = self.teacher['backbone'](self.glob, is_training=True)
-        cls = out['x_norm_clstoken'].chunk(2)
-        cls = torch.cat((cls[1], cls[0]))  # crop A is matched to B
-        patches = out['x_norm_patchtokens'].flatten(0, 1)[self.idx]
-        logits = self.teacher['head'](torch.cat([cls, patches]))
-        n = cls.shape[0]
-        dino = self.dino_loss.sinkhorn_knopp_teacher(logits[:n], temp)
-        ibot = self.ibot_loss.sinkhorn_knopp_teacher(
-            logits[n:], temp, n_masked_patches_tensor=self.n_masked
-        )
-        return dino.view(2, -1, dino.shape[-1]), ibot
-
-    def __call__(self):
-        with torch.no_grad():
-            t_dino, t_ibot = self.teacher_targets(0.07)
-        backbone, head = self.student['backbone'], self.student['head']
-        g = backbone(self.glob, masks=self.masks, is_training=True)
-        loc = backbone(self.loc, is_training=True)
-        patches = g['x_norm_patchtokens'].flatten(0, 1)[self.idx]
-        s_loc, s_glob = loc['x_norm_clstoken'], g['x_norm_clstoken']
-        out = head(torch.cat([s_loc, s_glob, patches]))
-        n_l, n_g = s_loc.shape[0], s_glob.shape[0]
-        terms = 2 * self.n_local + 2
-        loss = self.dino_loss(out[:n_l].chunk(self.n_local), t_dino) / terms
-        loss = (
-            loss
-            + 2
-            * self.dino_loss([out[n_l : n_l + n_g]], [t_dino.flatten(0, 1)])
-            / terms
-        )
-        loss = loss + 0.1 * sum(self.koleo(c) for c in s_glob.chunk(2))
-        loss = loss + self.ibot_loss.forward_masked(
-            out[n_l + n_g :],
-            t_ibot,
-            student_masks_flat=self.masks,
-            n_masked_patches=self.idx.numel(),
-            masks_weight=self.weights,
-        )
-        loss.backward()
-        for module in self.student.values():
-            torch.nn.utils.clip_grad_norm_(module.parameters(), 3.0)
-        self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
-        with torch.no_grad():
-            t = list(self.teacher.parameters())
-            s = list(self.student.parameters())
-            torch._foreach_mul_(t, 0.992)
-            torch._foreach_add_(t, s, alpha=1 - 0.992)
-
-
-def init_single_process_group(device='cpu'):
-    """The reference losses all-reduce unconditionally: one rank (gloo on
-    CPU, nccl on CUDA)."""
-    import torch.distributed as dist
-
-    if not dist.is_initialized():
-        path = tempfile.NamedTemporaryFile(delete=False).name
-        backend = 'nccl' if str(device).startswith('cuda') else 'gloo'
-        dist.init_process_group(
-            backend, init_method=f'file://{path}', rank=0, world_size=1
-        )
+def step_fns(ref, args):
+    fns = {}
+    for variant in args.variants:
+        fns[name_of(variant)], drop_path = build_mmssl_step(args, variant)
+    crops = make_crops(args.batch, args.seed, args.device)
+    fns['reference'] = ReferenceStep(ref, crops, drop_path, args.device)
+    return fns, drop_path
 
 
 # ------------------------------------------------------------------ timing
-def interleave(fns, repeats, warmup, device='cpu', amp=False):
-    """Time ``fns`` (name -> callable) alternately; order flips each time.
+def interleave(fns, repeats, warmup, device='cpu', amp=False, clock='wall'):
+    """Time ``fns`` (name -> callable) in turns; the order reverses every
+    repeat.
 
     On CUDA the device is synchronised before and after each call, so a
     time is the whole call's device work; ``amp`` runs each call under
-    bf16 autocast."""
+    bf16 autocast. ``clock='cpu'`` measures the process's CPU time
+    (``time.process_time``) instead of elapsed time."""
     import contextlib
 
     cuda = str(device).startswith('cuda')
+    if cuda and clock == 'cpu':
+        raise ValueError('--clock cpu is for CPU runs; use --clock wall.')
+    now = time.process_time if clock == 'cpu' else time.perf_counter
     sync = torch.cuda.synchronize if cuda else (lambda: None)
     kind = 'cuda' if cuda else 'cpu'
     names = list(fns)
@@ -316,12 +252,12 @@ def interleave(fns, repeats, warmup, device='cpu', amp=False):
                 else contextlib.nullcontext()
             )
             sync()
-            start = time.perf_counter()
+            start = now()
             with ctx:
                 fns[name]()
             sync()
             if i >= warmup:
-                times[name].append(time.perf_counter() - start)
+                times[name].append(now() - start)
     return times
 
 
@@ -331,25 +267,30 @@ def peak_memory(device):
         return ''
     peak = torch.cuda.max_memory_allocated() / 2**30
     torch.cuda.reset_peak_memory_stats()
-    return f', peak CUDA memory of both sides {peak:.2f} GiB'
+    return f', peak CUDA memory of all sides {peak:.2f} GiB'
 
 
 def report(title, times):
-    ours, theirs = times['mmssl'], times['reference']
-    pair = [t / o for o, t in zip(ours, theirs)]
-    lines = [f'== {title} ({len(ours)} repeats)']
+    """Medians of every side and, per mmssl row, the ratio reference /
+    mmssl (median of per-repeat ratios and their range)."""
+    theirs = times['reference']
+    lines = [f'== {title} ({len(theirs)} repeats)']
     for name, ts in times.items():
         q = statistics.quantiles(ts, n=4) if len(ts) > 1 else ts * 3
         lines.append(
-            f'{name:>10}: median {statistics.median(ts):.3f} s '
+            f'{name:>20}: median {statistics.median(ts):.3f} s '
             f'(IQR {q[0]:.3f}-{q[2]:.3f}, min {min(ts):.3f})'
         )
-    lines.append(
-        f'     ratio: reference/mmssl = '
-        f'{statistics.median(theirs) / statistics.median(ours):.3f} '
-        f'(median of per-repeat ratios {statistics.median(pair):.3f}, '
-        f'range {min(pair):.3f}-{max(pair):.3f})'
-    )
+    for name, ours in times.items():
+        if name == 'reference':
+            continue
+        pair = [t / o for o, t in zip(ours, theirs)]
+        lines.append(
+            f'     ratio: reference/{name} = '
+            f'{statistics.median(theirs) / statistics.median(ours):.3f} '
+            f'(median of per-repeat ratios {statistics.median(pair):.3f}, '
+            f'range {min(pair):.3f}-{max(pair):.3f})'
+        )
     print('\n'.join(lines), flush=True)
 
 
@@ -376,25 +317,29 @@ def main(argv=None):
         f'torch {torch.__version__}, {where}, {args.threads} thread(s), '
         f'batch {args.batch} (2x224 + 8x98 crops), '
         f'{"bf16 autocast" if args.amp else "fp32"}, '
+        f'mmssl rows {" ".join(args.variants)}, {args.clock} clock, '
         f'load average {load_average()}'
     )
     timing = dict(
-        repeats=args.repeats, warmup=args.warmup, device=device, amp=args.amp
+        repeats=args.repeats,
+        warmup=args.warmup,
+        device=device,
+        amp=args.amp,
+        clock=args.clock,
     )
     if args.what in ('backbone', 'both'):
-        ours, theirs = backbone_fns(ref, args)
-        times = interleave(dict(mmssl=ours, reference=theirs), **timing)
+        fns = backbone_fns(ref, args)
+        times = interleave(fns, **timing)
         report(
             f'ViT-S/14 forward+backward, drop_path_rate={args.drop_path}'
             + peak_memory(device),
             times,
         )
-        del ours, theirs
+        del fns
     if args.what in ('step', 'both'):
         init_single_process_group(device)
-        ours, drop_path = build_mmssl_step(args)
-        theirs = ReferenceStep(ref, args, drop_path)
-        times = interleave(dict(mmssl=ours, reference=theirs), **timing)
+        fns, drop_path = step_fns(ref, args)
+        times = interleave(fns, **timing)
         report(
             f'whole DINOv2 step, drop_path_rate={drop_path}'
             + peak_memory(device),

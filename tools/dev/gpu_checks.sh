@@ -50,6 +50,10 @@ if [ -n "$REF" ]; then
         --reference-root "$REF" --device cuda --batch 32 --repeats 10 --warmup 3 --amp
     step profile_bf16 120 $PY tools/dev/profile_backbone.py \
         --reference-root "$REF" --device cuda --batch 32 --amp
+    # mmssl-only features as extra rows (compile warms up longer)
+    step vs_reference_variants 400 $PY tools/analysis_tools/benchmark_vs_reference.py \
+        --reference-root "$REF" --device cuda --batch 32 --repeats 10 --warmup 5 \
+        --variants plain compile packed compile+packed
 fi
 step packing_v2 120 $PY tools/analysis_tools/benchmark_packing.py --device cuda \
     --batch 32 --repeats 10 --warmup 3

@@ -42,23 +42,13 @@ def dino_block_packed(
     keep_attn: Keep,
     keep_ffn: Keep,
 ) -> Tensor:
-    """A :class:`DINOBlock` on packed tokens (S, C) -> (S, C)."""
-    attn = layer.attn
-    if attn.v_shortcut:
-        raise ValueError('Token packing does not support v_shortcut.')
-    drop = attn.attn_drop if attn.training else 0.0
-
-    def attend(q: Tensor, k: Tensor, v: Tensor, g: int) -> Tensor:
-        return attn.scaled_dot_product_attention(q, k, v, dropout_p=drop)
-
-    def attn_branch(t: Tensor, grp: TokenGroups) -> Tensor:
-        out = grouped_attention(
-            attn.qkv(layer.ln1(t)), grp, attn.num_heads, attend
-        )
-        return attn.out_drop(attn.gamma1(attn.proj_drop(attn.proj(out))))
+    """A :class:`DINOBlock` on packed tokens (S, C) -> (S, C); its
+    branches are compiled when the block is (``compile_blocks``)."""
+    attn_branch = layer.branch('attn_residual_packed')
+    ffn = layer.branch('ffn_residual')
 
     def ffn_branch(t: Tensor, grp: TokenGroups) -> Tensor:
-        return layer.ffn_residual(t)
+        return ffn(t)
 
     keep_prob = 1.0 - layer.drop_path_rate
     x = packed_residual(x, attn_branch, groups, keep_attn, keep_prob)
