@@ -37,7 +37,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     ref = bvr.load_reference(args.reference_root)
-    run_ours, run_theirs = bvr.backbone_fns(ref, args)
+    args.variants, args.compile_backend = ['plain'], None
+    fns = bvr.backbone_fns(ref, args)  # {'mmssl': ..., 'reference': ...}
     cuda = args.device.startswith('cuda')
     kind = 'cuda' if cuda else 'cpu'
     activities = [torch.profiler.ProfilerActivity.CPU]
@@ -50,7 +51,7 @@ def main(argv=None):
             return contextlib.nullcontext()
         return torch.autocast(kind, dtype=torch.bfloat16)
 
-    for name, fn in (('mmssl', run_ours), ('reference', run_theirs)):
+    for name, fn in fns.items():
         for _ in range(args.warmup):
             with autocast():
                 fn()
