@@ -18,13 +18,14 @@ them with numbers:
 
 * epoch-based loop, ``max_epochs = E``: ``'p%'`` -> ``p / 100 * E`` epochs.
   A scheduler with ``convert_to_iter_based=True`` and hook ``*_epochs``
-  fields may get a fractional number of epochs (mmengine and mmssl's hooks
-  turn it into iterations); per-epoch schedulers and intervals are rounded
-  (intervals to at least 1). A ``*_iters`` field or an iteration-based
+  fields may get a fractional number of epochs (turned into iterations
+  once the data is loaded: :mod:`.scheduler_steps`, mmssl's hooks);
+  per-epoch schedulers are placed with :func:`boundary`, intervals are
+  rounded (to at least 1). A ``*_iters`` field or an iteration-based
   scheduler cannot be a fraction here (the number of iterations per epoch
   is known only once the data is loaded).
-* iteration-based loop, ``max_iters = I``: ``'p%'`` -> ``round(p / 100 *
-  I)`` iterations; epoch-based schedulers become iteration-based, a hook's
+* iteration-based loop, ``max_iters = I``: ``'p%'`` -> ``boundary(p / 100
+  * I, I)`` iterations; epoch-based schedulers become iteration-based, a hook's
   ``X_epochs`` fraction becomes ``X_iters``, ``interval`` counts
   iterations (``by_epoch=False``).
 
@@ -61,7 +62,7 @@ def _number(value: float) -> Any:
     return rounded if abs(value - rounded) < 1e-9 else value
 
 
-def boundary(position: float, total: int) -> int:
+def boundary(position: float, total: Optional[int]) -> int:
     """The step (iteration or epoch) where a schedule phase starts or ends.
 
     ``position`` is rounded to the nearest step, but a point strictly
@@ -74,13 +75,14 @@ def boundary(position: float, total: int) -> int:
 
     Args:
         position (float): The point, in steps.
-        total (int): The run length, in the same steps.
+        total (int, optional): The run length, in the same steps; None
+            (unknown): only rounded.
 
     Returns:
         int: The step.
     """
     step = int(round(position))
-    if 0 < position < total:
+    if total is not None and 0 < position < total:
         step = min(max(step, 1), total - 1) if total >= 2 else 0
     return step
 

@@ -214,6 +214,16 @@ def test_fractional_epoch_hooks_count_iterations():
     iters = TeacherTempWarmupHook(0.04, 0.07, warmup_iters=3)
     runner.iter = 1
     assert iters.value(runner) == pytest.approx(0.055)
+    # a short run (20 iterations): 0.04 and 0.01 epochs (0.4 and 0.1
+    # iterations) keep one iteration, as the lr warm-up does
+    runner.max_iters, runner.iter = 20, 0
+    short = TeacherTempWarmupHook(0.04, 0.07, warmup_epochs=0.04)
+    freeze = FreezeLastLayerHook(freeze_epochs=0.01)
+    assert short.value(runner) == pytest.approx(0.04)
+    assert freeze.is_frozen(runner)
+    runner.iter = 1
+    assert short.value(runner) == pytest.approx(0.07)
+    assert not freeze.is_frozen(runner)
 
 
 CUSTOM = sorted(glob.glob(osp.join(ROOT, 'configs/dinov2/*custom*.py')))
