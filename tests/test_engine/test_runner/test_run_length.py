@@ -282,13 +282,19 @@ def test_max_epochs_alone_moves_every_schedule(config, tmp_path):
     assert runner._train_loop['max_epochs'] == epochs
 
 
-def _inherited_configs() -> list:
+def _inherited_configs(custom: bool = False) -> list:
     """ImageNet configs built on an ``mmpretrain::`` base (the custom ones
-    inherit their schedules)."""
+    inherit their schedules; ``custom=True``: those children)."""
     out = []
     for path in sorted(glob.glob(osp.join(ROOT, 'configs/*/*_in1k*.py'))):
         if 'mmpretrain::' in open(path).read():
             out.append(path)
+    if custom:
+        return sorted(
+            p
+            for p in glob.glob(osp.join(ROOT, 'configs/*/*_custom*.py'))
+            if any(osp.basename(b) in open(p).read() for b in out)
+        )
     return out
 
 
@@ -299,14 +305,16 @@ NO_STEP = ('deepcluster',)
 @pytest.mark.parametrize('config', _inherited_configs(), ids=osp.basename)
 def test_max_epochs_moves_inherited_schedules(config):
     """`--max-epochs 2` on a config from an mmpretrain base: every lr/wd
-    scheduler begins and ends within the 2 epochs, the last at 2, and
-    step milestones fall within them."""
-    if osp.basename(config).startswith(NO_STEP):
-        pytest.skip('its MultiStepLR milestone lies after the run')
+    scheduler begins and ends within the 2 epochs, the last at 2, step
+    milestones fall within them, and so does the checkpoint interval."""
     args = _train_tool().parse_args([config, '--max-epochs', '2'])
     cfg = load_config_file(args.config)
     set_run_length(cfg, args.max_epochs, args.max_iters)
     resolve_run_fractions(cfg)
+    # the checkpoint interval too (was 1 or 10 epochs)
+    assert 1 <= cfg.default_hooks.checkpoint.interval <= 2
+    if osp.basename(config).startswith(NO_STEP):
+        return  # its MultiStepLR milestone lies after the run
     ends = []
     for sched in cfg.param_scheduler:
         if 'milestones' in sched:  # step schedules: steps within the run
@@ -317,3 +325,16 @@ def test_max_epochs_moves_inherited_schedules(config):
         assert 'T_max' not in sched  # end - begin, as the run is
         ends.append(sched['end'])
     assert max(ends) == 2
+
+
+@pytest.mark.parametrize('config', _inherited_configs(True), ids=osp.basename)
+def test_max_epochs_moves_inherited_checkpoint_intervals(config):
+    """`--max-epochs 2` (tools/train.py flags) on the _custom child of a
+    config from an mmpretrain base: the checkpoint interval is a run
+    fraction and lands within the 2 epochs (it stayed at 10 epochs)."""
+    args = _train_tool().parse_args([config, '--max-epochs', '2'])
+    cfg = load_config_file(args.config)
+    assert parse_fraction(cfg.default_hooks.checkpoint.interval) is not None
+    set_run_length(cfg, args.max_epochs, args.max_iters)
+    resolve_run_fractions(cfg)
+    assert 1 <= cfg.default_hooks.checkpoint.interval <= 2
