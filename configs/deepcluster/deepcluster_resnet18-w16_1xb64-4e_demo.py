@@ -3,16 +3,10 @@
 # evaluation on data/demo/val.  See README.md in this folder.
 #   python tools/train.py configs/deepcluster/deepcluster_resnet18-w16_1xb64-4e_demo.py
 _base_ = [
-    '../_base_/datasets/demo_knn.py',
+    '../_base_/datasets/demo_train.py',
     '../_base_/schedules/demo_4e.py',
 ]
 
-data_preprocessor = dict(
-    type='SelfSupDataPreprocessor',
-    mean=[33.0, 33.0, 33.0],
-    std=[60.0, 60.0, 60.0],
-    to_rgb=True,
-)
 
 train_pipeline = [
     dict(type='LoadImageFromFile'),
@@ -36,17 +30,9 @@ _extract_pipeline = [
 ]
 
 train_dataloader = dict(
-    batch_size=64,
-    num_workers=2,
-    persistent_workers=True,
-    drop_last=True,
-    sampler=dict(type='ClusterUniformSampler', seed=0),
-    collate_fn=dict(type='default_collate'),
-    dataset=dict(
-        type='ImageFolderDataset',
-        data_root='data/demo/train',
-        pipeline=train_pipeline,
-    ),
+    # replaces the base's shuffling DefaultSampler
+    sampler=dict(_delete_=True, type='ClusterUniformSampler', seed=0),
+    dataset=dict(pipeline=train_pipeline),
 )
 
 _backbone = dict(
@@ -63,7 +49,7 @@ model = dict(
     type='DeepCluster',
     num_samples=1438,
     num_classes=_num_classes,
-    data_preprocessor=data_preprocessor,
+    data_preprocessor={{_base_.data_preprocessor}},
     backbone=_backbone,
     neck=dict(type='GlobalAveragePooling'),
     head=dict(

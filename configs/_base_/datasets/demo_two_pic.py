@@ -3,7 +3,7 @@
 # BEiT and CAE demos: a 32 px crop for the encoder, the same crop at 64 px
 # for the target tokenizer, and a block-wise patch mask. The kNN evaluation
 # on data/demo/val comes from demo_knn.py.
-_base_ = ['./demo_knn.py']
+_base_ = ['./demo_train.py']
 
 # the second image feeds the target network (DALL-E / VQ-KD / CLIP)
 data_preprocessor = dict(
@@ -36,16 +36,4 @@ train_pipeline = [
     dict(type='PackInputs'),
 ]
 
-train_dataloader = dict(
-    batch_size=64,
-    num_workers=2,
-    persistent_workers=True,
-    drop_last=True,
-    sampler=dict(type='DefaultSampler', shuffle=True),
-    collate_fn=dict(type='default_collate'),
-    dataset=dict(
-        type='ImageFolderDataset',
-        data_root='data/demo/train',
-        pipeline=train_pipeline,
-    ),
-)
+train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
