@@ -5,6 +5,7 @@
 _base_ = [
     '../_base_/datasets/demo_train.py',
     '../_base_/schedules/demo_4e.py',
+    '../_base_/models/resnet18-w16_cifar.py',
 ]
 
 
@@ -35,13 +36,6 @@ train_dataloader = dict(
     dataset=dict(pipeline=train_pipeline),
 )
 
-_backbone = dict(
-    type='ResNet_CIFAR',
-    depth=18,
-    stem_channels=16,
-    base_channels=16,
-    zero_init_residual=True,
-)
 
 # num_samples = number of training images (the pseudo-label buffer length)
 _num_classes = 20
@@ -50,7 +44,6 @@ model = dict(
     num_samples=1438,
     num_classes=_num_classes,
     data_preprocessor={{_base_.data_preprocessor}},
-    backbone=_backbone,
     neck=dict(type='GlobalAveragePooling'),
     head=dict(
         type='PretextClsHead', in_channels='auto', num_classes=_num_classes

@@ -5,16 +5,9 @@
 _base_ = [
     '../_base_/datasets/demo_single_view_jitter.py',
     '../_base_/schedules/demo_4e.py',
+    '../_base_/models/resnet18-w16_cifar.py',
 ]
 
-
-_backbone = dict(
-    type='ResNet_CIFAR',
-    depth=18,
-    stem_channels=16,
-    base_channels=16,
-    zero_init_residual=True,
-)
 
 # num_samples = number of training images (the memory bank length)
 model = dict(
@@ -24,7 +17,6 @@ model = dict(
     neg_num=1024,
     bank_momentum=0.5,
     data_preprocessor={{_base_.data_preprocessor}},
-    backbone=_backbone,
     neck=dict(
         type='MoCoV2Neck',
         in_channels='auto',

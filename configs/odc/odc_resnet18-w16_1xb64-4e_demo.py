@@ -5,6 +5,7 @@
 _base_ = [
     '../_base_/datasets/demo_single_view_jitter.py',
     '../_base_/schedules/demo_4e.py',
+    '../_base_/models/resnet18-w16_cifar.py',
 ]
 
 
@@ -14,14 +15,6 @@ _extract_pipeline = [
     dict(type='PackInputs'),
 ]
 
-
-_backbone = dict(
-    type='ResNet_CIFAR',
-    depth=18,
-    stem_channels=16,
-    base_channels=16,
-    zero_init_residual=True,
-)
 
 # num_samples = number of training images (the sample memory length)
 _num_classes = 20
@@ -33,7 +26,6 @@ model = dict(
     memory_momentum=0.5,
     min_cluster=20,
     data_preprocessor={{_base_.data_preprocessor}},
-    backbone=_backbone,
     neck=dict(
         type='NonLinearNeck',
         in_channels='auto',

@@ -5,6 +5,7 @@
 _base_ = [
     '../_base_/datasets/demo_train.py',
     '../_base_/schedules/demo_4e.py',
+    '../_base_/models/resnet18-w16_cifar.py',
 ]
 
 
@@ -20,18 +21,10 @@ train_pipeline = [
 
 train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
 
-_backbone = dict(
-    type='ResNet_CIFAR',
-    depth=18,
-    stem_channels=16,
-    base_channels=16,
-    zero_init_residual=True,
-)
 
 model = dict(
     type='RelativeLoc',
     data_preprocessor={{_base_.data_preprocessor}},
-    backbone=_backbone,
     neck=dict(type='RelativeLocNeck', in_channels='auto', out_channels=256),
     head=dict(type='PretextClsHead', in_channels='auto', num_classes=8),
 )

@@ -5,6 +5,7 @@
 _base_ = [
     '../_base_/datasets/demo_train.py',
     '../_base_/schedules/demo_4e.py',
+    '../_base_/models/resnet18-w16_cifar.py',
 ]
 
 
@@ -47,18 +48,10 @@ train_pipeline = [
 ]
 train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
 
-_backbone = dict(
-    type='ResNet_CIFAR',
-    depth=18,
-    stem_channels=16,
-    base_channels=16,
-    zero_init_residual=True,
-)
 
 model = dict(
     type='SwAV',
     data_preprocessor={{_base_.data_preprocessor}},
-    backbone=_backbone,
     neck=dict(
         type='SwAVNeck',
         in_channels='auto',
