@@ -137,4 +137,5 @@ def schedulers_for_run(
             return {k: walk(v) for k, v in item.items()}
         return _one(item, epoch_length, total_iters, notes)
 
-    return walk(scheduler), notes
+    out = walk(scheduler)
+    return ([] if out is None else out), notes  # a lone dropped scheduler

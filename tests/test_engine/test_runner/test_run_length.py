@@ -190,6 +190,7 @@ def test_schedulers_for_run_in_short_runs():
     ]
     out, notes = schedulers_for_run({'a': iters}, 1, 1)
     assert out == {'a': [iters[1]]} and 'dropped' in notes[0]
+    assert schedulers_for_run(iters[0], 1, 1)[0] == []  # a lone one
 
 
 def test_fractional_epoch_hooks_count_iterations():
