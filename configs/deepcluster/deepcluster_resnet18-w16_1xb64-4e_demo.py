@@ -3,27 +3,12 @@
 # evaluation on data/demo/val.  See README.md in this folder.
 #   python tools/train.py configs/deepcluster/deepcluster_resnet18-w16_1xb64-4e_demo.py
 _base_ = [
-    '../_base_/datasets/demo_train.py',
+    '../_base_/datasets/demo_single_view_jitter.py',
     '../_base_/schedules/demo_4e.py',
     '../_base_/models/resnet18-w16_cifar.py',
 ]
 
 
-train_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(
-        type='RandomResizedCrop',
-        scale=32,
-        crop_ratio_range=(0.5, 1.0),
-        backend='cv2',
-    ),
-    dict(
-        type='RandomApply',
-        transforms=[dict(type='ColorJitter', brightness=0.4, contrast=0.4)],
-        prob=0.8,
-    ),
-    dict(type='PackInputs'),
-]
 # deterministic pipeline for the features that are clustered
 _extract_pipeline = [
     dict(type='LoadImageFromFile'),
@@ -33,7 +18,6 @@ _extract_pipeline = [
 train_dataloader = dict(
     # replaces the base's shuffling DefaultSampler
     sampler=dict(_delete_=True, type='ClusterUniformSampler', seed=0),
-    dataset=dict(pipeline=train_pipeline),
 )
 
 

@@ -1,10 +1,9 @@
 # Single-view training data on the bundled demo digits (data/demo/train,
 # made by tools/misc/make_demo_dataset.py), shared by the instance and
-# pretext-task demos (NPID, ODC, rotation prediction): one 32 px random
-# resized crop with light colour jitter per image. The kNN evaluation on
-# data/demo/val comes from demo_knn.py.
+# pretext-task demos (NPID, ODC, DeepCluster, rotation prediction): one
+# 32 px random resized crop with light colour jitter per image. The kNN
+# evaluation on data/demo/val comes from demo_knn.py.
 _base_ = ['./demo_train.py']
-
 
 train_pipeline = [
     dict(type='LoadImageFromFile'),
