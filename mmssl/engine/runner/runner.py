@@ -42,7 +42,8 @@ from .rank_buffers import (
     gather_rank_buffers,
     restore_rank_buffers,
 )
-from .run_length import fractional_epochs_to_iters, resolve_run_fractions
+from .run_length import resolve_run_fractions
+from .scheduler_steps import schedulers_for_run
 from .sharded_checkpoints import (
     load_sharded_weights,
     resume_sharded,
@@ -192,16 +193,20 @@ class SSLRunner(Runner):
         return super().build_model(model)
 
     def build_param_scheduler(self, scheduler):
-        """mmengine's, with fractional epochs rounded to iterations.
+        """mmengine's, after :func:`~.scheduler_steps.schedulers_for_run`.
 
-        See :func:`~.run_length.fractional_epochs_to_iters`.
+        Fractional epochs become whole iterations, empty phases of a short
+        run are dropped and one-step warm-ups get the step that ends them;
+        each change is logged.
         """
         if not isinstance(scheduler, (list, tuple, dict)):
             return super().build_param_scheduler(scheduler)
-        epoch_length = len(self.train_dataloader)
-        return super().build_param_scheduler(
-            fractional_epochs_to_iters(scheduler, epoch_length)
+        scheduler, notes = schedulers_for_run(
+            scheduler, len(self.train_dataloader), self.train_loop.max_iters
         )
+        if notes:
+            self.logger.info('param schedulers: ' + '; '.join(notes))
+        return super().build_param_scheduler(scheduler)
 
     def wrap_model(self, model_wrapper_cfg: Optional[Dict], model: nn.Module):
         """Wrap ``model``; adapt to CPU processes first when needed."""
