@@ -89,3 +89,42 @@ def test_multichannel_custom_config(multichannel_data_root):
     model = MODELS.build(cfg.model)
     assert model.backbone.conv1.weight.shape[1] == 5
     assert model.data_preprocessor.mean.shape == (5, 1, 1)
+
+
+def test_multichannel_dinov2_custom_config(multichannel_data_root):
+    """The DINOv2 user's-folder config: 2 global 224 px and 8 local 98 px
+    5-channel float views per TIFF, iBOT masks of the 16 x 16 patch grid
+    from its collate, and a ViT-S/14 whose patch embedding takes 5
+    channels, normalised per channel."""
+    from mmssl.registry import FUNCTIONS
+
+    path = osp.join(
+        ROOT,
+        'configs',
+        'multichannel',
+        'dinov2_vit-s14_8xb64-100e_5ch_custom.py',
+    )
+    cfg = Config.fromfile(path)
+    dataset_cfg = cfg.train_dataloader.dataset.to_dict()
+    dataset_cfg['data_root'] = multichannel_data_root
+    dataset = DATASETS.build(dataset_cfg)
+    assert len(dataset) == 9
+    samples = [dataset[0], dataset[1]]
+    shapes = [tuple(v.shape) for v in samples[0]['inputs']]
+    assert shapes == [(5, 224, 224)] * 2 + [(5, 98, 98)] * 8, shapes
+    assert all(v.dtype == torch.float32 for v in samples[0]['inputs'])
+    collate = cfg.train_dataloader.collate_fn.to_dict()
+    collate_fn = FUNCTIONS.get(collate.pop('type').split('.')[-1])
+    batch = collate_fn(samples, **collate)
+    assert batch['inputs'][0].shape == (2, 5, 224, 224)
+    mask = batch['data_samples'][0].mask
+    assert tuple(mask.shape) == (2, 16, 16), mask.shape
+    model = MODELS.build(cfg.model)
+    assert model.backbone.patch_embed.projection.weight.shape == (
+        384,
+        5,
+        14,
+        14,
+    )
+    assert model.data_preprocessor.mean.shape == (5, 1, 1)
+    assert not model.data_preprocessor._channel_conversion  # no BGR swap
