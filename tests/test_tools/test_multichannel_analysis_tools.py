@@ -53,6 +53,7 @@ def _loaded(path):
     return loader(dict(img_path=path))['img']
 
 
+@pytest.mark.slow
 def test_attention_reads_five_channels(multichannel_data_root, tmp_path):
     tool = load_tool('analysis_tools/visualize_attention.py')
     img = osp.join(multichannel_data_root, 'val', 'ac-bd', '0000.tif')
