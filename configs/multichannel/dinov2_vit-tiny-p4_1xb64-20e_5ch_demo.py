@@ -2,14 +2,15 @@
 # 16-bit TIFFs: the 4-block ViT of width 64 with 4-pixel patches of the
 # DINOv2 demo, taking 5 input channels (in_channels=5), 2 global 32x32 +
 # 4 local 16x16 crops made by MultiChannelMultiCrop (crops, horizontal and
-# vertical flips, per-channel intensity jitter with channel drop, blur; no
-# RGB colour jitter, grayscale or solarization), iBOT masks,
+# vertical flips, per-channel intensity jitter, light blur; no RGB colour
+# jitter, grayscale or solarization), iBOT masks,
 # Sinkhorn-Knopp targets and KoLeo; per-channel normalisation by
 # MultiChannelDataPreprocessor. CPU demo on the synthetic 'cells' (3
 # classes told apart only by which channels light up together), ending
 # with kNN top-1 on data/multichannel/val (README.md for the figures).
 # Small-data choices as in configs/dinov2/dinov2_vit-tiny-p4_1xb64-10e_demo.py
-# (lr 1e-3, teacher temperature 0.04, momentum 0.99 -> 1, no LayerScale).
+# (lr 1e-3, teacher temperature 0.04, momentum 0.99 -> 1, no LayerScale),
+# plus the Xavier init of the 3D DINO demo.
 #   pip install -e ".[multichannel]"   # tifffile
 #   python tools/misc/make_multichannel_dataset.py data/multichannel
 #   python tools/train.py \
@@ -43,9 +44,12 @@ train_pipeline = [
         local_size=16,
         global_scale=(0.4, 1.0),
         local_scale=(0.1, 0.4),
+        # no channel drop: the class is which channels light up together
         jitter=dict(
-            brightness=0.4, contrast=0.4, gamma=0.3, drop_prob=0.1, prob=0.8
+            brightness=0.4, contrast=0.4, gamma=0.3, drop_prob=0.0, prob=0.8
         ),
+        global_blur_prob=(0.5, 0.1),  # light blur: cells are 4-8 px wide
+        local_blur_prob=0.2,
         blur_kernel_size=3,
     ),
     dict(type='PackInputs'),
@@ -95,6 +99,8 @@ model = dict(
         layer_scale_init_value=0.0,  # see the header
         drop_path_rate=0.0,
         out_type='raw',
+        # at width 64, trunc-normal(0.02) blocks start as near-identities
+        init_cfg=[dict(type='Xavier', layer='Linear', distribution='uniform')],
     ),
     head=_head,
     patch_head=None,  # shared with the CLS head; a dict gives a separate one
