@@ -3,7 +3,7 @@
 # data/demo/val.  See README.md in this folder.
 #   python tools/train.py configs/beitv2/beitv2_vit-tiny-p4_1xb64-4e_demo.py
 _base_ = [
-    '../_base_/datasets/demo_knn.py',
+    '../_base_/datasets/demo_train.py',
     '../_base_/schedules/demo_4e.py',
 ]
 
@@ -37,19 +37,7 @@ train_pipeline = [
     dict(type='PackInputs'),
 ]
 
-train_dataloader = dict(
-    batch_size=64,
-    num_workers=2,
-    persistent_workers=True,
-    drop_last=True,
-    sampler=dict(type='DefaultSampler', shuffle=True),
-    collate_fn=dict(type='default_collate'),
-    dataset=dict(
-        type='ImageFolderDataset',
-        data_root='data/demo/train',
-        pipeline=train_pipeline,
-    ),
-)
+train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
 
 # a ViT-tiny-ish encoder: 64 tokens of 4x4 px on 32 px images
 _vit_arch = dict(

@@ -3,53 +3,10 @@
 # data/demo/val.  See README.md in this folder.
 #   python tools/train.py configs/cae/cae_vit-tiny-p4_1xb64-4e_demo.py
 _base_ = [
-    '../_base_/datasets/demo_knn.py',
+    '../_base_/datasets/demo_two_pic.py',
     '../_base_/schedules/demo_4e.py',
 ]
 
-# the second image feeds the target network (DALL-E / VQ-KD / CLIP)
-data_preprocessor = dict(
-    # TwoNormDataPreprocessor that also handles the kNN's single images
-    type='TwoNormOrSingleDataPreprocessor',
-    mean=[33.0, 33.0, 33.0],
-    std=[60.0, 60.0, 60.0],
-    second_mean=[127.5, 127.5, 127.5],
-    second_std=[127.5, 127.5, 127.5],
-    to_rgb=True,
-)
-train_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(
-        type='RandomResizedCropAndInterpolationWithTwoPic',
-        size=32,
-        second_size=64,
-        interpolation='bicubic',
-        second_interpolation='bicubic',
-        scale=(0.5, 1.0),
-    ),
-    dict(
-        type='BEiTMaskGenerator',
-        input_size=(8, 8),
-        num_masking_patches=24,
-        max_num_patches=None,
-        min_num_patches=4,
-    ),
-    dict(type='PackInputs'),
-]
-
-train_dataloader = dict(
-    batch_size=64,
-    num_workers=2,
-    persistent_workers=True,
-    drop_last=True,
-    sampler=dict(type='DefaultSampler', shuffle=True),
-    collate_fn=dict(type='default_collate'),
-    dataset=dict(
-        type='ImageFolderDataset',
-        data_root='data/demo/train',
-        pipeline=train_pipeline,
-    ),
-)
 
 # a ViT-tiny-ish encoder: 64 tokens of 4x4 px on 32 px images
 _vit_arch = dict(
@@ -60,7 +17,7 @@ _vit_arch = dict(
 # pretrained tokenizer so the demo needs no download.
 model = dict(
     type='CAE',
-    data_preprocessor=data_preprocessor,
+    data_preprocessor={{_base_.data_preprocessor}},
     backbone=dict(
         type='CAEPretrainViT',
         arch=_vit_arch,

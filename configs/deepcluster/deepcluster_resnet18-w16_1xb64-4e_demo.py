@@ -3,32 +3,12 @@
 # evaluation on data/demo/val.  See README.md in this folder.
 #   python tools/train.py configs/deepcluster/deepcluster_resnet18-w16_1xb64-4e_demo.py
 _base_ = [
-    '../_base_/datasets/demo_knn.py',
+    '../_base_/datasets/demo_single_view_jitter.py',
     '../_base_/schedules/demo_4e.py',
+    '../_base_/models/resnet18-w16_cifar.py',
 ]
 
-data_preprocessor = dict(
-    type='SelfSupDataPreprocessor',
-    mean=[33.0, 33.0, 33.0],
-    std=[60.0, 60.0, 60.0],
-    to_rgb=True,
-)
 
-train_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(
-        type='RandomResizedCrop',
-        scale=32,
-        crop_ratio_range=(0.5, 1.0),
-        backend='cv2',
-    ),
-    dict(
-        type='RandomApply',
-        transforms=[dict(type='ColorJitter', brightness=0.4, contrast=0.4)],
-        prob=0.8,
-    ),
-    dict(type='PackInputs'),
-]
 # deterministic pipeline for the features that are clustered
 _extract_pipeline = [
     dict(type='LoadImageFromFile'),
@@ -36,26 +16,10 @@ _extract_pipeline = [
 ]
 
 train_dataloader = dict(
-    batch_size=64,
-    num_workers=2,
-    persistent_workers=True,
-    drop_last=True,
-    sampler=dict(type='ClusterUniformSampler', seed=0),
-    collate_fn=dict(type='default_collate'),
-    dataset=dict(
-        type='ImageFolderDataset',
-        data_root='data/demo/train',
-        pipeline=train_pipeline,
-    ),
+    # replaces the base's shuffling DefaultSampler
+    sampler=dict(_delete_=True, type='ClusterUniformSampler', seed=0),
 )
 
-_backbone = dict(
-    type='ResNet_CIFAR',
-    depth=18,
-    stem_channels=16,
-    base_channels=16,
-    zero_init_residual=True,
-)
 
 # num_samples = number of training images (the pseudo-label buffer length)
 _num_classes = 20
@@ -63,8 +27,7 @@ model = dict(
     type='DeepCluster',
     num_samples=1438,
     num_classes=_num_classes,
-    data_preprocessor=data_preprocessor,
-    backbone=_backbone,
+    data_preprocessor={{_base_.data_preprocessor}},
     neck=dict(type='GlobalAveragePooling'),
     head=dict(
         type='PretextClsHead', in_channels='auto', num_classes=_num_classes

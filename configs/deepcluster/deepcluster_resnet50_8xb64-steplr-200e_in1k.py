@@ -51,5 +51,6 @@ param_scheduler = [
     dict(type='MultiStepLR', by_epoch=True, milestones=[400], gamma=0.1)
 ]
 train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=200)
-default_hooks = dict(checkpoint=dict(interval=10, max_keep_ckpts=3))
+# a checkpoint every 10 of the 200 epochs, as a run fraction
+default_hooks = dict(checkpoint=dict(interval='5.0%', max_keep_ckpts=3))
 auto_scale_lr = dict(base_batch_size=512)

@@ -5,15 +5,9 @@
 _base_ = [
     '../_base_/datasets/demo_two_view.py',
     '../_base_/schedules/demo_4e.py',
+    '../_base_/models/resnet18-w16_cifar.py',
 ]
 
-_backbone = dict(
-    type='ResNet_CIFAR',
-    depth=18,
-    stem_channels=16,
-    base_channels=16,
-    zero_init_residual=True,
-)
 
 model = dict(
     type='DenseCL',
@@ -22,7 +16,6 @@ model = dict(
     momentum=0.01,
     loss_lambda=0.5,
     data_preprocessor={{_base_.data_preprocessor}},
-    backbone=_backbone,
     neck=dict(
         type='DenseCLNeck',
         in_channels='auto',

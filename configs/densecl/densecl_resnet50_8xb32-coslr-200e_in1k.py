@@ -25,3 +25,5 @@ model = dict(neck=dict(in_channels='auto'))
 param_scheduler = [
     dict(type='CosineAnnealingLR', by_epoch=True, begin=0, end='100.0%'),
 ]
+# The published checkpoint interval (10 of 200 epochs) as a run fraction
+default_hooks = dict(checkpoint=dict(interval='5.0%'))

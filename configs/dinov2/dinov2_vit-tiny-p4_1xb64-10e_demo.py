@@ -10,7 +10,7 @@
 # trained-vs-random comparison meaningless).
 #   python tools/train.py configs/dinov2/dinov2_vit-tiny-p4_1xb64-10e_demo.py
 _base_ = [
-    '../_base_/datasets/demo_knn.py',
+    '../_base_/datasets/demo_train.py',
     '../_base_/default_runtime.py',
 ]
 
@@ -19,12 +19,6 @@ _num_local_crops = 4
 _patch_size = 4
 _n_prototypes = 256
 
-data_preprocessor = dict(
-    type='SelfSupDataPreprocessor',
-    mean=[33.0, 33.0, 33.0],
-    std=[60.0, 60.0, 60.0],
-    to_rgb=True,
-)
 
 train_pipeline = [
     dict(type='LoadImageRobust'),
@@ -41,11 +35,6 @@ train_pipeline = [
     dict(type='PackInputs'),
 ]
 train_dataloader = dict(
-    batch_size=64,
-    num_workers=2,
-    persistent_workers=True,
-    drop_last=True,
-    sampler=dict(type='DefaultSampler', shuffle=True),
     # reference DINOv2 iBOT masks: half of the global crops of a batch
     collate_fn=dict(
         type='mmssl.block_mask_collate',
@@ -54,11 +43,7 @@ train_dataloader = dict(
         mask_prob=0.5,
         min_num_patches=4,
     ),
-    dataset=dict(
-        type='ImageFolderDataset',
-        data_root='data/demo/train',
-        pipeline=train_pipeline,
-    ),
+    dataset=dict(pipeline=train_pipeline),
 )
 
 _head = dict(
@@ -71,7 +56,7 @@ _head = dict(
 )
 model = dict(
     type='DINOv2',
-    data_preprocessor=data_preprocessor,
+    data_preprocessor={{_base_.data_preprocessor}},
     num_global_crops=_num_global_crops,
     backbone=dict(
         type='DINOVisionTransformer',

@@ -2,55 +2,14 @@
 # a 4-layer ViT (96 dims, 4 px patches), 4 epochs on CPU, then a kNN evaluation on
 # data/demo/val.  See README.md in this folder.
 #   python tools/train.py configs/eva/eva-mae-style_vit-tiny-p4_1xb64-4e_demo.py
-_base_ = [
-    '../_base_/datasets/demo_single_view.py',
-    '../_base_/schedules/demo_4e.py',
-]
+# Data, model sizes, the stand-in CLIP target (StandInCLIPTarget: random,
+# no download, teaches nothing semantic), AdamW, schedule and runtime: the
+# MILAN demo's. EVA differs in its encoder and decoder: MAE's, reconstructing
+# the target's features.
+_base_ = '../milan/milan_vit-tiny-p4_1xb64-4e_demo.py'
 
-# a ViT-tiny-ish encoder: 64 tokens of 4x4 px on 32 px images
-_vit_arch = dict(
-    embed_dims=96, num_layers=4, num_heads=3, feedforward_channels=384
-)
-
-# StandInCLIPTarget: a random tiny stand-in for the CLIP ViT-B/16 target so
-# the demo needs no download (it teaches nothing semantic).
 model = dict(
     type='EVA',
-    data_preprocessor={{_base_.data_preprocessor}},
-    backbone=dict(
-        type='MAEViT',
-        arch=_vit_arch,
-        img_size=32,
-        patch_size=4,
-        mask_ratio=0.75,
-    ),
-    neck=dict(
-        type='MAEPretrainDecoder',
-        num_patches=64,
-        patch_size=4,
-        embed_dim='auto',
-        decoder_embed_dim=64,
-        decoder_depth=2,
-        decoder_num_heads=4,
-        mlp_ratio=4,
-        predict_feature_dim=64,
-    ),
-    head=dict(
-        type='MIMHead',
-        loss=dict(
-            type='CosineSimilarityLoss', shift_factor=2.0, scale_factor=2.0
-        ),
-    ),
-    target_generator=dict(
-        type='StandInCLIPTarget', img_size=32, patch_size=4, out_dims=64
-    ),
+    backbone=dict(type='MAEViT'),
+    neck=dict(type='MAEPretrainDecoder', mlp_ratio=4),
 )
-
-optim_wrapper = dict(
-    type='OptimWrapper',
-    optimizer=dict(
-        type='AdamW', lr=0.0015, betas=(0.9, 0.95), weight_decay=0.05
-    ),
-)
-auto_scale_lr = dict(base_batch_size=64)
-randomness = dict(seed=0)

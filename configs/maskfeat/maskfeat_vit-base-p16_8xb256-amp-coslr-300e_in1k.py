@@ -38,3 +38,5 @@ param_scheduler = [
         convert_to_iter_based=True,
     ),
 ]
+# The published checkpoint interval (1 of 300 epochs) as a run fraction
+default_hooks = dict(checkpoint=dict(interval='0.3333333333333333%'))

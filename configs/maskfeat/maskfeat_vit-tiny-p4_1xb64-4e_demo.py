@@ -3,16 +3,10 @@
 # data/demo/val.  See README.md in this folder.
 #   python tools/train.py configs/maskfeat/maskfeat_vit-tiny-p4_1xb64-4e_demo.py
 _base_ = [
-    '../_base_/datasets/demo_knn.py',
+    '../_base_/datasets/demo_train.py',
     '../_base_/schedules/demo_4e.py',
 ]
 
-data_preprocessor = dict(
-    type='SelfSupDataPreprocessor',
-    mean=[33.0, 33.0, 33.0],
-    std=[60.0, 60.0, 60.0],
-    to_rgb=True,
-)
 train_pipeline = [
     dict(type='LoadImageFromFile'),
     dict(
@@ -30,19 +24,7 @@ train_pipeline = [
     dict(type='PackInputs'),
 ]
 
-train_dataloader = dict(
-    batch_size=64,
-    num_workers=2,
-    persistent_workers=True,
-    drop_last=True,
-    sampler=dict(type='DefaultSampler', shuffle=True),
-    collate_fn=dict(type='default_collate'),
-    dataset=dict(
-        type='ImageFolderDataset',
-        data_root='data/demo/train',
-        pipeline=train_pipeline,
-    ),
-)
+train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
 
 # a ViT-tiny-ish encoder: 64 tokens of 4x4 px on 32 px images
 _vit_arch = dict(
@@ -55,7 +37,7 @@ _vit_arch = dict(
 # HOG of 2x2-px cells, 9 bins, 3 channels: (4 / 2)**2 * 9 * 3 = 108 targets.
 model = dict(
     type='MaskFeat',
-    data_preprocessor=data_preprocessor,
+    data_preprocessor={{_base_.data_preprocessor}},
     backbone=dict(
         type='MaskFeatViT', arch=_vit_arch, img_size=56, patch_size=4
     ),

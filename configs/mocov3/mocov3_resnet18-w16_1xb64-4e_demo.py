@@ -5,21 +5,14 @@
 _base_ = [
     '../_base_/datasets/demo_two_view.py',
     '../_base_/schedules/demo_4e.py',
+    '../_base_/models/resnet18-w16_cifar.py',
 ]
 
-_backbone = dict(
-    type='ResNet_CIFAR',
-    depth=18,
-    stem_channels=16,
-    base_channels=16,
-    zero_init_residual=True,
-)
 
 model = dict(
     type='MoCoV3',
     base_momentum=0.01,
     data_preprocessor={{_base_.data_preprocessor}},
-    backbone=_backbone,
     neck=dict(
         type='NonLinearNeck',
         in_channels='auto',

@@ -3,54 +3,11 @@
 # evaluation on data/demo/val.  See README.md in this folder.
 #   python tools/train.py configs/npid/npid_resnet18-w16_1xb64-4e_demo.py
 _base_ = [
-    '../_base_/datasets/demo_knn.py',
+    '../_base_/datasets/demo_single_view_jitter.py',
     '../_base_/schedules/demo_4e.py',
+    '../_base_/models/resnet18-w16_cifar.py',
 ]
 
-data_preprocessor = dict(
-    type='SelfSupDataPreprocessor',
-    mean=[33.0, 33.0, 33.0],
-    std=[60.0, 60.0, 60.0],
-    to_rgb=True,
-)
-
-train_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(
-        type='RandomResizedCrop',
-        scale=32,
-        crop_ratio_range=(0.5, 1.0),
-        backend='cv2',
-    ),
-    dict(
-        type='RandomApply',
-        transforms=[dict(type='ColorJitter', brightness=0.4, contrast=0.4)],
-        prob=0.8,
-    ),
-    dict(type='PackInputs'),
-]
-
-train_dataloader = dict(
-    batch_size=64,
-    num_workers=2,
-    persistent_workers=True,
-    drop_last=True,
-    sampler=dict(type='DefaultSampler', shuffle=True),
-    collate_fn=dict(type='default_collate'),
-    dataset=dict(
-        type='ImageFolderDataset',
-        data_root='data/demo/train',
-        pipeline=train_pipeline,
-    ),
-)
-
-_backbone = dict(
-    type='ResNet_CIFAR',
-    depth=18,
-    stem_channels=16,
-    base_channels=16,
-    zero_init_residual=True,
-)
 
 # num_samples = number of training images (the memory bank length)
 model = dict(
@@ -59,8 +16,7 @@ model = dict(
     feat_dim=64,
     neg_num=1024,
     bank_momentum=0.5,
-    data_preprocessor=data_preprocessor,
-    backbone=_backbone,
+    data_preprocessor={{_base_.data_preprocessor}},
     neck=dict(
         type='MoCoV2Neck',
         in_channels='auto',

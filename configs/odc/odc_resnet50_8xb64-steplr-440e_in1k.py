@@ -65,5 +65,8 @@ param_scheduler = [
     )
 ]
 train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=440)
-default_hooks = dict(checkpoint=dict(interval=10, max_keep_ckpts=3))
+# a checkpoint every 10 of the 440 epochs, as a run fraction
+default_hooks = dict(
+    checkpoint=dict(interval='2.272727272727273%', max_keep_ckpts=3)
+)
 auto_scale_lr = dict(base_batch_size=512)

@@ -3,16 +3,11 @@
 # evaluation on data/demo/val.  See README.md in this folder.
 #   python tools/train.py configs/relative_loc/relative-loc_resnet18-w16_1xb64-4e_demo.py
 _base_ = [
-    '../_base_/datasets/demo_knn.py',
+    '../_base_/datasets/demo_train.py',
     '../_base_/schedules/demo_4e.py',
+    '../_base_/models/resnet18-w16_cifar.py',
 ]
 
-data_preprocessor = dict(
-    type='SelfSupDataPreprocessor',
-    mean=[33.0, 33.0, 33.0],
-    std=[60.0, 60.0, 60.0],
-    to_rgb=True,
-)
 
 # upsample to 48 px, then a 3x3 grid of 16 px cells with a 13 px patch at a
 # random offset in each (gaps of 0-6 px between neighbours)
@@ -24,32 +19,12 @@ train_pipeline = [
     dict(type='PackInputs'),
 ]
 
-train_dataloader = dict(
-    batch_size=64,
-    num_workers=2,
-    persistent_workers=True,
-    drop_last=True,
-    sampler=dict(type='DefaultSampler', shuffle=True),
-    collate_fn=dict(type='default_collate'),
-    dataset=dict(
-        type='ImageFolderDataset',
-        data_root='data/demo/train',
-        pipeline=train_pipeline,
-    ),
-)
+train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
 
-_backbone = dict(
-    type='ResNet_CIFAR',
-    depth=18,
-    stem_channels=16,
-    base_channels=16,
-    zero_init_residual=True,
-)
 
 model = dict(
     type='RelativeLoc',
-    data_preprocessor=data_preprocessor,
-    backbone=_backbone,
+    data_preprocessor={{_base_.data_preprocessor}},
     neck=dict(type='RelativeLocNeck', in_channels='auto', out_channels=256),
     head=dict(type='PretextClsHead', in_channels='auto', num_classes=8),
 )

@@ -35,5 +35,8 @@ param_scheduler = [
     )
 ]
 train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=70)
-default_hooks = dict(checkpoint=dict(interval=10, max_keep_ckpts=3))
+# a checkpoint every 10 of the 70 epochs, as a run fraction
+default_hooks = dict(
+    checkpoint=dict(interval='14.285714285714286%', max_keep_ckpts=3)
+)
 auto_scale_lr = dict(base_batch_size=128)

@@ -4,16 +4,10 @@
 #   python tools/misc/make_demo_dataset.py data/demo
 #   python tools/train.py configs/simclr/simclr_resnet18-w16_1xb64-10e_demo.py
 _base_ = [
-    '../_base_/datasets/demo_knn.py',
+    '../_base_/datasets/demo_train.py',
     '../_base_/schedules/demo_4e.py',
 ]
 
-data_preprocessor = dict(
-    type='SelfSupDataPreprocessor',
-    mean=[33.0, 33.0, 33.0],
-    std=[60.0, 60.0, 60.0],
-    to_rgb=True,
-)
 
 _view_pipeline = [
     dict(
@@ -33,25 +27,14 @@ train_pipeline = [
     dict(type='MultiView', num_views=2, transforms=[_view_pipeline]),
     dict(type='PackInputs'),
 ]
-train_dataloader = dict(
-    batch_size=64,
-    num_workers=2,
-    persistent_workers=True,
-    drop_last=True,
-    sampler=dict(type='DefaultSampler', shuffle=True),
-    collate_fn=dict(type='default_collate'),
-    # any folder(s) of images: a path or a list of paths, searched
-    # recursively; unreadable files are skipped and counted
-    dataset=dict(
-        type='ImageFolderDataset',
-        data_root='data/demo/train',
-        pipeline=train_pipeline,
-    ),
-)
+# data_root (data/demo/train, from demo_train.py) may be any folder(s) of
+# images: a path or a list of paths, searched recursively; unreadable files
+# are skipped and counted
+train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
 
 model = dict(
     type='SimCLR',
-    data_preprocessor=data_preprocessor,
+    data_preprocessor={{_base_.data_preprocessor}},
     backbone=dict(
         type='ResNet_CIFAR',
         depth=18,

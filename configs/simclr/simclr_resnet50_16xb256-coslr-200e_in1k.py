@@ -33,3 +33,5 @@ param_scheduler = [
     ),
     dict(type='CosineAnnealingLR', by_epoch=True, begin='5.0%', end='100.0%'),
 ]
+# The published checkpoint interval (10 of 200 epochs) as a run fraction
+default_hooks = dict(checkpoint=dict(interval='5.0%'))

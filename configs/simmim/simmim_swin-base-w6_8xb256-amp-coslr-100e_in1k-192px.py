@@ -32,3 +32,5 @@ param_scheduler = [
         convert_to_iter_based=True,
     ),
 ]
+# The published checkpoint interval (10 of 100 epochs) as a run fraction
+default_hooks = dict(checkpoint=dict(interval='10.0%'))

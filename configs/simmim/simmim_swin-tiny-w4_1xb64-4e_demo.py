@@ -3,16 +3,10 @@
 # data/demo/val.  See README.md in this folder.
 #   python tools/train.py configs/simmim/simmim_swin-tiny-w4_1xb64-4e_demo.py
 _base_ = [
-    '../_base_/datasets/demo_knn.py',
+    '../_base_/datasets/demo_train.py',
     '../_base_/schedules/demo_4e.py',
 ]
 
-data_preprocessor = dict(
-    type='SelfSupDataPreprocessor',
-    mean=[33.0, 33.0, 33.0],
-    std=[60.0, 60.0, 60.0],
-    to_rgb=True,
-)
 train_pipeline = [
     dict(type='LoadImageFromFile'),
     dict(
@@ -31,23 +25,11 @@ train_pipeline = [
     dict(type='PackInputs'),
 ]
 
-train_dataloader = dict(
-    batch_size=64,
-    num_workers=2,
-    persistent_workers=True,
-    drop_last=True,
-    sampler=dict(type='DefaultSampler', shuffle=True),
-    collate_fn=dict(type='default_collate'),
-    dataset=dict(
-        type='ImageFolderDataset',
-        data_root='data/demo/train',
-        pipeline=train_pipeline,
-    ),
-)
+train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
 
 model = dict(
     type='SimMIM',
-    data_preprocessor=data_preprocessor,
+    data_preprocessor={{_base_.data_preprocessor}},
     backbone=dict(
         type='SimMIMSwinTransformer',
         arch=dict(embed_dims=48, depths=[2, 2], num_heads=[3, 6]),

@@ -28,3 +28,5 @@ model = dict(
 param_scheduler = [
     dict(type='CosineAnnealingLR', by_epoch=True, begin=0, end='100.0%'),
 ]
+# The published checkpoint interval (10 of 100 epochs) as a run fraction
+default_hooks = dict(checkpoint=dict(interval='10.0%'))

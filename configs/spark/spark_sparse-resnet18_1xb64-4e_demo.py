@@ -3,16 +3,10 @@
 # data/demo/val.  See README.md in this folder.
 #   python tools/train.py configs/spark/spark_sparse-resnet18_1xb64-4e_demo.py
 _base_ = [
-    '../_base_/datasets/demo_knn.py',
+    '../_base_/datasets/demo_train.py',
     '../_base_/schedules/demo_4e.py',
 ]
 
-data_preprocessor = dict(
-    type='SelfSupDataPreprocessor',
-    mean=[33.0, 33.0, 33.0],
-    std=[60.0, 60.0, 60.0],
-    to_rgb=True,
-)
 train_pipeline = [
     dict(type='LoadImageFromFile'),
     dict(
@@ -24,19 +18,7 @@ train_pipeline = [
     dict(type='PackInputs'),
 ]
 
-train_dataloader = dict(
-    batch_size=64,
-    num_workers=2,
-    persistent_workers=True,
-    drop_last=True,
-    sampler=dict(type='DefaultSampler', shuffle=True),
-    collate_fn=dict(type='default_collate'),
-    dataset=dict(
-        type='ImageFolderDataset',
-        data_root='data/demo/train',
-        pipeline=train_pipeline,
-    ),
-)
+train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
 
 # 64 px input, stride 32: masks over a 2x2 grid (coarse, but it runs)
 model = dict(
@@ -46,7 +28,7 @@ model = dict(
     mask_ratio=0.5,
     enc_dec_norm_cfg=dict(type='SparseBatchNorm2d'),
     enc_dec_norm_dim=512,
-    data_preprocessor=data_preprocessor,
+    data_preprocessor={{_base_.data_preprocessor}},
     backbone=dict(type='SparseResNet', depth=18, out_indices=(0, 1, 2, 3)),
     neck=dict(
         type='SparKLightDecoder',

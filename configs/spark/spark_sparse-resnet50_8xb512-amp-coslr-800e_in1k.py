@@ -41,3 +41,5 @@ param_scheduler = [
         convert_to_iter_based=True,
     ),
 ]
+# The published checkpoint interval (1 of 800 epochs) as a run fraction
+default_hooks = dict(checkpoint=dict(interval='0.125%'))

@@ -3,16 +3,11 @@
 # evaluation on data/demo/val.  See README.md in this folder.
 #   python tools/train.py configs/swav/swav_resnet18-w16_1xb64-mcrop-4e_demo.py
 _base_ = [
-    '../_base_/datasets/demo_knn.py',
+    '../_base_/datasets/demo_train.py',
     '../_base_/schedules/demo_4e.py',
+    '../_base_/models/resnet18-w16_cifar.py',
 ]
 
-data_preprocessor = dict(
-    type='SelfSupDataPreprocessor',
-    mean=[33.0, 33.0, 33.0],
-    std=[60.0, 60.0, 60.0],
-    to_rgb=True,
-)
 
 # multi-crop: 2 views of 32 px and 2 of 16 px
 _num_crops = [2, 2]
@@ -51,32 +46,12 @@ train_pipeline = [
     ),
     dict(type='PackInputs'),
 ]
-train_dataloader = dict(
-    batch_size=64,
-    num_workers=2,
-    persistent_workers=True,
-    drop_last=True,
-    sampler=dict(type='DefaultSampler', shuffle=True),
-    collate_fn=dict(type='default_collate'),
-    dataset=dict(
-        type='ImageFolderDataset',
-        data_root='data/demo/train',
-        pipeline=train_pipeline,
-    ),
-)
+train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
 
-_backbone = dict(
-    type='ResNet_CIFAR',
-    depth=18,
-    stem_channels=16,
-    base_channels=16,
-    zero_init_residual=True,
-)
 
 model = dict(
     type='SwAV',
-    data_preprocessor=data_preprocessor,
-    backbone=_backbone,
+    data_preprocessor={{_base_.data_preprocessor}},
     neck=dict(
         type='SwAVNeck',
         in_channels='auto',

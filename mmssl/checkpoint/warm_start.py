@@ -30,7 +30,7 @@ logged, and :class:`WarmStartError` stops the run when fewer than
 ``min_match`` of the backbone tensors were loaded.
 
 The schedule keys (``head_iters``, ``unfreeze``, ``ramp_iters``) are read
-by ``WarmStartHook`` (mmssl.engine.hooks), which must be in
+by ``WarmStartHook`` (mmssl.engine.hooks); the runner adds it to
 ``custom_hooks`` when they are set.
 """
 
@@ -73,7 +73,7 @@ WARM_START_KEYS = (
     'unfreeze',
     'ramp_iters',
 )
-_SCHEDULE_KEYS = ('head_iters', 'unfreeze', 'ramp_iters')
+SCHEDULE_KEYS = ('head_iters', 'unfreeze', 'ramp_iters')
 #: (format, key suffix that marks its backbone), checked in this order.
 _MARKERS = (
     ('dinov3', 'storage_tokens'),
@@ -291,13 +291,13 @@ def apply_warm_start(model: nn.Module, cfg: Mapping, logger: Any = 'current'):
     )
     share = check_match(report, len(own), min_match, 'backbone')
     model.teacher['backbone'].load_state_dict(model.backbone.state_dict())
-    schedule = {k: cfg[k] for k in _SCHEDULE_KEYS if k in cfg}
+    schedule = {k: cfg[k] for k in SCHEDULE_KEYS if k in cfg}
     print_log(
         f'warm_start: {fmt} backbone from {path} in student and teacher '
         f'({share:.1%} of {len(own)} tensors); heads freshly initialised.'
         + (
-            f' Schedule {schedule}: applied by WarmStartHook, which must be '
-            'in custom_hooks.'
+            f' Schedule {schedule}: applied by WarmStartHook (added to '
+            'custom_hooks unless the config has it).'
             if schedule
             else ''
         ),

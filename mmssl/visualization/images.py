@@ -3,12 +3,14 @@
 The attention / PCA maps and the MAE / SimMIM reconstructions take a file
 or a whole folder. Every file is decoded with the training decoder
 :class:`mmssl.datasets.transforms.LoadImageRobust` (8/16-bit, grey, RGBA,
-palette, EXIF orientation; BGR uint8 out); bad files are skipped and
-named. Resizing keeps the aspect ratio.
+palette, EXIF orientation; BGR uint8 out), or with the config's
+multi-channel loader (``LoadMultiChannelTiff``); bad files are skipped
+and named. Resizing keeps the aspect ratio. :func:`channels_to_rgb` draws
+a multi-channel image as RGB.
 """
 
 import os.path as osp
-from typing import Iterator, List, Optional, Tuple
+from typing import Iterator, List, Optional, Sequence, Tuple
 
 import cv2
 import numpy as np
@@ -33,9 +35,12 @@ def list_images(path: str) -> List[str]:
 
 
 def read_images(
-    paths: List[str], desc: str = 'images', skipped: Optional[list] = None
+    paths: List[str],
+    desc: str = 'images',
+    skipped: Optional[list] = None,
+    loader: Optional[dict] = None,
 ) -> Iterator[Tuple[str, np.ndarray]]:
-    """Yield ``(path, BGR uint8 image)``; bad files are named and skipped.
+    """Yield ``(path, image)``; bad files are named and skipped.
 
     A progress bar is shown for more than one file.
 
@@ -44,12 +49,18 @@ def read_images(
         desc (str): Progress bar label.
         skipped (list, optional): Receives ``(path, reason)`` of each bad
             file.
+        loader (dict, optional): The loading transform of the training
+            pipeline, e.g. a config's ``LoadMultiChannelTiff``
+            (:func:`mmssl.evaluation.folders.config_loader`); its
+            (H, W, C) float32 output is yielded as is. Default:
+            ``LoadImageRobust`` (BGR uint8).
     """
     from tqdm import tqdm
 
     from mmssl.datasets.transforms import BadImageError, LoadImageRobust
+    from mmssl.registry import TRANSFORMS
 
-    loader = LoadImageRobust()
+    loader = TRANSFORMS.build(loader) if loader else LoadImageRobust()
     for path in tqdm(paths, desc=desc, disable=len(paths) < 2, leave=False):
         try:
             img = loader(dict(img_path=path))['img']
@@ -105,3 +116,51 @@ def output_stem(path: str, root: str) -> str:
     """A file name for ``path``'s outputs, unique below ``root``."""
     rel = osp.relpath(path, root) if osp.isdir(root) else osp.basename(path)
     return osp.splitext(rel)[0].replace(osp.sep, '__')
+
+
+#: Display colours (RGB) of channels 0, 1, 2, ... in a multi-channel
+#: composite: blue first (channel 0 is often the nuclear stain, DAPI or
+#: Hoechst), then green, red, magenta, cyan, yellow; repeated after six.
+CHANNEL_COLORS = np.array(
+    [[0, 0, 1], [0, 1, 0], [1, 0, 0], [1, 0, 1], [0, 1, 1], [1, 1, 0]],
+    np.float32,
+)
+
+
+def channels_to_rgb(
+    img: np.ndarray, rgb_channels: Optional[Sequence[int]] = None
+) -> np.ndarray:
+    """An RGB picture of an (H, W, C) image with any channel count.
+
+    Each channel is scaled to [0, 1] by its own 0.5 and 99.5 percentiles
+    (so 16-bit raw and percentile-scaled inputs look alike). By default
+    every channel is drawn in its :data:`CHANNEL_COLORS` colour and the
+    colours are added and clipped, as in ImageJ's composite view.
+    ``rgb_channels=(r, g, b)`` shows just those three channels as red,
+    green and blue instead (-1: that colour stays black).
+
+    Returns:
+        np.ndarray: (H, W, 3) uint8, RGB order.
+    """
+    x = np.asarray(img, np.float32)
+    x = x[..., None] if x.ndim == 2 else x
+    c = x.shape[2]
+    lo = np.percentile(x, 0.5, axis=(0, 1))
+    hi = np.percentile(x, 99.5, axis=(0, 1))
+    x = np.clip((x - lo) / np.where(hi > lo, hi - lo, 1.0), 0.0, 1.0)
+    if rgb_channels is None:
+        colors = CHANNEL_COLORS[np.arange(c) % len(CHANNEL_COLORS)]
+        if c == 1:
+            colors = np.ones((1, 3), np.float32)
+        rgb = x @ colors  # (H, W, 3)
+    else:
+        if len(rgb_channels) != 3 or max(rgb_channels) >= c:
+            raise ValueError(
+                f'rgb_channels must be 3 channel indices below {c} (-1 for '
+                f'black), got {list(rgb_channels)}.'
+            )
+        zero = np.zeros(x.shape[:2], np.float32)
+        rgb = np.stack(
+            [x[..., i] if i >= 0 else zero for i in rgb_channels], -1
+        )
+    return (np.clip(rgb, 0.0, 1.0) * 255 + 0.5).astype(np.uint8)

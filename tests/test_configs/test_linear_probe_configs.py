@@ -1,6 +1,7 @@
 """The demo linear probes are real linear probes: only the head learns."""
 
 import copy
+import os
 import os.path as osp
 
 import pytest
@@ -74,3 +75,22 @@ def test_shapes_probes_read_the_shapes_set(name, size):
     assert cfg.val_dataloader.dataset.data_root == 'data/shapes'
     assert cfg.model.data_preprocessor.mean == [70.0, 70.0, 70.0]
     assert cfg.model.backbone.get('img_size') == size
+
+
+@pytest.mark.parametrize(
+    'name',
+    sorted(p for p in os.listdir(PROBES) if p.endswith('.py')),
+)
+def test_max_epochs_alone_rescales_the_probe(name):
+    """`--max-epochs 2`: the cosine, the evaluation and the checkpoint
+    interval all follow (they were written against 5 or 100 epochs)."""
+    from mmssl.apis import prepare_train_cfg
+    from mmssl.engine.runner.run_length import resolve_run_fractions
+
+    cfg = prepare_train_cfg(osp.join(PROBES, name), max_epochs=2)
+    resolve_run_fractions(cfg)
+    (cosine,) = cfg.param_scheduler
+    assert (cosine['begin'], cosine['end']) == (0, 2)
+    assert 'T_max' not in cosine  # end - begin
+    assert 1 <= cfg.train_cfg.val_interval <= 2
+    assert 1 <= cfg.default_hooks.checkpoint.interval <= 2

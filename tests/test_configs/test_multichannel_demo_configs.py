@@ -89,3 +89,41 @@ def test_multichannel_custom_config(multichannel_data_root):
     model = MODELS.build(cfg.model)
     assert model.backbone.conv1.weight.shape[1] == 5
     assert model.data_preprocessor.mean.shape == (5, 1, 1)
+
+
+@pytest.mark.parametrize(
+    'name, local, patch, mask',
+    [
+        ('dinov2_vit-s14_8xb64-100e_5ch_custom.py', [98] * 8, 14, (2, 16, 16)),
+        ('dino_vit-s16_8xb64-100e_5ch_custom.py', [96] * 10, 16, None),
+    ],
+)
+def test_multichannel_dino_family_custom_configs(
+    name, local, patch, mask, multichannel_data_root
+):
+    """The DINO / DINOv2 user's-folder configs: 2 global 224 px and the
+    recipe's local 5-channel float views per TIFF (and DINOv2's iBOT masks
+    of the patch grid from its collate), and a ViT-S whose patch embedding
+    takes 5 channels, normalised per channel without a BGR swap."""
+    from mmssl.registry import FUNCTIONS
+
+    cfg = Config.fromfile(osp.join(ROOT, 'configs', 'multichannel', name))
+    dataset_cfg = cfg.train_dataloader.dataset.to_dict()
+    dataset_cfg['data_root'] = multichannel_data_root
+    dataset = DATASETS.build(dataset_cfg)
+    assert len(dataset) == 9
+    samples = [dataset[0], dataset[1]]
+    shapes = [tuple(v.shape) for v in samples[0]['inputs']]
+    assert shapes == [(5, 224, 224)] * 2 + [(5, s, s) for s in local]
+    assert all(v.dtype == torch.float32 for v in samples[0]['inputs'])
+    collate = cfg.train_dataloader.collate_fn.to_dict()
+    collate_fn = FUNCTIONS.get(collate.pop('type').split('.')[-1])
+    batch = collate_fn(samples, **collate)
+    assert batch['inputs'][0].shape == (2, 5, 224, 224)
+    got = batch['data_samples'][0].get('mask', None)
+    assert (got if got is None else tuple(got.shape)) == mask
+    model = MODELS.build(cfg.model)
+    weight = model.backbone.patch_embed.projection.weight
+    assert weight.shape == (384, 5, patch, patch)
+    assert model.data_preprocessor.mean.shape == (5, 1, 1)
+    assert not model.data_preprocessor._channel_conversion  # no BGR swap

@@ -7,7 +7,9 @@ One PNG per sample: global crops on the first row (with the iBOT mask
 drawn over masked patches when the pipeline makes masks), local crops on
 the second row, all at their pixel size relative to each other. Images
 are decoded as in training (``LoadImageRobust``: 8/16-bit, grey, any
-size); bad files are named and skipped.
+size; or the pipeline's ``LoadMultiChannelTiff``, whose C-channel views
+are drawn as a colour composite: channel 0 blue, 1 green, 2 red,
+3 magenta, 4 cyan, 5 yellow, added); bad files are named and skipped.
 """
 
 import argparse
@@ -25,6 +27,14 @@ if ROOT not in sys.path:
 def _to_hwc(t, bgr=True):
     img = t.numpy() if hasattr(t, 'numpy') else np.asarray(t)
     img = np.transpose(img, (1, 2, 0)) if img.ndim == 3 else img
+    if img.ndim == 3 and (
+        img.shape[-1] not in (1, 3) or img.dtype != np.uint8
+    ):
+        # a multi-channel view (e.g. LoadMultiChannelTiff's float32): a
+        # colour composite, channel 0 blue, 1 green, 2 red, 3 magenta, ...
+        from mmssl.visualization.images import channels_to_rgb
+
+        return channels_to_rgb(img)
     if img.shape[-1] == 1:
         img = np.repeat(img, 3, -1)
     return img[..., ::-1] if bgr else img

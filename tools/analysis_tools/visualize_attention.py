@@ -10,7 +10,9 @@ and their mean side by side) and ``pca.png`` (the input and the first
 three principal components of the patch features as RGB). For a folder,
 every image below it gets these files in ``DIR/<relative path>/``.
 Images are decoded like training data (``LoadImageRobust``: 8/16-bit,
-grey, RGBA, any size); bad files are skipped and named. The aspect ratio
+grey, RGBA, any size; or the config's ``LoadMultiChannelTiff`` for a
+multi-channel config, whose images are drawn as a colour composite, see
+``--rgb-channels``); bad files are skipped and named. The aspect ratio
 is kept: the short side is resized to S (default: the backbone's
 img_size), both sides rounded to the patch size. ``--overlay`` draws the
 maps over the image. The backbone is the teacher's when the algorithm
@@ -57,6 +59,16 @@ def parse_args(argv=None):
         '--overlay',
         action='store_true',
         help='draw the maps over the image (half transparent)',
+    )
+    parser.add_argument(
+        '--rgb-channels',
+        type=int,
+        nargs=3,
+        default=None,
+        metavar=('R', 'G', 'B'),
+        help='multi-channel images: show these channels as red, green and '
+        'blue (-1: none); default: every channel in its own colour '
+        '(0 blue, 1 green, 2 red, 3 magenta, 4 cyan, 5 yellow), added',
     )
     parser.add_argument('--device', default='cpu')
     add_trusted_argument(parser)
@@ -113,7 +125,11 @@ def save_pictures(rgb, maps, pca, out_dir: str, title: str, on_image):
 
 
 def draw_image(tool, img_bgr, out_dir: str, title: str) -> dict:
-    """Attention and PCA pictures of one BGR image; returns the arrays."""
+    """Attention and PCA pictures of one image; returns the arrays.
+
+    ``img_bgr`` is a BGR uint8 image, or the (H, W, C) float32 output of
+    a multi-channel loader (drawn with ``channels_to_rgb``).
+    """
     import numpy as np
     import torch
 
@@ -123,14 +139,19 @@ def draw_image(tool, img_bgr, out_dir: str, title: str) -> dict:
         last_block_attention,
         patch_pca_rgb,
     )
-    from mmssl.visualization.images import resize_keep_aspect
+    from mmssl.visualization.images import channels_to_rgb, resize_keep_aspect
 
     model, backbone, size, p, args = tool
     img = resize_keep_aspect(img_bgr, size, multiple=p)
     h, w = img.shape[:2]
+    img = img.reshape(h, w, -1)
     grid = (h // p, w // p)
-    rgb = img[..., ::-1].copy()
-    tensor = torch.from_numpy(img).permute(2, 0, 1)[None].to(args.device)
+    if img.dtype == np.uint8 and img.shape[2] == 3:  # LoadImageRobust
+        rgb = img[..., ::-1].copy()
+    else:  # a multi-channel loader's (H, W, C) float32
+        rgb = channels_to_rgb(img, args.rgb_channels)
+    tensor = torch.from_numpy(np.ascontiguousarray(img))
+    tensor = tensor.permute(2, 0, 1)[None].to(args.device)
     data = model.data_preprocessor(
         dict(inputs=tensor, data_samples=None), False
     )
@@ -155,6 +176,7 @@ def main(argv=None) -> dict:
     args = parse_args(argv)
     from mmssl.apis import init_model
     from mmssl.checkpoint import exit_on_untrusted, trust_from_args
+    from mmssl.evaluation.folders import config_loader
     from mmssl.utils import find_backbone
     from mmssl.utils.cli import load_tool_config
     from mmssl.visualization.attention import _last_block
@@ -187,7 +209,8 @@ def main(argv=None) -> dict:
     title = f'CLS attention, last block of {path or type(backbone).__name__}'
     folder = len(paths) > 1 or osp.isdir(args.img)
     results, skipped = {}, []
-    for img_path, img in read_images(paths, 'attention maps', skipped):
+    loader = config_loader(cfg)  # None: the RGB decoder
+    for img_path, img in read_images(paths, 'attention maps', skipped, loader):
         out_dir = args.output_dir
         if folder:
             out_dir = osp.join(out_dir, output_stem(img_path, args.img))

@@ -11,7 +11,8 @@ Data: the config's ``test_dataloader`` (else ``val_dataloader``); for a
 one or more image folders given with ``--data-root`` (labels from their
 sub-folders, -1 for a flat folder; each folder is one "source"). Folder
 images are read like training data (``LoadImageRobust``: 8/16-bit, grey,
-RGBA, any size), resized on the short side and centre-cropped to
+RGBA, any size; a multi-channel config's own ``LoadMultiChannelTiff``,
+same channels and scaling), resized on the short side and centre-cropped to
 ``--img-size`` (aspect kept, batches of mixed sizes stack); bad files are
 skipped and named. Writes ``tsne.png``,
 ``features.npy`` (N, C), ``labels.npy`` (N, ), ``sources.npy`` (N, ) and
@@ -87,13 +88,15 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
-def folder_dataset_cfgs(roots, img_size: int) -> list:
+def folder_dataset_cfgs(roots, img_size: int, loader=None) -> list:
     """Dataset configs for ``--data-root`` folders, read like training.
 
     Folders with class sub-folders are labelled (classes merged by name
-    over all folders); a flat folder is unlabelled (label -1).
+    over all folders); a flat folder is unlabelled (label -1). ``loader``
+    is the config's multi-channel loader (``config_loader``), if any.
     """
     from mmssl.evaluation.folders import (
+        eval_pipeline,
         folder_classes,
         labelled_folder_dataset,
         unlabelled_folder_dataset,
@@ -108,16 +111,18 @@ def folder_dataset_cfgs(roots, img_size: int) -> list:
         except FileNotFoundError:
             per_root[root] = []
     classes = sorted({c for names in per_root.values() for c in names})
+    pipeline = eval_pipeline(img_size, loader=loader)
     return [
-        labelled_folder_dataset(root, img_size, classes)
+        labelled_folder_dataset(root, img_size, classes, pipeline)
         if names
-        else unlabelled_folder_dataset([root], img_size)
+        else unlabelled_folder_dataset([root], img_size, pipeline)
         for root, names in per_root.items()
     ]
 
 
 def build_datasets(cfg, args) -> list[tuple[str, object]]:
     """``[(source name, dataset), ...]`` to draw samples from."""
+    from mmssl.evaluation.folders import config_loader
     from mmssl.registry import DATASETS
 
     loader = cfg.get('test_dataloader') or cfg.get('val_dataloader')
@@ -130,7 +135,8 @@ def build_datasets(cfg, args) -> list[tuple[str, object]]:
         return [
             (osp.basename(osp.normpath(root)), DATASETS.build(ds))
             for root, ds in zip(
-                args.data_root, folder_dataset_cfgs(args.data_root, size)
+                args.data_root,
+                folder_dataset_cfgs(args.data_root, size, config_loader(cfg)),
             )
         ]
     if dataset_cfg is None:

@@ -7,7 +7,8 @@
 #
 # OUT_DIR gets summary.txt and all.log (every step's log). DINOV2_REFERENCE_ROOT is a
 # checkout of facebookresearch/dinov2 (its folder holding `dinov2/`); without
-# it the comparison with the reference is skipped.
+# it the comparison with the reference is skipped. ONLY="name name ..." runs
+# just the named steps (for a lease too short for all of them).
 set -uo pipefail
 OUT=${1:?OUT_DIR}
 REF=${2:-}
@@ -23,6 +24,9 @@ LOGS=$(mktemp -d)  # one log per step; all of them end up in OUT/all.log
 step() {  # step NAME SECONDS CMD...
     local name=$1 limit=$2
     shift 2
+    if [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" $name "* ]]; then
+        return 0
+    fi
     local start=$SECONDS
     timeout "$limit" "$@" >"$LOGS/$name.log" 2>&1
     local rc=$?
@@ -30,7 +34,7 @@ step() {  # step NAME SECONDS CMD...
     grep -E "$FIGURES" "$LOGS/$name.log" | tail -n 12 | tee -a "$SUMMARY"
     { echo "===== $name (rc $rc)"; cat "$LOGS/$name.log"; } >>"$OUT/all.log"
 }
-FIGURES='passed|failed|Error|ratio|median|peak|images/s|s/iter|data-wait|threads|torch [0-9]'
+FIGURES='passed|failed|Error|ratio|median|peak|images/s|s/iter|data-wait|threads|torch [0-9]|aten::|=====|Self CUDA time total'
 
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv \
     | tee -a "$SUMMARY"
@@ -44,6 +48,8 @@ if [ -n "$REF" ]; then
         --reference-root "$REF" --device cuda --batch 32 --repeats 10 --warmup 3
     step vs_reference_bf16 150 $PY tools/analysis_tools/benchmark_vs_reference.py \
         --reference-root "$REF" --device cuda --batch 32 --repeats 10 --warmup 3 --amp
+    step profile_bf16 120 $PY tools/dev/profile_backbone.py \
+        --reference-root "$REF" --device cuda --batch 32 --amp
     # mmssl-only features as extra rows (compile warms up longer)
     step vs_reference_variants 400 $PY tools/analysis_tools/benchmark_vs_reference.py \
         --reference-root "$REF" --device cuda --batch 32 --repeats 10 --warmup 5 \
@@ -60,4 +66,6 @@ step train_bf16_compile 240 $PY tools/analysis_tools/benchmark_train.py $CFG $B 
     --amp --compile $DATA optim_wrapper.dtype=bfloat16
 step train_fsdp_bf16 150 $PY -m torch.distributed.run --nproc_per_node 1 \
     tools/analysis_tools/benchmark_train.py $CFG $B --fsdp --amp $DATA
+step train_fsdp_compile 240 $PY -m torch.distributed.run --nproc_per_node 1 \
+    tools/analysis_tools/benchmark_train.py $CFG $B --fsdp --amp --compile $DATA
 echo "done" | tee -a "$SUMMARY"

@@ -2,14 +2,8 @@
 # made by tools/misc/make_demo_dataset.py), shared by the masked-image
 # demos: one 32 px random resized crop per image. The kNN evaluation on
 # data/demo/val comes from demo_knn.py.
-_base_ = ['./demo_knn.py']
+_base_ = ['./demo_train.py']
 
-data_preprocessor = dict(
-    type='SelfSupDataPreprocessor',
-    mean=[33.0, 33.0, 33.0],
-    std=[60.0, 60.0, 60.0],
-    to_rgb=True,
-)
 train_pipeline = [
     dict(type='LoadImageFromFile'),
     dict(
@@ -21,16 +15,4 @@ train_pipeline = [
     dict(type='PackInputs'),
 ]
 
-train_dataloader = dict(
-    batch_size=64,
-    num_workers=2,
-    persistent_workers=True,
-    drop_last=True,
-    sampler=dict(type='DefaultSampler', shuffle=True),
-    collate_fn=dict(type='default_collate'),
-    dataset=dict(
-        type='ImageFolderDataset',
-        data_root='data/demo/train',
-        pipeline=train_pipeline,
-    ),
-)
+train_dataloader = dict(dataset=dict(pipeline=train_pipeline))

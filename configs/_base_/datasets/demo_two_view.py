@@ -2,14 +2,8 @@
 # by tools/misc/make_demo_dataset.py), shared by the contrastive and
 # siamese demos: 32 px random resized crops with light colour jitter. The
 # kNN evaluation on data/demo/val comes from demo_knn.py.
-_base_ = ['./demo_knn.py']
+_base_ = ['./demo_train.py']
 
-data_preprocessor = dict(
-    type='SelfSupDataPreprocessor',
-    mean=[33.0, 33.0, 33.0],
-    std=[60.0, 60.0, 60.0],
-    to_rgb=True,
-)
 
 _view_pipeline = [
     dict(
@@ -29,16 +23,4 @@ train_pipeline = [
     dict(type='MultiView', num_views=2, transforms=[_view_pipeline]),
     dict(type='PackInputs'),
 ]
-train_dataloader = dict(
-    batch_size=64,
-    num_workers=2,
-    persistent_workers=True,
-    drop_last=True,
-    sampler=dict(type='DefaultSampler', shuffle=True),
-    collate_fn=dict(type='default_collate'),
-    dataset=dict(
-        type='ImageFolderDataset',
-        data_root='data/demo/train',
-        pipeline=train_pipeline,
-    ),
-)
+train_dataloader = dict(dataset=dict(pipeline=train_pipeline))

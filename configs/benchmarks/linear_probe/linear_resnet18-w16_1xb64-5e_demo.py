@@ -40,28 +40,27 @@ optim_wrapper = dict(
     type='OptimWrapper',
     optimizer=dict(type='SGD', lr=0.5, momentum=0.9, weight_decay=0.0),
 )
-_max_epochs = 5
+_max_epochs = 5  # the schedule and intervals below are run fractions
 param_scheduler = [
     dict(
         type='CosineAnnealingLR',
-        T_max=_max_epochs,
         by_epoch=True,
         begin=0,
-        end=_max_epochs,
+        end='100%',
         convert_to_iter_based=True,
     )
 ]
 train_cfg = dict(
     type='EpochBasedTrainLoop',
     max_epochs=_max_epochs,
-    val_interval=_max_epochs,
+    val_interval='100%',
 )
 val_cfg = dict()
 test_cfg = dict()
 auto_scale_lr = dict(base_batch_size=64)
 default_hooks = dict(
     logger=dict(interval=10),
-    checkpoint=dict(type='CheckpointHook', interval=_max_epochs),
+    checkpoint=dict(type='CheckpointHook', interval='100%'),
 )
 randomness = dict(seed=0)
 custom_hooks = [dict(type='PretrainedInitHook')]

@@ -94,24 +94,23 @@ optim_wrapper = dict(
     type='OptimWrapper',
     optimizer=dict(type='SGD', lr=0.1, momentum=0.9, weight_decay=0.0),
 )
-_max_epochs = 100
+_max_epochs = 100  # the schedule and intervals below are run fractions
 param_scheduler = [
     dict(
         type='CosineAnnealingLR',
-        T_max=_max_epochs,
         by_epoch=True,
         begin=0,
-        end=_max_epochs,
+        end='100%',
     )
 ]
 train_cfg = dict(
-    type='EpochBasedTrainLoop', max_epochs=_max_epochs, val_interval=10
+    type='EpochBasedTrainLoop', max_epochs=_max_epochs, val_interval='10%'
 )
 val_cfg = dict()
 test_cfg = dict()
 auto_scale_lr = dict(base_batch_size=1024)
 default_hooks = dict(
-    checkpoint=dict(type='CheckpointHook', interval=10, max_keep_ckpts=3)
+    checkpoint=dict(type='CheckpointHook', interval='10%', max_keep_ckpts=3)
 )
 # tools/test.py on this config also loads init_cfg (test-only runs).
 custom_hooks = [dict(type='PretrainedInitHook')]

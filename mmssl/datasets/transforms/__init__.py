@@ -4,6 +4,7 @@ from .color_jitter import HueSafeColorJitter
 from .loading import BadImageError, LoadImageRobust, scale_to_uint8
 from .mixed_resolution_crop import MixedResolutionMultiCrop
 from .multi_crop import MultiCrop
+from .multichannel_multi_crop import MultiChannelMultiCrop
 from .relative_loc import RelativeLocPatches
 from .rgb_only import RGB_ONLY, check_channel_pipeline
 from .tiff_loading import LoadMultiChannelTiff
@@ -16,6 +17,7 @@ from .volume_multi_crop import (
 
 __all__ = [
     'MultiCrop',
+    'MultiChannelMultiCrop',
     'MixedResolutionMultiCrop',
     'BlockwiseMaskGenerator',
     'blockwise_mask',

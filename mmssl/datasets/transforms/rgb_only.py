@@ -24,11 +24,13 @@ RGB_ONLY = {
     'ChannelIntensityJitter (its policies are PIL colour operations)',
     'RandAugment': 'RandomResizedCrop, RandomFlip and '
     'ChannelIntensityJitter (its policies are PIL colour operations)',
-    'MultiCrop': "MultiView with RandomResizedCrop(backend='cv2'), "
-    'RandomFlip and ChannelIntensityJitter per crop (MultiCrop works on '
+    'MultiCrop': 'MultiChannelMultiCrop (the same global and local crops '
+    'with flips and per-channel intensity jitter; MultiCrop works on '
     '3-channel uint8 images)',
-    'MixedResolutionMultiCrop': 'MultiView with RandomResizedCrop('
-    "backend='cv2'), RandomFlip and ChannelIntensityJitter per crop",
+    'MixedResolutionMultiCrop': 'MultiChannelMultiCrop (the same global '
+    'and local crops with flips and per-channel intensity jitter)',
+    'Solarize': 'leave it out (it inverts values above an 8-bit threshold, '
+    'which means nothing for scaled intensities)',
     'LoadImageRobust': 'one loader: LoadMultiChannelTiff',
 }
 

@@ -1,5 +1,6 @@
 """Log the config's learning rate as scheduled, not a param group's."""
 
+import math
 from typing import Any, Optional
 
 from mmengine.hooks import Hook
@@ -12,10 +13,12 @@ def scheduled_base_lr(optimizer: Any) -> Optional[float]:
 
     mmengine logs the ``lr`` of the first param group, which with
     layer-wise lr decay is a decayed value (e.g. the patch embedding's).
-    Param schedulers scale every group by the same factor, so the factor
-    is ``lr / initial_lr`` of any group with a positive ``initial_lr``;
-    the base lr is the optimizer's constructor ``lr`` (the config's, after
-    any ``--auto-scale-lr``).
+    Param schedulers scale every group by about the same factor (exactly,
+    but for an absolute ``eta_min``), so the factor is ``lr /
+    initial_lr`` of the group whose ``initial_lr`` is closest to the base
+    lr (exact when a group has the base lr, as heads usually do); the base
+    lr is the optimizer's constructor ``lr`` (the config's, after any
+    ``--auto-scale-lr``).
 
     Args:
         optimizer (torch.optim.Optimizer): The optimizer.
@@ -27,11 +30,13 @@ def scheduled_base_lr(optimizer: Any) -> Optional[float]:
     base = optimizer.defaults.get('lr')
     if base is None:
         return None
-    for group in optimizer.param_groups:
-        initial = group.get('initial_lr')
-        if initial:
-            return float(base) * group['lr'] / initial
-    return float(base)  # no scheduler: the lr is constant
+    groups = [g for g in optimizer.param_groups if g.get('initial_lr')]
+    if not groups or not base:
+        return float(base)  # no scheduler: the lr is constant
+    group = min(
+        groups, key=lambda g: abs(math.log(g['initial_lr'] / float(base)))
+    )
+    return float(base) * group['lr'] / group['initial_lr']
 
 
 @HOOKS.register_module()

@@ -21,7 +21,10 @@ class FreezeLastLayerHook(Hook):
 
     ``freeze_epochs`` may be fractional (e.g. resolved from a run fraction
     such as ``'1%'`` by ``SSLRunner``): the parameters are frozen for
-    ``round(freeze_epochs * iterations per epoch)`` iterations.
+    ``freeze_epochs * iterations per epoch`` iterations, placed like every
+    schedule point (:func:`mmssl.engine.runner.run_length.boundary`:
+    rounded, at least one iteration in a run of two or more, none in a
+    1-iteration run).
 
     Args:
         freeze_epochs (float): Epochs to freeze. Defaults to 1.
@@ -78,7 +81,12 @@ class FreezeLastLayerHook(Hook):
             return runner.iter < self.freeze_iters
         if float(self.freeze_epochs).is_integer():
             return runner.epoch < self.freeze_epochs
-        steps = round(self.freeze_epochs * len(runner.train_dataloader))
+        from mmssl.engine.runner.run_length import boundary
+
+        steps = boundary(
+            self.freeze_epochs * len(runner.train_dataloader),
+            getattr(runner, 'max_iters', None),
+        )
         return runner.iter < steps
 
     def before_train_iter(

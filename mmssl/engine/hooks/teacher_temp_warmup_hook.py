@@ -34,8 +34,10 @@ class TeacherTempWarmupHook(Hook):
 
     ``warmup_epochs`` may be a run fraction such as ``'30%'`` (resolved by
     ``SSLRunner``, see :mod:`mmssl.engine.runner.run_length`); fractional
-    epochs are rounded to whole iterations. In an iteration-based loop use
-    ``warmup_iters`` (a fraction of ``max_iters`` becomes that).
+    epochs become whole iterations as every schedule point does
+    (:func:`~mmssl.engine.runner.run_length.boundary`). In an
+    iteration-based loop use ``warmup_iters`` (a fraction of ``max_iters``
+    becomes that).
 
     Args:
         warmup_temp (float): Start temperature. Defaults to 0.04.
@@ -82,10 +84,15 @@ class TeacherTempWarmupHook(Hook):
             return warmup_value(
                 runner.epoch, self.warmup_epochs, self.warmup_temp, self.temp
             )
+        from mmssl.engine.runner.run_length import boundary
+
         iters_per_epoch = len(runner.train_dataloader)
         return warmup_value(
             runner.iter,
-            round(self.warmup_epochs * iters_per_epoch),
+            boundary(
+                self.warmup_epochs * iters_per_epoch,
+                getattr(runner, 'max_iters', None),
+            ),
             self.warmup_temp,
             self.temp,
         )

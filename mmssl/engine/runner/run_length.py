@@ -18,13 +18,14 @@ them with numbers:
 
 * epoch-based loop, ``max_epochs = E``: ``'p%'`` -> ``p / 100 * E`` epochs.
   A scheduler with ``convert_to_iter_based=True`` and hook ``*_epochs``
-  fields may get a fractional number of epochs (mmengine and mmssl's hooks
-  turn it into iterations); per-epoch schedulers and intervals are rounded
-  (intervals to at least 1). A ``*_iters`` field or an iteration-based
+  fields may get a fractional number of epochs (turned into iterations
+  once the data is loaded: :mod:`.scheduler_steps`, mmssl's hooks);
+  per-epoch schedulers are placed with :func:`boundary`, intervals are
+  rounded (to at least 1). A ``*_iters`` field or an iteration-based
   scheduler cannot be a fraction here (the number of iterations per epoch
   is known only once the data is loaded).
-* iteration-based loop, ``max_iters = I``: ``'p%'`` -> ``round(p / 100 *
-  I)`` iterations; epoch-based schedulers become iteration-based, a hook's
+* iteration-based loop, ``max_iters = I``: ``'p%'`` -> ``boundary(p / 100
+  * I, I)`` iterations; epoch-based schedulers become iteration-based, a hook's
   ``X_epochs`` fraction becomes ``X_iters``, ``interval`` counts
   iterations (``by_epoch=False``).
 
@@ -61,6 +62,31 @@ def _number(value: float) -> Any:
     return rounded if abs(value - rounded) < 1e-9 else value
 
 
+def boundary(position: float, total: Optional[int]) -> int:
+    """The step (iteration or epoch) where a schedule phase starts or ends.
+
+    ``position`` is rounded to the nearest step, but a point strictly
+    inside a run of ``total`` steps stays inside it: in ``[1, total - 1]``
+    when ``total >= 2`` (every phase of the schedule keeps at least one
+    step, a 10% warm-up of a 3-iteration run included), and at 0 when
+    ``total == 1`` (the single step belongs to the last phase: a
+    1-iteration run trains at the base lr, not at the warm-up's start).
+    Points at or beyond the ends are only rounded.
+
+    Args:
+        position (float): The point, in steps.
+        total (int, optional): The run length, in the same steps; None
+            (unknown): only rounded.
+
+    Returns:
+        int: The step.
+    """
+    step = int(round(position))
+    if total is not None and 0 < position < total:
+        step = min(max(step, 1), total - 1) if total >= 2 else 0
+    return step
+
+
 class RunLength:
     """How long a run is, from ``train_cfg``.
 
@@ -88,8 +114,12 @@ class RunLength:
         return _number(fraction * self.total)
 
     def count(self, fraction: float, at_least: int = 0) -> int:
-        """A whole number of the loop's units."""
+        """A whole number of the loop's units (a length)."""
         return max(at_least, int(round(fraction * self.total)))
+
+    def point(self, fraction: float) -> int:
+        """A whole step of the loop (see :func:`boundary`)."""
+        return boundary(fraction * self.total, self.total)
 
 
 def _where(place: str, key: str, value: Any, run: RunLength) -> str:
@@ -115,23 +145,22 @@ def _resolve_scheduler(
         )
     fine = run.by_epoch and sched.get('convert_to_iter_based', False)
 
-    def convert(value: Any) -> Any:
+    def convert(value: Any, key: str = 'begin') -> Any:
         fraction = parse_fraction(value)
         if fraction is None:
             return value
-        return run.epochs(fraction) if fine else run.count(fraction)
+        if fine:  # iterations once the data is loaded (schedulers_for_run)
+            return run.epochs(fraction)
+        if key == 'T_max':  # a length
+            return run.count(fraction, at_least=1)
+        return run.point(fraction)
 
     for key in fields:
         old = sched[key]
-        sched[key] = convert(old)
+        sched[key] = convert(old, key)
         notes.append(f'{_where(place, key, old, run)} -> {sched[key]}')
     if has_milestones:
         sched['milestones'] = [convert(m) for m in milestones]
-    begin, end = sched.get('begin', 0), sched.get('end')
-    if not fine and isinstance(end, int) and isinstance(begin, int):
-        # a short run: '10%' of 3 iterations rounds to 0; keep at least one
-        # step, as fractional_epochs_to_iters does for epoch loops
-        sched['end'] = max(end, begin + 1)
     if not run.by_epoch and by_epoch:
         # iteration-based loop: the scheduler now counts iterations
         sched['by_epoch'] = False
@@ -156,9 +185,9 @@ def _resolve_hook(
         elif key.endswith('_epochs'):
             new_key = key[: -len('_epochs')] + '_iters'
             del hook[key]
-            hook[new_key] = run.count(fraction)
+            hook[new_key] = run.point(fraction)
         elif key.endswith('_iters') and not run.by_epoch:
-            hook[key], new_key = run.count(fraction), key
+            hook[key], new_key = run.point(fraction), key
         else:
             raise ValueError(
                 f'{place}.{key}={old!r}: only `interval`, `*_epochs` and, '
@@ -243,8 +272,9 @@ def set_run_length(
 
     ``max_epochs`` sets ``train_cfg.max_epochs``. ``max_iters`` turns the
     loop into an ``IterBasedTrainLoop`` of that many iterations (its
-    ``val_interval`` kept); the run fractions of the config then count
-    iterations (:func:`resolve_run_fractions`).
+    ``val_interval`` kept, the log counting iterations); the run
+    fractions of the config then count iterations
+    (:func:`resolve_run_fractions`).
 
     Args:
         cfg (dict | mmengine.Config): The full config.
@@ -273,54 +303,6 @@ def set_run_length(
     if 'val_interval' in train_cfg:
         new['val_interval'] = train_cfg['val_interval']
     cfg['train_cfg'] = new
+    # log 'Iter(train) [3/3]', not 'Epoch(train) [1][3/2]'
+    cfg['log_processor'] = dict(cfg.get('log_processor') or {}, by_epoch=False)
     return f'run length: {max_iters} iterations (IterBasedTrainLoop)'
-
-
-def fractional_epochs_to_iters(scheduler: Any, epoch_length: int) -> Any:
-    """Turn a scheduler's fractional epochs into iterations, rounded.
-
-    mmengine converts ``convert_to_iter_based`` schedulers with ``int(x *
-    epoch_length)``, so a warm-up of 0.1 epoch in a 7-iteration epoch
-    becomes ``begin=0, end=0`` and fails. Here such values are rounded
-    instead and a scheduler keeps at least one iteration. Schedulers
-    whose epochs are whole numbers are returned unchanged (mmengine
-    converts them exactly as before).
-
-    Args:
-        scheduler (Any): A scheduler config (dict), a list of them, a dict
-            of lists (one per optimizer) or built schedulers.
-        epoch_length (int): Iterations per epoch.
-
-    Returns:
-        Any: The same structure with converted dicts.
-    """
-    if isinstance(scheduler, (list, tuple)):
-        return [fractional_epochs_to_iters(s, epoch_length) for s in scheduler]
-    if not isinstance(scheduler, dict):
-        return scheduler
-    if 'type' not in scheduler:  # one list per optimizer
-        return {
-            k: fractional_epochs_to_iters(v, epoch_length)
-            for k, v in scheduler.items()
-        }
-    values = [scheduler.get(k) for k in _SCHEDULER_FIELDS]
-    fractional = any(
-        isinstance(v, float) and not v.is_integer() and v != float('inf')
-        for v in values
-    )
-    if not (
-        fractional
-        and scheduler.get('convert_to_iter_based', False)
-        and scheduler.get('by_epoch', True)
-    ):
-        return scheduler
-    out = dict(scheduler, by_epoch=False)
-    out.pop('convert_to_iter_based')
-    for key in _SCHEDULER_FIELDS:
-        value = out.get(key)
-        if isinstance(value, (int, float)) and value != float('inf'):
-            out[key] = int(round(value * epoch_length))
-    begin = out.get('begin', 0)
-    if 'end' in out and out['end'] <= begin:
-        out['end'] = begin + 1
-    return out

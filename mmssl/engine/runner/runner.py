@@ -22,6 +22,9 @@ from mmengine.runner import Runner
 from torch import nn
 
 from mmssl.checkpoint import loading_policy
+from mmssl.checkpoint.warm_start import (
+    SCHEDULE_KEYS as WARM_START_SCHEDULE_KEYS,
+)
 from mmssl.datasets.worker_seed import seed_worker
 from mmssl.engine.optimizers.cpu_amp_optim_wrapper import amp_on_cpu
 from mmssl.launch.lock import RunLock, WorkDirBusyError
@@ -39,7 +42,8 @@ from .rank_buffers import (
     gather_rank_buffers,
     restore_rank_buffers,
 )
-from .run_length import fractional_epochs_to_iters, resolve_run_fractions
+from .run_length import resolve_run_fractions
+from .scheduler_steps import schedulers_for_run
 from .sharded_checkpoints import (
     load_sharded_weights,
     resume_sharded,
@@ -189,16 +193,20 @@ class SSLRunner(Runner):
         return super().build_model(model)
 
     def build_param_scheduler(self, scheduler):
-        """mmengine's, with fractional epochs rounded to iterations.
+        """mmengine's, after :func:`~.scheduler_steps.schedulers_for_run`.
 
-        See :func:`~.run_length.fractional_epochs_to_iters`.
+        Fractional epochs become whole iterations, empty phases of a short
+        run are dropped and one-step warm-ups get the step that ends them;
+        each change is logged.
         """
         if not isinstance(scheduler, (list, tuple, dict)):
             return super().build_param_scheduler(scheduler)
-        epoch_length = len(self.train_dataloader)
-        return super().build_param_scheduler(
-            fractional_epochs_to_iters(scheduler, epoch_length)
+        scheduler, notes = schedulers_for_run(
+            scheduler, len(self.train_dataloader), self.train_loop.max_iters
         )
+        if notes:
+            self.logger.info('param schedulers: ' + '; '.join(notes))
+        return super().build_param_scheduler(scheduler)
 
     def wrap_model(self, model_wrapper_cfg: Optional[Dict], model: nn.Module):
         """Wrap ``model``; adapt to CPU processes first when needed."""
@@ -254,6 +262,10 @@ class SSLRunner(Runner):
                 exit_code=signal_cfg.get('exit_code'),
             ),
         ]
+        warm_start = (self.cfg.get('model') or {}).get('warm_start') or {}
+        if any(k in warm_start for k in WARM_START_SCHEDULE_KEYS):
+            # the head-only phase and ramp of model.warm_start need it
+            hooks.append(dict(type='WarmStartHook'))
         if self.distributed:
             # Average BN running statistics over ranks after each epoch, so
             # every rank (and the checkpoint) ends with the same buffers.

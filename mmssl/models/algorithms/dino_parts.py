@@ -143,8 +143,7 @@ def global_masks(
         )
     masks = torch.stack([torch.as_tensor(s.mask) for s in data_samples])
     masks = masks.to(device)  # numpy masks from the pipeline too
-    if masks.dim() == 3:  # (B, G, Hp*Wp) already flat
-        masks = masks.unsqueeze(-1)
+    # (B, G, Hp, Wp) or already flat (B, G, Hp*Wp)
     batch, num_g = masks.shape[:2]
     if num_g != num_global:
         raise ValueError(

@@ -24,6 +24,11 @@ from typing import Callable, List, Optional, Sequence, Tuple
 import torch
 from torch import Tensor
 
+from mmssl.models.utils.drop_path import (
+    generator_kwargs,
+    subset_attention_backends,
+)
+
 Keep = Optional[List[Tensor]]  # one bool (B_g,) tensor per group, or None
 
 
@@ -131,7 +136,8 @@ def packed_residual(
     # An empty subset still runs the branch (on zero rows) so that every
     # parameter stays in the graph, as DDP needs.
     rows, kept = _kept_rows(groups, keep)
-    residual = branch(x.index_select(0, rows), kept)
+    with subset_attention_backends(x):
+        residual = branch(x.index_select(0, rows), kept)
     return torch.index_add(
         x, 0, rows, residual.to(x.dtype), alpha=1.0 / keep_prob
     )
@@ -170,10 +176,12 @@ def draw_keep(
     keep = []
     for (b, _), gen in zip(groups.sizes, gens):
         if rule == 'below':
-            u = torch.rand(b, device=device, generator=gen)
+            u = torch.rand(b, device=device, **generator_kwargs(gen))
             keep.append(u < keep_prob)
         else:
-            u = torch.rand(b, device=device, dtype=dtype, generator=gen)
+            u = torch.rand(
+                b, device=device, dtype=dtype, **generator_kwargs(gen)
+            )
             keep.append((keep_prob + u).floor().bool())
     return keep
 

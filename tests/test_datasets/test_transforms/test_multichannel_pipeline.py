@@ -145,7 +145,8 @@ def _dataset_with(transform: dict, root, channels=5):
         ),
         (dict(type='HueSafeColorJitter', hue=0.1), 'ChannelIntensityJitter'),
         (dict(type='RandomGrayscale', prob=0.2), 'drop_prob'),
-        (dict(type='MultiCrop'), 'MultiView with RandomResizedCrop'),
+        (dict(type='MultiCrop'), 'MultiChannelMultiCrop'),
+        (dict(type='Solarize', thr=128), 'leave it out'),
     ],
 )
 def test_rgb_only_transforms_refused(transform, fix, tmp_path):
@@ -165,6 +166,8 @@ def test_rgb_only_transforms_refuse_at_run_time():
     with pytest.raises(ValueError, match=r'HueSafeColorJitter.*5 channels'):
         jitter(dict(img=img5))
     crop = TRANSFORMS.build(dict(type='MultiCrop', global_size=16))
-    with pytest.raises(ValueError, match=r'MultiCrop.*5 channels.*MultiView'):
+    with pytest.raises(
+        ValueError, match=r'MultiCrop.*5 channels.*MultiChannelMultiCrop'
+    ):
         crop(dict(img=img5))
     jitter(dict(img=img5[..., :3].copy()))  # 3 channels: fine

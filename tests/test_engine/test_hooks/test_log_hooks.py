@@ -6,7 +6,7 @@ import pytest
 import torch
 from mmengine.hooks import LoggerHook
 from mmengine.logging import MessageHub
-from mmengine.optim import LinearLR
+from mmengine.optim import CosineAnnealingLR, LinearLR
 
 from mmssl.engine.hooks import BaseLRLogHook
 from mmssl.engine.hooks.base_lr_log_hook import scheduled_base_lr
@@ -28,6 +28,17 @@ def test_scheduled_base_lr_follows_the_scheduler_not_group_zero():
     # group 0 is at 0.02 * 0.25 = 0.005; the base lr at 0.1 * 0.25
     assert optimizer.param_groups[0]['lr'] == pytest.approx(0.005)
     assert scheduled_base_lr(optimizer) == pytest.approx(0.025)
+
+
+def test_scheduled_base_lr_is_exact_with_an_absolute_eta_min():
+    """A cosine to eta_min=0.01 moves group 0 (0.02) and the base group
+    (0.1) by different factors: the base group's lr is the logged one."""
+    optimizer = _layer_decayed_sgd()
+    cosine = CosineAnnealingLR(optimizer, T_max=2, eta_min=0.01, end=2)
+    optimizer.step()
+    cosine.step()
+    # halfway: 0.01 + (0.1 - 0.01) / 2 (group 0's factor would give 0.075)
+    assert scheduled_base_lr(optimizer) == pytest.approx(0.055)
 
 
 def test_hook_logs_base_lr_instead_of_group_zero_lr():

@@ -10,11 +10,12 @@ from mmengine.registry import PARAM_SCHEDULERS
 from mmssl.engine.hooks import FreezeLastLayerHook, TeacherTempWarmupHook
 from mmssl.engine.runner import SSLRunner
 from mmssl.engine.runner.run_length import (
-    fractional_epochs_to_iters,
+    boundary,
     parse_fraction,
     resolve_run_fractions,
     set_run_length,
 )
+from mmssl.engine.runner.scheduler_steps import schedulers_for_run
 from mmssl.utils.config import merge_cfg_options
 from mmssl.utils.config_compat import load_config_file
 
@@ -133,24 +134,40 @@ def test_set_run_length():
     assert cfg['train_cfg'] == dict(
         type='IterBasedTrainLoop', max_iters=40, val_interval='100%'
     )
+    assert cfg['log_processor'] == dict(by_epoch=False)
     assert set_run_length(cfg) is None
     with pytest.raises(ValueError, match='not both'):
         set_run_length(cfg, 1, 1)
 
 
-def test_fractional_epochs_round_to_at_least_one_iteration():
+def test_boundary_keeps_inner_points_inside_the_run():
+    assert boundary(0.3, 3) == 1  # a 10% warm-up of 3 iterations
+    assert boundary(2.9, 3) == 2  # the last phase keeps an iteration
+    assert boundary(1.5, 20) == 2 and boundary(7.0, 20) == 7
+    assert boundary(0.1, 1) == 0 and boundary(0.9, 1) == 0  # 1 iteration
+    assert boundary(0, 5) == 0 and boundary(5, 5) == 5
+    assert boundary(40.0, 20) == 40  # beyond the run: only rounded
+
+
+def test_schedulers_for_run_in_short_runs():
     scheds = [
         dict(type='LinearLR', end=0.05, convert_to_iter_based=True),
         dict(type='CosineAnnealingLR', begin=0.1, end=2, T_max=1.9),
         dict(type='CosineAnnealingLR', begin=0.5, end=2.0, by_epoch=True),
         dict(type='ConstantLR', begin=1, end=2, convert_to_iter_based=True),
+        dict(type='CosineAnnealingLR', end=2, convert_to_iter_based=True),
     ]
-    warmup, cosine, per_epoch, whole = fractional_epochs_to_iters(scheds, 7)
-    assert warmup == dict(type='LinearLR', end=1, by_epoch=False)
+    out, notes = schedulers_for_run(scheds, 7, 14)
+    warmup, cosine, per_epoch, ramp, whole = out
+    # 0.35 iteration -> 1, then one more so that it ends (back at 1.0)
+    assert warmup == dict(type='LinearLR', end=2, by_epoch=False)
     assert cosine is scheds[1]  # not convert_to_iter_based: left alone
     assert per_epoch is scheds[2]
-    assert whole is scheds[3]  # whole epochs: mmengine converts them
-    converted = fractional_epochs_to_iters(
+    # ramps are converted here (7 -> 14), whole epochs of others by mmengine
+    assert ramp == dict(type='ConstantLR', begin=7, end=14, by_epoch=False)
+    assert whole is scheds[4]
+    assert len(notes) == 1 and 'LinearLR over one iteration' in notes[0]
+    converted, _ = schedulers_for_run(
         dict(
             type='CosineAnnealingLR',
             begin=0.5,
@@ -159,12 +176,21 @@ def test_fractional_epochs_round_to_at_least_one_iteration():
             convert_to_iter_based=True,
         ),
         10,
+        20,
     )
     assert (converted['begin'], converted['end'], converted['T_max']) == (
         5,
         20,
         15,
     )
+    # a 1-iteration run: the warm-up phase is empty and dropped
+    iters = [
+        dict(type='LinearLR', begin=0, end=0, by_epoch=False),
+        dict(type='CosineAnnealingLR', begin=0, end=1, by_epoch=False),
+    ]
+    out, notes = schedulers_for_run({'a': iters}, 1, 1)
+    assert out == {'a': [iters[1]]} and 'dropped' in notes[0]
+    assert schedulers_for_run(iters[0], 1, 1)[0] == []  # a lone one
 
 
 def test_fractional_epoch_hooks_count_iterations():
@@ -189,6 +215,16 @@ def test_fractional_epoch_hooks_count_iterations():
     iters = TeacherTempWarmupHook(0.04, 0.07, warmup_iters=3)
     runner.iter = 1
     assert iters.value(runner) == pytest.approx(0.055)
+    # a short run (20 iterations): 0.04 and 0.01 epochs (0.4 and 0.1
+    # iterations) keep one iteration, as the lr warm-up does
+    runner.max_iters, runner.iter = 20, 0
+    short = TeacherTempWarmupHook(0.04, 0.07, warmup_epochs=0.04)
+    freeze = FreezeLastLayerHook(freeze_epochs=0.01)
+    assert short.value(runner) == pytest.approx(0.04)
+    assert freeze.is_frozen(runner)
+    runner.iter = 1
+    assert short.value(runner) == pytest.approx(0.07)
+    assert not freeze.is_frozen(runner)
 
 
 CUSTOM = sorted(glob.glob(osp.join(ROOT, 'configs/dinov2/*custom*.py')))
@@ -226,7 +262,9 @@ def test_max_epochs_alone_moves_every_schedule(config, tmp_path):
     optim_wrapper = runner.build_optim_wrapper(runner.optim_wrapper)
     ends = []
     # as SSLRunner.build_param_scheduler does once the data is loaded
-    scheds = fractional_epochs_to_iters(runner.param_schedulers, epoch_length)
+    scheds, _ = schedulers_for_run(
+        runner.param_schedulers, epoch_length, epochs * epoch_length
+    )
     for sched_cfg in scheds:
         sched = PARAM_SCHEDULERS.build(
             dict(sched_cfg),
@@ -245,13 +283,19 @@ def test_max_epochs_alone_moves_every_schedule(config, tmp_path):
     assert runner._train_loop['max_epochs'] == epochs
 
 
-def _inherited_configs() -> list:
+def _inherited_configs(custom: bool = False) -> list:
     """ImageNet configs built on an ``mmpretrain::`` base (the custom ones
-    inherit their schedules)."""
+    inherit their schedules; ``custom=True``: those children)."""
     out = []
     for path in sorted(glob.glob(osp.join(ROOT, 'configs/*/*_in1k*.py'))):
         if 'mmpretrain::' in open(path).read():
             out.append(path)
+    if custom:
+        return sorted(
+            p
+            for p in glob.glob(osp.join(ROOT, 'configs/*/*_custom*.py'))
+            if any(osp.basename(b) in open(p).read() for b in out)
+        )
     return out
 
 
@@ -262,14 +306,16 @@ NO_STEP = ('deepcluster',)
 @pytest.mark.parametrize('config', _inherited_configs(), ids=osp.basename)
 def test_max_epochs_moves_inherited_schedules(config):
     """`--max-epochs 2` on a config from an mmpretrain base: every lr/wd
-    scheduler begins and ends within the 2 epochs, the last at 2, and
-    step milestones fall within them."""
-    if osp.basename(config).startswith(NO_STEP):
-        pytest.skip('its MultiStepLR milestone lies after the run')
+    scheduler begins and ends within the 2 epochs, the last at 2, step
+    milestones fall within them, and so does the checkpoint interval."""
     args = _train_tool().parse_args([config, '--max-epochs', '2'])
     cfg = load_config_file(args.config)
     set_run_length(cfg, args.max_epochs, args.max_iters)
     resolve_run_fractions(cfg)
+    # the checkpoint interval too (was 1 or 10 epochs)
+    assert 1 <= cfg.default_hooks.checkpoint.interval <= 2
+    if osp.basename(config).startswith(NO_STEP):
+        return  # its MultiStepLR milestone lies after the run
     ends = []
     for sched in cfg.param_scheduler:
         if 'milestones' in sched:  # step schedules: steps within the run
@@ -280,3 +326,16 @@ def test_max_epochs_moves_inherited_schedules(config):
         assert 'T_max' not in sched  # end - begin, as the run is
         ends.append(sched['end'])
     assert max(ends) == 2
+
+
+@pytest.mark.parametrize('config', _inherited_configs(True), ids=osp.basename)
+def test_max_epochs_moves_inherited_checkpoint_intervals(config):
+    """`--max-epochs 2` (tools/train.py flags) on the _custom child of a
+    config from an mmpretrain base: the checkpoint interval is a run
+    fraction and lands within the 2 epochs (it stayed at 10 epochs)."""
+    args = _train_tool().parse_args([config, '--max-epochs', '2'])
+    cfg = load_config_file(args.config)
+    assert parse_fraction(cfg.default_hooks.checkpoint.interval) is not None
+    set_run_length(cfg, args.max_epochs, args.max_iters)
+    resolve_run_fractions(cfg)
+    assert 1 <= cfg.default_hooks.checkpoint.interval <= 2

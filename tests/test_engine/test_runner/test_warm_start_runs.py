@@ -25,8 +25,7 @@ def _cfg(root, work_dir, iters, **warm_start):
         checkpoint=dict(interval=2, by_epoch=False, max_keep_ckpts=-1),
     )
     if warm_start:
-        cfg.model.warm_start = warm_start
-        cfg.custom_hooks.append(dict(type='WarmStartHook'))
+        cfg.model.warm_start = warm_start  # the runner adds WarmStartHook
     return cfg
 
 
@@ -88,3 +87,27 @@ def test_stages_chain_and_warm_start_schedule_resumes(
         warm, str(tmp_path / 'w' / 'iter_2.pth'), str(tmp_path / 'r')
     )[0]
     assert max_abs_diff(straight, resumed) == 0.0
+
+
+@pytest.mark.parametrize(
+    'warm_start, added',
+    [
+        (dict(checkpoint='x.pth'), False),  # no schedule: no hook
+        (dict(checkpoint='x.pth', head_iters=5), True),
+        (dict(checkpoint='x.pth', ramp_iters=5), True),
+        (dict(checkpoint='x.pth', unfreeze=2), True),
+    ],
+)
+def test_warm_start_schedule_adds_its_hook(warm_start, added):
+    # (register_hooks skips a default hook whose type the config lists)
+    from types import SimpleNamespace
+
+    from mmengine.config import Config
+
+    from mmssl.engine.runner.runner import SSLRunner
+
+    fake = SimpleNamespace(
+        cfg=Config(dict(model=dict(warm_start=warm_start))), distributed=False
+    )
+    types = [h['type'] for h in SSLRunner.default_custom_hooks(fake)]
+    assert ('WarmStartHook' in types) == added

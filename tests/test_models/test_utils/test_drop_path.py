@@ -142,3 +142,27 @@ def test_backbone_uniform_schedule_and_exact_eval():
     lin.load_state_dict(ref.state_dict())  # same keys, strict
     x = torch.randn(2, 3, 28, 28)
     assert torch.equal(lin(x)[0], ref(x)[0])
+
+
+def test_compiled_with_changing_batch_sizes():
+    # Dynamo makes the batch size symbolic after the second size; the keep
+    # mask's torch.rand then failed with 'SymIntArrayRef expected to
+    # contain only concrete integers' (seen on an H200 with
+    # benchmark_train.py --compile). The global RNG is the training case.
+    lin = nn.Linear(4, 4)
+
+    def step(x):
+        return drop_add_residual(x, lin, 0.5, training=True)
+
+    compiled = torch.compile(step)
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for b in (4, 6, 5, 7):
+            x = torch.randn(b, 3, 4)
+            out = compiled(x)
+            assert out.shape == x.shape
+            full = x + lin(x) / 0.5
+            for row in range(b):  # each row dropped or kept-and-scaled
+                assert torch.allclose(out[row], x[row]) or torch.allclose(
+                    out[row], full[row], atol=1e-6
+                )

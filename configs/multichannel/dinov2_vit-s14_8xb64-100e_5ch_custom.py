@@ -1,0 +1,121 @@
+# DINOv2 (Oquab et al. 2023, https://arxiv.org/abs/2304.07193) ViT-S/14
+# on YOUR folder of multi-channel TIFFs (microscopy: 4 to 6 fluorescence
+# channels, 8- or 16-bit, (C, H, W) or (H, W, C) files, any sub-folder
+# layout; every .tif/.tiff below data_root is used, unreadable files are
+# skipped and named). The DINOv2 recipe of
+# configs/dinov2/dinov2_vit-s14_8xb128-100e_in1k.py (2 x 224 + 8 x 96
+# crops, iBOT masks, Sinkhorn-Knopp, KoLeo, LayerScale, layer-wise lr
+# decay) with channel-aware parts: the patch embedding takes C channels,
+# MultiChannelMultiCrop replaces the RGB colour jitter, grayscale and
+# solarization by per-channel intensity jitter and channel drop (and adds
+# vertical flips), and the preprocessor normalises each channel.
+# Needs tifffile:
+#   pip install -e ".[multichannel]"
+# Copy this file and set the four lines below (docs/en/multichannel.md):
+# the channel count, the folder, and the per-channel mean/std printed by
+#   python tools/misc/channel_stats.py /path/to/tiffs --channels 5
+# then
+#   bash tools/dist_train.sh configs/multichannel/MY_CELLS.py 8
+# Official DINOv2 weights have 3 input channels: their patch embedding
+# does not load into a C-channel model (train from scratch).
+_base_ = [
+    '../_base_/models/dinov2_vit-s14.py',
+    '../_base_/schedules/dino_family_100e.py',
+]
+
+_channels = 5
+_data_root = 'data/custom_tiffs'
+# per-channel statistics after the loader's percentile scaling ([0, 1])
+_mean = [0.2, 0.2, 0.2, 0.2, 0.2]
+_std = [0.2, 0.2, 0.2, 0.2, 0.2]
+_patch_size = 14
+
+train_pipeline = [
+    dict(
+        type='LoadMultiChannelTiff',
+        channels=_channels,
+        layout='auto',
+        scale='percentile',
+        percentiles=(1.0, 99.8),
+    ),
+    # DINOv2's crops; RGB-only MultiCrop, ColorJitter, RandomGrayscale,
+    # GaussianBlur (PIL) or Solarize are refused in this pipeline
+    dict(
+        type='MultiChannelMultiCrop',
+        num_global_crops=2,
+        num_local_crops=8,
+        global_size=224,
+        local_size=98,  # 7 patches of 14 (DINOv2's official local size)
+        global_scale=(0.32, 1.0),
+        local_scale=(0.05, 0.32),
+        jitter=dict(
+            brightness=0.4, contrast=0.4, gamma=0.3, drop_prob=0.1, prob=0.8
+        ),
+    ),
+    dict(
+        type='PackInputs',
+        meta_keys=('sample_idx', 'img_path', 'num_global_crops'),
+    ),
+]
+train_dataloader = dict(
+    batch_size=64,
+    num_workers=8,
+    persistent_workers=True,
+    pin_memory=True,
+    drop_last=True,
+    sampler=dict(type='DefaultSampler', shuffle=True),
+    collate_fn=dict(
+        type='mmssl.block_mask_collate',
+        patch_size=_patch_size,
+        mask_ratio=(0.1, 0.5),
+        mask_prob=0.5,
+    ),
+    dataset=dict(
+        type='ImageFolderDataset',
+        data_root=_data_root,
+        extensions=('.tif', '.tiff'),
+        max_bad_ratio=0.05,
+        pipeline=train_pipeline,
+    ),
+)
+
+model = dict(
+    data_preprocessor=dict(
+        _delete_=True,
+        type='MultiChannelDataPreprocessor',
+        mean=_mean,
+        std=_std,
+    ),
+    backbone=dict(in_channels=_channels),
+)
+
+optim_wrapper = dict(
+    type='NaNGuardOptimWrapper',
+    max_consecutive_skips=10,
+    optimizer=dict(
+        type='AdamW', lr=0.004, betas=(0.9, 0.999), weight_decay=0.04
+    ),
+    clip_grad=dict(max_norm=3.0),
+    constructor='LayerDecayOptimWrapperConstructor',
+    paramwise_cfg=dict(
+        layer_decay_rate=0.9,
+        flat_decay_mult=0.0,  # no decay on biases, norms, LayerScale
+        custom_keys={'patch_embed': dict(lr_mult=0.2)},
+    ),
+)
+custom_hooks = [
+    dict(type='BadFileSummaryHook', interval=50),
+    dict(type='TeacherEMAHook', momentum=0.992, end_momentum=1.0),
+    dict(
+        type='TeacherTempWarmupHook',
+        warmup_temp=0.04,
+        temp=0.07,
+        warmup_epochs='30%',
+        by_epoch=False,
+    ),
+    dict(type='FreezeLastLayerHook', freeze_epochs='1%'),
+]
+# DINOv2 rule: lr 0.004 at a total batch of 1024, scaled with
+# sqrt(total batch / 1024) by tools/train.py --auto-scale-lr
+auto_scale_lr = dict(base_batch_size=1024, rule='sqrt')
+env_cfg = dict(dist_cfg=dict(backend='nccl'))

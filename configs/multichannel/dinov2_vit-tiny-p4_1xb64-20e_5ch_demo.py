@@ -1,0 +1,181 @@
+# DINOv2 (Oquab et al. 2023, https://arxiv.org/abs/2304.07193) on 5-channel
+# 16-bit TIFFs: the 4-block ViT of width 64 with 4-pixel patches of the
+# DINOv2 demo, taking 5 input channels (in_channels=5), 2 global 32x32 +
+# 4 local 16x16 crops made by MultiChannelMultiCrop (crops, horizontal and
+# vertical flips, per-channel intensity jitter, light blur; no RGB colour
+# jitter, grayscale or solarization), iBOT masks,
+# Sinkhorn-Knopp targets and KoLeo; per-channel normalisation by
+# MultiChannelDataPreprocessor. CPU demo on the synthetic 'cells' (3
+# classes told apart only by which channels light up together), ending
+# with kNN top-1 on data/multichannel/val (README.md for the figures).
+# Small-data choices as in configs/dinov2/dinov2_vit-tiny-p4_1xb64-10e_demo.py
+# (lr 1e-3, teacher temperature 0.04, momentum 0.99 -> 1, no LayerScale),
+# plus the Xavier init of the 3D DINO demo.
+#   pip install -e ".[multichannel]"   # tifffile
+#   python tools/misc/make_multichannel_dataset.py data/multichannel
+#   python tools/train.py \
+#       configs/multichannel/dinov2_vit-tiny-p4_1xb64-20e_5ch_demo.py
+_base_ = [
+    '../_base_/datasets/multichannel_knn.py',
+    '../_base_/default_runtime.py',
+]
+
+_channels = 5
+_num_global_crops = 2
+_num_local_crops = 4
+_patch_size = 4
+_n_prototypes = 256
+
+# mean/std of each channel after percentile scaling, over the train split
+# (python tools/misc/channel_stats.py data/multichannel/train --channels 5)
+data_preprocessor = dict(
+    type='MultiChannelDataPreprocessor',
+    mean=[0.2125, 0.2388, 0.2435, 0.2432, 0.2489],
+    std=[0.1654, 0.1967, 0.1978, 0.1969, 0.1985],
+)
+
+train_pipeline = [
+    dict(type='LoadMultiChannelTiff', channels=_channels, scale='percentile'),
+    dict(
+        type='MultiChannelMultiCrop',
+        num_global_crops=_num_global_crops,
+        num_local_crops=_num_local_crops,
+        global_size=32,
+        local_size=16,
+        global_scale=(0.4, 1.0),
+        local_scale=(0.1, 0.4),
+        # no channel drop: the class is which channels light up together
+        jitter=dict(
+            brightness=0.4, contrast=0.4, gamma=0.3, drop_prob=0.0, prob=0.8
+        ),
+        global_blur_prob=(0.5, 0.1),  # light blur: cells are 4-8 px wide
+        local_blur_prob=0.2,
+        blur_kernel_size=3,
+    ),
+    dict(type='PackInputs'),
+]
+train_dataloader = dict(
+    batch_size=64,
+    num_workers=2,
+    persistent_workers=True,
+    drop_last=True,
+    sampler=dict(type='DefaultSampler', shuffle=True),
+    # reference DINOv2 iBOT masks: half of the global crops of a batch
+    collate_fn=dict(
+        type='mmssl.block_mask_collate',
+        patch_size=_patch_size,
+        mask_ratio=(0.1, 0.5),
+        mask_prob=0.5,
+        min_num_patches=4,
+    ),
+    dataset=dict(
+        type='ImageFolderDataset',
+        data_root='data/multichannel/train',
+        extensions=('.tif', '.tiff'),
+        pipeline=train_pipeline,
+    ),
+)
+
+_head = dict(
+    type='DINOHead',
+    in_channels='auto',  # the backbone's width
+    n_prototypes=_n_prototypes,
+    hidden_channels=256,
+    bottleneck_channels=64,
+    norm_last_layer=False,
+)
+model = dict(
+    type='DINOv2',
+    data_preprocessor=data_preprocessor,
+    num_global_crops=_num_global_crops,
+    backbone=dict(
+        type='DINOVisionTransformer',
+        arch=dict(
+            embed_dims=64, num_layers=4, num_heads=4, feedforward_channels=256
+        ),
+        img_size=32,
+        patch_size=_patch_size,
+        in_channels=_channels,
+        layer_scale_init_value=0.0,  # see the header
+        drop_path_rate=0.0,
+        out_type='raw',
+        # at width 64, trunc-normal(0.02) blocks start as near-identities
+        init_cfg=[dict(type='Xavier', layer='Linear', distribution='uniform')],
+    ),
+    head=_head,
+    patch_head=None,  # shared with the CLS head; a dict gives a separate one
+    loss=dict(
+        type='DINOLoss', out_dim=_n_prototypes, centering='sinkhorn_knopp'
+    ),
+    ibot_loss=dict(
+        type='iBOTPatchLoss', out_dim=_n_prototypes, centering='sinkhorn_knopp'
+    ),
+    koleo_loss=dict(type='KoLeoLoss'),
+    loss_weights=dict(dino=1.0, ibot=1.0, koleo=0.1),
+)
+
+optim_wrapper = dict(
+    type='NaNGuardOptimWrapper',
+    max_consecutive_skips=10,
+    optimizer=dict(
+        type='AdamW', lr=1e-3, betas=(0.9, 0.999), weight_decay=0.04
+    ),
+    clip_grad=dict(max_norm=3.0),
+    constructor='LayerDecayOptimWrapperConstructor',
+    paramwise_cfg=dict(
+        layer_decay_rate=0.9,
+        flat_decay_mult=0.0,
+        custom_keys={'patch_embed': dict(lr_mult=0.2)},
+    ),
+)
+param_scheduler = [
+    dict(
+        type='LinearLR',
+        start_factor=1e-3,
+        by_epoch=True,
+        begin=0,
+        end='10%',
+        convert_to_iter_based=True,
+    ),
+    dict(
+        type='CosineAnnealingLR',
+        eta_min=1e-6,
+        by_epoch=True,
+        begin='10%',
+        end='100%',
+        convert_to_iter_based=True,
+    ),
+    dict(
+        type='CosineAnnealingParamScheduler',
+        param_name='weight_decay',
+        eta_min_ratio=10.0,
+        by_epoch=True,
+        begin=0,
+        end='100%',
+        convert_to_iter_based=True,
+    ),
+]
+custom_hooks = [
+    dict(type='BadFileSummaryHook', interval=50),
+    dict(type='TeacherEMAHook', momentum=0.99, end_momentum=1.0),
+    dict(
+        type='TeacherTempWarmupHook',
+        warmup_temp=0.04,
+        temp=0.04,
+        warmup_epochs=0,
+        by_epoch=False,
+    ),
+    dict(type='FreezeLastLayerHook', freeze_epochs='10%'),
+]
+# Every length above and below is a fraction of the run (docs/en/config.md)
+train_cfg = dict(
+    type='EpochBasedTrainLoop', max_epochs=20, val_interval='100%'
+)
+# DINOv2 rule: lr scales with sqrt(total batch / base_batch_size) when
+# tools/train.py --auto-scale-lr is given.
+auto_scale_lr = dict(base_batch_size=64, rule='sqrt')
+default_hooks = dict(
+    logger=dict(interval=10),
+    checkpoint=dict(interval='100%', max_keep_ckpts=1),
+)
+randomness = dict(seed=0)
