@@ -99,8 +99,9 @@ def _readout(outs):
 def test_compiled_blocks_two_crop_sizes_and_packing(cls, packed):
     # Two crop sizes with drop path: the batch size inside a block varies
     # (crop groups, kept subsets), so dynamo must trace a dynamic batch.
-    # Compiling whole blocks failed there (torch.rand of a symbolic batch
-    # size); forward_packed used to bypass the compiled blocks entirely.
+    # Compiling whole DINOBlocks failed there (torch.rand of a symbolic
+    # batch size with generator=None); forward_packed used to bypass the
+    # compiled blocks entirely.
     torch._dynamo.reset()
     backend = CountingBackend()
     kw = dict(drop_path_rate=0.5, out_type='raw')
