@@ -11,6 +11,25 @@ from mmssl.registry import METRICS
 from ..functional import topk_accuracy, weighted_knn_scores
 
 
+def split_bank_query(results: list, metric: str = 'KNNAccuracy'):
+    """(bank features, bank labels, query features, query labels) of the
+    ``(feat, label, is_bank)`` results of a feature metric."""
+    bank = [r for r in results if r[2]]
+    query = [r for r in results if not r[2]]
+    if not bank or not query:
+        raise ValueError(
+            f'{metric} needs bank and query samples, got {len(bank)} '
+            f'bank and {len(query)} query samples. Use a KNNDataset '
+            'with a labelled `bank` (train) and `query` (val) split.'
+        )
+    return (
+        torch.stack([r[0] for r in bank]),
+        torch.tensor([r[1] for r in bank]),
+        torch.stack([r[0] for r in query]),
+        torch.tensor([r[1] for r in query]),
+    )
+
+
 @METRICS.register_module()
 class KNNAccuracy(BaseMetric):
     """Weighted kNN accuracy (Wu et al. 2018, as in DINO's evaluation).
@@ -61,18 +80,9 @@ class KNNAccuracy(BaseMetric):
             )
 
     def compute_metrics(self, results: list) -> dict:
-        bank = [r for r in results if r[2]]
-        query = [r for r in results if not r[2]]
-        if not bank or not query:
-            raise ValueError(
-                f'KNNAccuracy needs bank and query samples, got {len(bank)} '
-                f'bank and {len(query)} query samples. Use a KNNDataset '
-                'with a labelled `bank` (train) and `query` (val) split.'
-            )
-        bank_feats = torch.stack([r[0] for r in bank])
-        bank_labels = torch.tensor([r[1] for r in bank])
-        query_feats = torch.stack([r[0] for r in query])
-        query_labels = torch.tensor([r[1] for r in query])
+        bank_feats, bank_labels, query_feats, query_labels = split_bank_query(
+            results, type(self).__name__
+        )
         num_classes = int(max(bank_labels.max(), query_labels.max())) + 1
         scores = weighted_knn_scores(
             query_feats,
@@ -84,8 +94,8 @@ class KNNAccuracy(BaseMetric):
         )
         acc = topk_accuracy(scores, query_labels, self.topk)
         print_log(
-            f'kNN (k={self.k}, T={self.temperature}) on {len(query)} '
-            f'queries against a bank of {len(bank)}: '
+            f'kNN (k={self.k}, T={self.temperature}) on {len(query_feats)} '
+            f'queries against a bank of {len(bank_feats)}: '
             + ', '.join(f'{n}={v:.2f}' for n, v in acc.items()),
             logger='current',
         )
