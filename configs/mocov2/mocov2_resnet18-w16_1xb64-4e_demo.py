@@ -9,14 +9,14 @@ _base_ = [
 ]
 
 
-# Three changes from the ImageNet recipe make it learn in the demo's 88
+# Two changes from the ImageNet recipe make it learn in the demo's 88
 # iterations (README.md, "Why the demo differs"): a BatchNorm in the
 # projector (MoCo v2's fc-ReLU-fc gives every image of a random network
-# nearly the same projection, cosine 0.93), a queue of 4 batches instead of
-# 70% of the 1,438 images (which held a stale key of the query's own image
-# for a quarter of the queries), and a key encoder that follows the online
-# one (mmpretrain's `momentum` is the online weight of each EMA update:
-# 0.01 keeps the keys near the random init for the whole run).
+# nearly the same projection, cosine 0.93) and a key encoder that follows
+# the online one (mmpretrain's `momentum` is the online weight of each EMA
+# update: 0.01 keeps the keys near the random init for the whole run). The
+# queue is 4 batches, not 73% of an epoch (which held a stale key
+# of the query's own image as a negative for a quarter of the queries).
 model = dict(
     type='MoCo',
     queue_len=256,
