@@ -16,13 +16,15 @@ class DenseCLBNNeck(DenseCLNeck):
     From a random ResNet those heads give every image nearly the same
     vector (the pooled features are all positive after the last ReLU):
     on the demo digits the cosine between two images' projections is about
-    0.93 at initialisation, so the contrastive softmax starts almost
-    uniform and a short run barely leaves that point. A BatchNorm after
-    the hidden layer (fc-BN-ReLU-fc and 1x1conv-BN-ReLU-1x1conv, the
-    projector of SimCLR, BYOL and MoCo v3) centres the hidden units over
-    the batch, and the same projections start nearly orthogonal (cosine
-    about 0 +- 0.2). The outputs and their shapes are those of
-    ``DenseCLNeck``.
+    0.93 at initialisation (measured with MoCo v2's identical fc-ReLU-fc),
+    so the contrastive softmax starts almost uniform and a short run
+    barely leaves that point. A BatchNorm after the hidden layer
+    (fc-BN-ReLU-fc and 1x1conv-BN-ReLU-1x1conv, the projector of SimCLR,
+    BYOL and MoCo v3) centres the hidden units over the batch; with a
+    BatchNorm on the outputs too (``with_last_bn=True``, as the demo and
+    ``NonLinearNeck``'s default) the projections start nearly orthogonal
+    (cosine about 0 +- 0.2, measured with ``NonLinearNeck``). The outputs and their shapes are those of
+    ``DenseCLNeck``. The DenseCL demo uses it (configs/densecl/README.md).
 
     Args:
         in_channels (int): Backbone channels.
