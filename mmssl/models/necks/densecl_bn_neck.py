@@ -23,8 +23,9 @@ class DenseCLBNNeck(DenseCLNeck):
     BYOL and MoCo v3) centres the hidden units over the batch; with a
     BatchNorm on the outputs too (``with_last_bn=True``, as the demo and
     ``NonLinearNeck``'s default) the projections start nearly orthogonal
-    (cosine about 0 +- 0.2, measured with ``NonLinearNeck``). The outputs and their shapes are those of
-    ``DenseCLNeck``. The DenseCL demo uses it (configs/densecl/README.md).
+    (cosine about 0 +- 0.2, measured with ``NonLinearNeck``). The
+    outputs and their shapes are those of ``DenseCLNeck``. The DenseCL
+    demo uses it (configs/densecl/README.md).
 
     Args:
         in_channels (int): Backbone channels.
