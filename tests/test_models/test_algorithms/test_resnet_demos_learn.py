@@ -1,0 +1,137 @@
+"""ResNet demos learn: trained kNN beats the BatchNorm-recalibrated baseline.
+
+A ResNet demo's random-init kNN is no fair baseline: its BatchNorm
+statistics (mean 0, variance 1) fit no data, and training replaces them
+even at learning rate 0. The baseline here is the demo network at random
+init with its BatchNorm statistics re-estimated on the kNN bank
+(``tools/misc/knn_eval.py CONFIG --bn-recalibrate``); see
+docs/en/model_zoo.md, "BatchNorm demos".
+"""
+
+import os.path as osp
+
+import pytest
+import torch
+from mmengine.config import Config
+from mmengine.hooks import Hook
+from torch.utils.data import DataLoader
+
+from mmssl.engine.runner import build_runner
+from mmssl.evaluation.bn_recalibration import recalibrate_batchnorm
+
+ROOT = osp.dirname(
+    osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+)
+
+
+def _cfg(config, data_root, work_dir):
+    cfg = Config.fromfile(osp.join(ROOT, config))
+    cfg.work_dir = str(work_dir)
+    cfg.train_dataloader.dataset.data_root = osp.join(data_root, 'train')
+    cfg.train_dataloader.num_workers = 0
+    cfg.train_dataloader.persistent_workers = False
+    for key in ('val_dataloader', 'test_dataloader'):
+        cfg[key].dataset.bank.data_root = data_root
+        cfg[key].dataset.query.data_root = data_root
+        cfg[key].num_workers = 0
+    # the end-of-training kNN is the test() below: run it once
+    cfg.val_cfg = cfg.val_dataloader = cfg.val_evaluator = None
+    cfg.default_hooks.checkpoint = dict(type='CheckpointHook', interval=100)
+    cfg.default_hooks.logger = dict(type='LoggerHook', interval=10)
+    return cfg
+
+
+class _StopAfter(Hook):
+    """Ends the run after ``epochs`` epochs, its schedules unchanged."""
+
+    def __init__(self, epochs: int):
+        self.epochs = epochs
+
+    def after_train_epoch(self, runner):
+        if runner.epoch + 1 >= self.epochs:  # counted after this hook
+            runner.train_loop.stop_training = True
+
+
+def _recalibrated_baseline(config, data_root, work_dir) -> float:
+    """kNN top-1 at random init after BatchNorm recalibration on the bank,
+    as ``knn_eval.py --bn-recalibrate`` does (batches of the kNN loader,
+    shuffled with seed 0, read with the kNN pipeline)."""
+    runner = build_runner(_cfg(config, data_root, work_dir))
+    runner.model.init_weights()
+    loader = runner.test_dataloader
+    batches = DataLoader(
+        loader.dataset.bank,
+        batch_size=loader.batch_size,
+        shuffle=True,
+        generator=torch.Generator().manual_seed(0),
+        collate_fn=loader.collate_fn,
+    )
+    recalibrate_batchnorm(runner.model, batches)
+    return runner.test()['knn/top1']
+
+
+def _trained(config, data_root, work_dir, stop_after) -> float:
+    runner = build_runner(_cfg(config, data_root, work_dir))
+    runner.register_hook(_StopAfter(stop_after))
+    runner.train()
+    assert runner.epoch == stop_after, runner.epoch
+    return runner.test()['knn/top1']
+
+
+@pytest.mark.slow
+def test_mocov2_demo_learns(demo_data_root, tmp_path):
+    """The MoCo v2 demo, stopped after epoch 3 of its 4 (66 of 88
+    iterations, its schedules unchanged), beats the recalibrated random
+    network clearly. Measured (configs/mocov2/README.md): baseline 62.67,
+    trained 76.88 after 3 epochs (+14.2), 83.01 after 4; the recipe before
+    the fix (no BatchNorm in the projector, queue 1024, key momentum 0.01)
+    reached 64.90 after 4, below its own baseline (72.14)."""
+    config = 'configs/mocov2/mocov2_resnet18-w16_1xb64-4e_demo.py'
+    base = _recalibrated_baseline(config, demo_data_root, tmp_path / 'b')
+    top1 = _trained(config, demo_data_root, tmp_path / 't', stop_after=3)
+    print(f'MoCo v2 demo kNN: recalibrated baseline {base}, trained {top1}')
+    assert top1 > base + 5.0, (base, top1)
+
+
+@pytest.mark.slow
+def test_simsiam_demo_learns(demo_data_root, tmp_path):
+    """The SimSiam demo (lr 0.5), stopped after epoch 3 of its 4, beats the
+    recalibrated random network. Measured (configs/simsiam/README.md):
+    baseline 67.13, trained 72.70 after 3 epochs (+5.6), 74.65 after 4;
+    after 4 epochs 61.6 at lr 0.05 (the recipe before) and 68.80 at lr
+    0.2."""
+    config = 'configs/simsiam/simsiam_resnet18-w16_1xb64-4e_demo.py'
+    base = _recalibrated_baseline(config, demo_data_root, tmp_path / 'b')
+    top1 = _trained(config, demo_data_root, tmp_path / 't', stop_after=3)
+    print(f'SimSiam demo kNN: recalibrated baseline {base}, trained {top1}')
+    assert top1 > base + 3.0, (base, top1)
+
+
+@pytest.mark.slow
+def test_densecl_demo_learns(demo_data_root, tmp_path):
+    """The DenseCL demo (BatchNorm heads, queue 256, momentum 0.99, dense
+    weight 0.1), stopped after epoch 3 of its 4, beats the recalibrated
+    random network. Measured (configs/densecl/README.md): baseline 67.69,
+    trained 83.57 after 3 epochs (+15.9), 84.96 after 4; with the dense weight
+    0.5 it ended at 65.74, below the baseline."""
+    config = 'configs/densecl/densecl_resnet18-w16_1xb64-4e_demo.py'
+    base = _recalibrated_baseline(config, demo_data_root, tmp_path / 'b')
+    top1 = _trained(config, demo_data_root, tmp_path / 't', stop_after=3)
+    print(f'DenseCL demo kNN: recalibrated baseline {base}, trained {top1}')
+    assert top1 > base + 5.0, (base, top1)
+
+
+@pytest.mark.slow
+def test_npid_demo_learns(demo_data_root, tmp_path):
+    """The NPID demo (BatchNorm projector, 256 negatives, lr 0.1), all 4
+    epochs (NPID is the cheapest demo), beats the recalibrated random
+    network. Measured (configs/npid/README.md): baseline 70.19, trained
+    78.55 here (+8.4; 80.78 with tools/train.py's 2 loader workers; 74.93
+    after 3 epochs, too close for a test); 72.14 at lr 0.03; the recipe
+    before (fc-ReLU-fc, 1024 negatives, lr 0.03) ended at 66.3, below its
+    own baseline (66.85)."""
+    config = 'configs/npid/npid_resnet18-w16_1xb64-4e_demo.py'
+    base = _recalibrated_baseline(config, demo_data_root, tmp_path / 'b')
+    top1 = _trained(config, demo_data_root, tmp_path / 't', stop_after=4)
+    print(f'NPID demo kNN: recalibrated baseline {base}, trained {top1}')
+    assert top1 > base + 5.0, (base, top1)
