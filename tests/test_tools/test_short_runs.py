@@ -41,10 +41,6 @@ def _lrs(data_root, work_dir, *length):
             'val_cfg=None',
             'val_dataloader=None',
             'val_evaluator=None',
-            # mmengine names a run '<config>_<second>'; two runs of one
-            # process in the same second shared the first run's logger and
-            # visualizer, so scalars.json went to the first work dir
-            f'experiment_name={work_dir.parent.name}',
         ]
     )
     (path,) = glob.glob(str(work_dir / '*' / 'vis_data' / 'scalars.json'))

@@ -87,6 +87,18 @@ def _fsync_file_and_dir(path: str) -> None:
             os.close(dir_fd)
 
 
+def unique_timestamp(stamp: str) -> str:
+    """``stamp``, or ``stamp_N`` when a logger of this process ends with it."""
+    from mmengine.logging import MMLogger
+
+    taken = list(MMLogger._instance_dict)
+    unique, n = stamp, 0
+    while any(name == unique or name.endswith(f'_{unique}') for name in taken):
+        n += 1
+        unique = f'{stamp}_{n}'
+    return unique
+
+
 @RUNNERS.register_module()
 class SSLRunner(Runner):
     """:class:`mmengine.runner.Runner` with mmssl's run-time behaviour.
@@ -146,9 +158,19 @@ class SSLRunner(Runner):
 
     # ------------------------------------------------------------ build
     def setup_env(self, env_cfg: Dict) -> None:
-        """mmengine's setup, then warnings on rank 0 only."""
+        """mmengine's setup, then warnings on rank 0 only.
+
+        mmengine names a run (logger, visualizer, default scope) after the
+        second it started, ``<config>_<YYYYmmdd_HHMMSS>``, and hands back
+        the existing instance for a name it has seen: a second run started
+        in the same second by the same process (``mmssl.apis.train``
+        called twice) logged into the first run's files. Such a timestamp
+        gets a suffix (``_1``, ``_2``, ...); every rank has the same
+        history, so the ranks agree on it.
+        """
         super().setup_env(env_cfg)
         warnings_on_rank_zero_only(get_rank())
+        self._timestamp = unique_timestamp(self._timestamp)
 
     def build_logger(self, log_level='INFO', log_file=None, **kwargs):
         """mmengine's logger; long INFO dumps go to the log file only."""
