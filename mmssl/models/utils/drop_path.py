@@ -17,8 +17,16 @@ from typing import Callable, List, Optional
 
 import torch
 from torch import Tensor
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 DROP_PATH_SCHEDULES = ('linear', 'uniform')
+
+#: Attention kernels that need no per-shape plan (no cuDNN attention).
+_PLAN_FREE_ATTENTION = (
+    SDPBackend.FLASH_ATTENTION,
+    SDPBackend.EFFICIENT_ATTENTION,
+    SDPBackend.MATH,
+)
 
 
 def generator_kwargs(generator: Optional[torch.Generator]) -> dict:
@@ -45,15 +53,7 @@ def subset_attention_backends(x: Tensor):
     """
     if not x.is_cuda:
         return contextlib.nullcontext()
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-
-    return sdpa_kernel(
-        [
-            SDPBackend.FLASH_ATTENTION,
-            SDPBackend.EFFICIENT_ATTENTION,
-            SDPBackend.MATH,
-        ]
-    )
+    return sdpa_kernel(list(_PLAN_FREE_ATTENTION))
 
 
 def drop_path_rates(
