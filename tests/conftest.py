@@ -21,6 +21,19 @@ os.environ.setdefault(
 )
 
 
+@pytest.fixture(autouse=True)
+def _restore_torch_threads():
+    """Give every test the thread count it started with: tools run
+    in-process (benchmark_train sets cores / processes) changed it for all
+    later tests of the worker, and with it the float results of training
+    (the NPID learns-test lost 4 kNN points with 2 threads)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(scope='session')
 def demo_data_root(tmp_path_factory) -> str:
     """Folder with the demo digits: ``train/<cls>/*.png``, ``val/...``."""
