@@ -15,10 +15,15 @@ if TESTS not in sys.path:
     sys.path.insert(1, TESTS)
 
 # Keep torch from fighting over the CI machine's two cores: one thread per
-# pytest-xdist worker (pyproject.toml runs two), two without workers.
-os.environ.setdefault(
-    'OMP_NUM_THREADS', '1' if os.environ.get('PYTEST_XDIST_WORKER') else '2'
-)
+# pytest-xdist worker (pyproject.toml runs two), two without workers. The
+# workers inherit the controller's OMP_NUM_THREADS=2, so they set theirs.
+if os.environ.get('PYTEST_XDIST_WORKER'):
+    import torch
+
+    os.environ['OMP_NUM_THREADS'] = '1'
+    torch.set_num_threads(1)
+else:
+    os.environ.setdefault('OMP_NUM_THREADS', '2')
 
 
 @pytest.fixture(autouse=True)
