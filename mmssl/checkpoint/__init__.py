@@ -18,6 +18,7 @@ from .cli import (
     trust_from_args,
 )
 from .io import (
+    atomic_destination,
     atomic_write_bytes,
     atomic_write_text,
     load_checkpoint,
@@ -65,6 +66,7 @@ __all__ = [
     'add_prefix',
     'add_safe_checkpoint_globals',
     'add_trusted_argument',
+    'atomic_destination',
     'atomic_write_bytes',
     'atomic_write_text',
     'backbone_prefixes',

@@ -15,7 +15,7 @@ import io
 import os
 import os.path as osp
 import tempfile
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Iterator, Optional, Union
 
 import torch
 
@@ -117,17 +117,32 @@ def _umask() -> int:
     return mask
 
 
-def _atomic_write(write: Callable[[Any], Any], filename: str) -> None:
+@contextlib.contextmanager
+def atomic_destination(filename: str) -> Iterator[str]:
+    """Yield a temporary path that becomes ``filename`` when the block ends.
+
+    For writers that take a path (mmengine's ``save_checkpoint``): the
+    caller writes the yielded path; on leaving the block it is fsynced and
+    renamed onto ``filename``, then the folder is fsynced. If the block
+    raises (or the process is killed), ``filename`` keeps its previous
+    content and the temporary file is removed (or, after a kill, left
+    under a hidden ``.tmp`` name that is never mistaken for a checkpoint).
+
+    Args:
+        filename (str): Destination path; its folder is created if needed.
+
+    Yields:
+        str: The temporary path to write, in the same folder.
+    """
     dirname = osp.dirname(osp.abspath(filename))
     os.makedirs(dirname, exist_ok=True)
-    # Hidden name without the .pth suffix: never mistaken for a checkpoint.
     fd, tmp = tempfile.mkstemp(
         prefix=f'.{osp.basename(filename)}.', suffix='.tmp', dir=dirname
     )
+    os.close(fd)
     try:
-        with os.fdopen(fd, 'wb') as f:
-            write(f)
-            f.flush()
+        yield tmp
+        with open(tmp, 'rb') as f:
             os.fsync(f.fileno())
         # mkstemp creates 0600 files; give the usual umask-based mode.
         os.chmod(tmp, 0o666 & ~_umask())
@@ -137,6 +152,13 @@ def _atomic_write(write: Callable[[Any], Any], filename: str) -> None:
             os.remove(tmp)
         raise
     _fsync_dir(dirname)
+
+
+def _atomic_write(write: Callable[[Any], Any], filename: str) -> None:
+    # Hidden name without the .pth suffix: never mistaken for a checkpoint.
+    with atomic_destination(filename) as tmp, open(tmp, 'wb') as f:
+        write(f)
+        f.flush()
 
 
 def atomic_write_text(text: str, filename: str) -> None:

@@ -9,6 +9,7 @@ import torch
 from mmssl.checkpoint import (
     TRUST_ENV,
     UnsafeCheckpointError,
+    atomic_destination,
     atomic_write_text,
     load_checkpoint,
     save_checkpoint_atomic,
@@ -89,6 +90,39 @@ def test_failed_cleanup_keeps_the_original_error(tmp_path, monkeypatch):
     with pytest.raises(KeyboardInterrupt, match='killed mid-save'):
         save_checkpoint_atomic({'v': torch.ones(1)}, str(tmp_path / 'm.pth'))
     assert not (tmp_path / 'm.pth').exists()
+
+
+def test_atomic_destination_syncs_the_data_before_the_rename(
+    tmp_path, monkeypatch
+):
+    """For writers that take a path (the runner's mmengine save)."""
+    path = tmp_path / 'iter_4.pth'
+    path.write_bytes(b'old')
+    events, real_fsync, real_replace = [], os.fsync, os.replace
+
+    def fsync(fd):
+        events.append(
+            ('fsync', os.path.basename(os.readlink(f'/proc/self/fd/{fd}')))
+        )
+        real_fsync(fd)
+
+    def replace(src, dst):
+        events.append(('replace', os.path.basename(dst)))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, 'fsync', fsync)
+    monkeypatch.setattr(os, 'replace', replace)
+    with atomic_destination(str(path)) as tmp:
+        assert os.path.dirname(tmp) == str(tmp_path)
+        with open(tmp, 'wb') as f:
+            f.write(b'new')
+        assert path.read_bytes() == b'old'  # nothing visible before the end
+    assert path.read_bytes() == b'new'
+    names = [name for kind, name in events if kind == 'fsync']
+    assert events.index(('replace', 'iter_4.pth')) > 0
+    assert names[0] == os.path.basename(tmp)  # the data, before the rename
+    assert events[-1][0] == 'fsync'  # then the folder entry
+    assert os.listdir(tmp_path) == ['iter_4.pth']
 
 
 def test_load_checkpoint_path_map_location_and_log(tmp_path, monkeypatch):

@@ -7,51 +7,36 @@ Python (``RUNNERS.build(cfg)`` or ``SSLRunner.from_cfg(cfg)``) and
 ``tools/train.py`` therefore build the same runner with the same hooks.
 """
 
-import contextlib
 import copy
-import os
 import os.path as osp
 import warnings
 from typing import Any, Dict, List, Optional, Union
 
 import torch
-from mmengine.dist import broadcast_object_list, get_rank, is_main_process
-from mmengine.fileio import LocalBackend, get_file_backend
+from mmengine.dist import get_rank
 from mmengine.model import is_model_wrapper, revert_sync_batchnorm
 from mmengine.runner import Runner
 from torch import nn
 
-from mmssl.checkpoint import loading_policy
 from mmssl.checkpoint.warm_start import (
     SCHEDULE_KEYS as WARM_START_SCHEDULE_KEYS,
 )
 from mmssl.datasets.worker_seed import seed_worker
 from mmssl.engine.optimizers.cpu_amp_optim_wrapper import amp_on_cpu
-from mmssl.launch.lock import RunLock, WorkDirBusyError
-from mmssl.launch.requeue import requeue_slurm_job, requeue_wanted
-from mmssl.launch.signals import DEFAULT_SIGNALS, StopSignals
 from mmssl.models.utils.derived_sizes import resolve_model_sizes
 from mmssl.registry import RUNNERS
 from mmssl.utils.config_keys import check_top_level_keys
 
+from .checkpointing import LOOP_STATE_KEY, CheckpointingMixin
 from .console import shorten_console, warnings_on_rank_zero_only
 from .distributed import cpu_model_wrapper_cfg
+from .lifecycle import RunLifecycleMixin
 from .loops import resumable_loop_cfg
-from .rank_buffers import (
-    RANK_BUFFERS_KEY,
-    gather_rank_buffers,
-    restore_rank_buffers,
-)
 from .run_length import resolve_run_fractions
 from .scheduler_steps import schedulers_for_run
-from .sharded_checkpoints import (
-    load_sharded_weights,
-    resume_sharded,
-    save_sharded_checkpoint,
-    sharded_checkpoints_wanted,
-)
+from .sharded_checkpoints import sharded_checkpoints_wanted
 
-LOOP_STATE_KEY = 'loop_state'
+__all__ = ['LOOP_STATE_KEY', 'SSLRunner', 'build_runner', 'unique_timestamp']
 
 
 def _has_sync_bn(model: nn.Module) -> bool:
@@ -73,20 +58,6 @@ def _hook_type(hook: Any) -> Optional[str]:
     return type(hook).__name__
 
 
-def _fsync_file_and_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    with contextlib.suppress(OSError):
-        dir_fd = os.open(osp.dirname(osp.abspath(path)), os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-
-
 def unique_timestamp(stamp: str) -> str:
     """``stamp``, or ``stamp_N`` when a logger of this process ends with it."""
     from mmengine.logging import MMLogger
@@ -100,7 +71,7 @@ def unique_timestamp(stamp: str) -> str:
 
 
 @RUNNERS.register_module()
-class SSLRunner(Runner):
+class SSLRunner(RunLifecycleMixin, CheckpointingMixin, Runner):
     """:class:`mmengine.runner.Runner` with mmssl's run-time behaviour.
 
     Differences from ``Runner`` (all chosen by ``runner_type`` in the
@@ -148,13 +119,6 @@ class SSLRunner(Runner):
       this run (:mod:`.run_length`); ``'auto'`` neck/head sizes follow
       the backbone (:mod:`mmssl.models.utils.derived_sizes`).
     """
-
-    stop_signals: Optional[StopSignals] = None
-    _run_lock: Optional[RunLock] = None
-    _rank_buffers: Optional[List[Dict]] = None
-    _loaded_rank_buffers: Optional[List[Dict]] = None
-    #: Whether checkpoints are sharded folders (set in register_hooks).
-    sharded_checkpoints: bool = False
 
     # ------------------------------------------------------------ build
     def setup_env(self, env_cfg: Dict) -> None:
@@ -363,248 +327,6 @@ class SSLRunner(Runner):
         See :func:`mmssl.engine.runner.loops.resumable_loop_cfg`.
         """
         return super().build_train_loop(resumable_loop_cfg(loop))
-
-    # ------------------------------------------------------------ train
-    def train(self) -> nn.Module:
-        """Train while holding the work-dir lock, with signals caught.
-
-        Raises:
-            WorkDirBusyError: Another live run uses the work dir.
-            TrainingStopped: A signal stopped training after a save.
-        """
-        self.acquire_run_lock()
-        signal_cfg = self.cfg.get('signal_cfg') or {}
-        self.stop_signals = StopSignals(
-            signal_cfg.get('signals', DEFAULT_SIGNALS)
-        )
-        if not self.stop_signals.install():
-            self.logger.warning(
-                'not in the main thread: signals keep their handlers.'
-            )
-        try:
-            return super().train()
-        finally:
-            self.stop_signals.restore()
-            self.release_run_lock()
-
-    def acquire_run_lock(self) -> None:
-        """Rank 0 takes the work-dir lock; every rank learns the outcome.
-
-        Raises:
-            WorkDirBusyError: On every rank when a live run holds it.
-        """
-        lock_cfg = dict(self.cfg.get('lock_cfg') or {})
-        if lock_cfg.pop('enable', True) is False:
-            return
-        outcome = [None]
-        if is_main_process():
-            lock = RunLock(self.work_dir, **lock_cfg)
-            try:
-                note = lock.acquire()
-                self._run_lock = lock
-                outcome = [('note', note)]
-            except WorkDirBusyError as exc:
-                outcome = [('busy', str(exc))]
-        if self.distributed:
-            broadcast_object_list(outcome)
-        kind, text = outcome[0]
-        if kind == 'busy':
-            raise WorkDirBusyError(text)
-        if text:
-            self.logger.warning(text)
-
-    def release_run_lock(self) -> None:
-        """Give the work-dir lock back (idempotent)."""
-        if self._run_lock is not None:
-            self._run_lock.release()
-            self._run_lock = None
-
-    def _after_signal_save(self, path: str, signum: int) -> None:
-        """Called on every rank after a save on a signal, before the exit.
-
-        Inside a SLURM job, rank 0 requeues it (``scontrol requeue``), so
-        that it starts again and resumes from ``path`` by itself (see
-        :mod:`mmssl.launch.requeue`). ``signal_cfg.requeue=False`` or
-        ``MMSSL_SLURM_REQUEUE=0`` turn that off.
-
-        Args:
-            path (str): The checkpoint saved.
-            signum (int): The signal received.
-        """
-        signal_cfg = self.cfg.get('signal_cfg') or {}
-        if not is_main_process() or not signal_cfg.get('requeue', True):
-            return
-        if requeue_wanted():
-            message = requeue_slurm_job()
-            print(f'mmssl: {message}', flush=True)
-            self.logger.info(message)
-
-    # ------------------------------------------------------------ loading
-    def _trust(self) -> Optional[bool]:
-        """``trust_checkpoint`` from the config; None follows the env."""
-        return True if self.cfg.get('trust_checkpoint', False) else None
-
-    def load_checkpoint(
-        self,
-        filename: str,
-        map_location: Any = 'cpu',
-        strict: bool = False,
-        revise_keys: list = [(r'^module.', '')],  # noqa: B006 (mmengine's)
-    ) -> dict:
-        """Load ``filename`` into the model under mmssl's loading policy.
-
-        Also called by :meth:`resume`; the loop state the checkpoint holds
-        is kept for it. A sharded checkpoint folder gives its weights.
-        """
-        if osp.isdir(str(filename)):
-            return load_sharded_weights(self, filename)
-        with loading_policy(self._trust(), source=str(filename)):
-            checkpoint = super().load_checkpoint(
-                filename, map_location, strict, revise_keys
-            )
-        self._loaded_loop_state = checkpoint.get(LOOP_STATE_KEY)
-        self._loaded_rank_buffers = checkpoint.get(RANK_BUFFERS_KEY)
-        return checkpoint
-
-    def resume(self, filename: str, *args, **kwargs) -> None:
-        """mmengine's resume, then each rank's buffers and the loop state."""
-        self._loaded_loop_state = self._loaded_rank_buffers = None
-        if osp.isdir(str(filename)):
-            options = {k: v for k, v in kwargs.items() if 'map' not in k}
-            checkpoint = resume_sharded(self, filename, *args[:2], **options)
-            self._loaded_loop_state = checkpoint.get(LOOP_STATE_KEY)
-            self._loaded_rank_buffers = checkpoint.get(RANK_BUFFERS_KEY)
-        else:
-            super().resume(filename, *args, **kwargs)
-        # this rank's own buffers (e.g. BatchNorm statistics), not rank 0's
-        restore_rank_buffers(
-            self.model, self._loaded_rank_buffers, self.logger
-        )
-        self._loaded_rank_buffers = None
-        state, self._loaded_loop_state = self._loaded_loop_state, None
-        loop = self.train_loop
-        if state is not None and hasattr(loop, 'load_state_dict'):
-            loop.load_state_dict(state)
-        elif hasattr(loop, 'load_state_dict'):
-            self.logger.warning(
-                f'{filename} has no loop state (written by another runner '
-                'or an older mmssl); resuming from its epoch/iter counters '
-                'only.'
-            )
-
-    def _init_model_weights(self) -> None:
-        """``init_weights`` (``init_cfg`` Pretrained) under the policy.
-
-        A wrapper that initialised the weights before sharding them
-        (``MMFullyShard``) says so with ``weights_initialized``.
-        """
-        if getattr(self.model, 'weights_initialized', False):
-            return
-        with loading_policy(self._trust(), source='init_cfg'):
-            super()._init_model_weights()
-
-    # ------------------------------------------------------------ saving
-    def call_hook(self, fn_name: str, **kwargs) -> None:
-        """Call hooks; before ``before_save_checkpoint`` add the loop state.
-
-        The loop state (data position, RNG states) is part of every
-        checkpoint this runner writes, whichever checkpoint hook the
-        config names.
-        """
-        if fn_name == 'before_save_checkpoint':
-            loop = self._train_loop
-            if hasattr(loop, 'state_dict'):
-                kwargs['checkpoint'][LOOP_STATE_KEY] = loop.state_dict()
-            if self._rank_buffers is not None:
-                kwargs['checkpoint'][RANK_BUFFERS_KEY] = self._rank_buffers
-        super().call_hook(fn_name, **kwargs)
-
-    def save_checkpoint(
-        self,
-        out_dir: str,
-        filename: str,
-        file_client_args: Optional[dict] = None,
-        *args,
-        backend_args: Optional[dict] = None,
-        **kwargs,
-    ) -> None:
-        """mmengine's ``save_checkpoint``, atomic for local folders.
-
-        The checkpoint is written by the parent under a hidden temporary
-        name in ``out_dir``, fsynced, then renamed onto ``filename``: a
-        process killed during the save leaves the previous files intact
-        and nothing partial under a checkpoint's name. With
-        :attr:`sharded_checkpoints`, ``filename`` is a folder written by
-        every rank (:func:`.sharded_checkpoints.save_sharded_checkpoint`).
-        """
-        # every rank's buffers, gathered here: the parent is master_only
-        self._rank_buffers = gather_rank_buffers(self.model)
-        try:
-            if self.sharded_checkpoints:
-                save_sharded_checkpoint(
-                    self,
-                    out_dir,
-                    filename,
-                    *args,
-                    file_client_args=file_client_args,
-                    backend_args=backend_args,
-                    **kwargs,
-                )
-                return
-            self._save_checkpoint_atomic(
-                out_dir,
-                filename,
-                file_client_args,
-                *args,
-                backend_args=backend_args,
-                **kwargs,
-            )
-        finally:
-            self._rank_buffers = None
-
-    def _save_checkpoint_atomic(
-        self,
-        out_dir: str,
-        filename: str,
-        file_client_args: Optional[dict] = None,
-        *args,
-        backend_args: Optional[dict] = None,
-        **kwargs,
-    ) -> None:
-        local = file_client_args is None and isinstance(
-            get_file_backend(out_dir, backend_args=backend_args),
-            LocalBackend,
-        )
-        if not local or not is_main_process():
-            # the parent is master_only: other ranks do nothing
-            super().save_checkpoint(
-                out_dir,
-                filename,
-                file_client_args,
-                *args,
-                backend_args=backend_args,
-                **kwargs,
-            )
-            return
-        final = osp.join(out_dir, filename)
-        tmp_name = f'.{osp.basename(filename)}.{os.getpid()}.tmp'
-        tmp = osp.join(osp.dirname(final), tmp_name)
-        try:
-            super().save_checkpoint(
-                osp.dirname(final),
-                tmp_name,
-                None,
-                *args,
-                backend_args=backend_args,
-                **kwargs,
-            )
-            _fsync_file_and_dir(tmp)
-            os.replace(tmp, final)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.remove(tmp)
-            raise
-        _fsync_file_and_dir(final)
 
 
 # Older configs and tools name the CPU-aware runner; it is SSLRunner.
