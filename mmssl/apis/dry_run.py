@@ -3,6 +3,7 @@
 from typing import Any, Dict, List
 
 from mmengine.hooks import LoggerHook
+from mmengine.runner import EpochBasedTrainLoop
 
 from mmssl.engine.hooks.log_interval_hook import clamp_logger_interval
 
@@ -83,8 +84,8 @@ def dry_run(runner: Any) -> List[str]:
         f'x {runner.world_size} process(es)',
         f'iterations per epoch: {iters_per_epoch}',
         f'schedule: {loop.max_epochs} epochs, {loop.max_iters} iterations'
-        if hasattr(loop, 'max_epochs')
-        else f'schedule: {loop.max_iters} iterations',
+        if isinstance(loop, EpochBasedTrainLoop)
+        else f'schedule: {loop.max_iters} iterations (iteration-based)',
     ]
     note = clamp_logger_interval(runner)
     for hook in runner.hooks:

@@ -116,3 +116,28 @@ def test_prepared_cfg_builds_the_cli_runner(demo_data_root, tmp_path):
     assert cfg.optim_wrapper.optimizer.lr == pytest.approx(0.0125)
     assert cli.optim_wrapper.optimizer.defaults['lr'] == pytest.approx(0.0125)
     assert runner.seed == cli.seed == 1
+
+
+def test_dry_run_of_an_iteration_loop_names_no_epochs(
+    demo_data_root, tmp_path, capsys
+):
+    """``--max-iters`` builds an iteration-based loop (mmengine gives it
+    ``max_epochs == 1``, which the dry run used to print as "1 epochs")."""
+    sys.path.insert(0, osp.join(ROOT, 'tools'))
+    import train as train_tool
+
+    options = [
+        f'train_dataloader.dataset.data_root={demo_data_root}/train',
+        'train_dataloader.dataset.indices=16',
+        'train_dataloader.batch_size=8',
+        'train_dataloader.num_workers=0',
+        'train_dataloader.persistent_workers=False',
+    ]
+    wd = str(tmp_path / 'wd')
+    train_tool.main(
+        [DEMO, '--work-dir', wd, '--dry-run', '--max-iters', '5']
+        + ['--cfg-options', *options]
+    )
+    out = capsys.readouterr().out
+    assert 'schedule: 5 iterations (iteration-based)\n' in out
+    assert 'epochs' not in out.split('schedule:')[1].split('\n')[0]
