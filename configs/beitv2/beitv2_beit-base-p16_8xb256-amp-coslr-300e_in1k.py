@@ -7,6 +7,9 @@ _base_ = (
 )
 
 default_scope = 'mmssl'
+# mmssl's runner (run fractions, atomic checkpoints, signals), also for a
+# generic mmengine tool that builds this config with RUNNERS.build.
+runner_type = 'SSLRunner'
 
 # The target is a pretrained VQ-KD tokenizer; PretrainedVQKDTarget checks that its checkpoint
 # exists (the URL below is downloaded on first use) and otherwise says

@@ -5,6 +5,9 @@
 _base_ = 'mmpretrain::cae/cae_beit-base-p16_8xb256-amp-coslr-300e_in1k.py'
 
 default_scope = 'mmssl'
+# mmssl's runner (run fractions, atomic checkpoints, signals), also for a
+# generic mmengine tool that builds this config with RUNNERS.build.
+runner_type = 'SSLRunner'
 
 # The target is a pretrained DALL-E tokenizer; PretrainedDALLETarget checks that its checkpoint
 # exists (the URL below is downloaded on first use) and otherwise says

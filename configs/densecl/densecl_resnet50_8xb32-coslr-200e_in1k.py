@@ -8,6 +8,9 @@ _base_ = [
 ]
 
 default_scope = 'mmssl'
+# mmssl's runner (run fractions, atomic checkpoints, signals), also for a
+# generic mmengine tool that builds this config with RUNNERS.build.
+runner_type = 'SSLRunner'
 
 # The inherited pipeline with HueSafeColorJitter for ColorJitter (mmcv 2.2's
 # hue shift fails under numpy >= 2; see the base file named above).

@@ -5,6 +5,9 @@
 _base_ = 'mmpretrain::mff/mff_vit-base-p16_8xb512-amp-coslr-300e_in1k.py'
 
 default_scope = 'mmssl'
+# mmssl's runner (run fractions, atomic checkpoints, signals), also for a
+# generic mmengine tool that builds this config with RUNNERS.build.
+runner_type = 'SSLRunner'
 
 # MFF + feature extraction on whole images (mmpretrain's MFF.extract_feat
 # returns masked tokens; see mmssl/models/algorithms/mff_features.py).

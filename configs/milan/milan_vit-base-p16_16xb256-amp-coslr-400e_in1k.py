@@ -5,6 +5,9 @@
 _base_ = 'mmpretrain::milan/milan_vit-base-p16_16xb256-amp-coslr-400e_in1k.py'
 
 default_scope = 'mmssl'
+# mmssl's runner (run fractions, atomic checkpoints, signals), also for a
+# generic mmengine tool that builds this config with RUNNERS.build.
+runner_type = 'SSLRunner'
 
 # The target is a pretrained CLIP ViT-B/16; PretrainedCLIPTarget checks that its checkpoint
 # exists (the URL below is downloaded on first use) and otherwise says

@@ -5,6 +5,9 @@
 _base_ = 'mmpretrain::simmim/simmim_swin-base-w6_8xb256-amp-coslr-100e_in1k-192px.py'
 
 default_scope = 'mmssl'
+# mmssl's runner (run fractions, atomic checkpoints, signals), also for a
+# generic mmengine tool that builds this config with RUNNERS.build.
+runner_type = 'SSLRunner'
 
 # Input sizes that follow the backbone ('auto', resolved when the model is
 # built; docs/en/config.md), so model.backbone.arch=... alone gives a
