@@ -30,6 +30,14 @@ from .sharded_checkpoints import (
 LOOP_STATE_KEY = 'loop_state'
 
 
+def _local_main_save(out_dir, file_client_args, backend_args) -> bool:
+    """Whether this rank writes the file itself, to a local folder."""
+    if file_client_args is not None or not is_main_process():
+        return False
+    backend = get_file_backend(out_dir, backend_args=backend_args)
+    return isinstance(backend, LocalBackend)
+
+
 class CheckpointingMixin:
     """Loading under the policy; atomic saves with loop state and buffers."""
 
@@ -137,6 +145,7 @@ class CheckpointingMixin:
         """
         # every rank's buffers, gathered here: the parent is master_only
         self._rank_buffers = gather_rank_buffers(self.model)
+        options = dict(backend_args=backend_args, **kwargs)
         try:
             if self.sharded_checkpoints:
                 save_sharded_checkpoint(
@@ -145,52 +154,21 @@ class CheckpointingMixin:
                     filename,
                     *args,
                     file_client_args=file_client_args,
-                    backend_args=backend_args,
-                    **kwargs,
+                    **options,
                 )
-                return
-            self._save_checkpoint_atomic(
-                out_dir,
-                filename,
-                file_client_args,
-                *args,
-                backend_args=backend_args,
-                **kwargs,
-            )
+            elif _local_main_save(out_dir, file_client_args, backend_args):
+                final = osp.join(out_dir, filename)
+                with atomic_destination(final) as tmp:
+                    super().save_checkpoint(
+                        osp.dirname(tmp),
+                        osp.basename(tmp),
+                        None,
+                        *args,
+                        **options,
+                    )
+            else:  # the parent is master_only: other ranks do nothing
+                super().save_checkpoint(
+                    out_dir, filename, file_client_args, *args, **options
+                )
         finally:
             self._rank_buffers = None
-
-    def _save_checkpoint_atomic(
-        self,
-        out_dir: str,
-        filename: str,
-        file_client_args: Optional[dict] = None,
-        *args,
-        backend_args: Optional[dict] = None,
-        **kwargs,
-    ) -> None:
-        local = file_client_args is None and isinstance(
-            get_file_backend(out_dir, backend_args=backend_args),
-            LocalBackend,
-        )
-        if not local or not is_main_process():
-            # the parent is master_only: other ranks do nothing
-            super().save_checkpoint(
-                out_dir,
-                filename,
-                file_client_args,
-                *args,
-                backend_args=backend_args,
-                **kwargs,
-            )
-            return
-        final = osp.join(out_dir, filename)
-        with atomic_destination(final) as tmp:
-            super().save_checkpoint(
-                osp.dirname(tmp),
-                osp.basename(tmp),
-                None,
-                *args,
-                backend_args=backend_args,
-                **kwargs,
-            )
