@@ -31,13 +31,11 @@ Usage:
     python tools/misc/make_multichannel_dataset.py data/multichannel
 """
 
-import argparse
-import os
 import os.path as osp
-import time
 from typing import Tuple
 
 import numpy as np
+from labelled_set import parse_args, run, write_labelled_set
 
 CLASSES = ('ab-cd', 'ac-bd', 'ad-bc')
 #: marker pairs (channel indices) of the two kinds of cell in each class
@@ -47,7 +45,6 @@ PAIRS = {
     'ad-bc': ((1, 4), (2, 3)),
 }
 CHANNELS = 5
-SPLIT_SEEDS = {'train': 0, 'val': 1}
 
 
 def _disc(yy, xx, cy, cx, r) -> np.ndarray:
@@ -111,51 +108,30 @@ def make_dataset(
     seed: int = 2026,
 ) -> Tuple[int, int]:
     """Write the set; returns (number of train, number of val) files."""
-    counts = []
-    for split, per_class in (
-        ('train', train_per_class),
-        ('val', val_per_class),
-    ):
-        for c, name in enumerate(CLASSES):
-            folder = osp.join(out, split, name)
-            os.makedirs(folder, exist_ok=True)
-            for i in range(per_class):
-                key = (seed, SPLIT_SEEDS[split], c, i)
-                img = make_image(name, size, np.random.SeedSequence(key))
-                path = osp.join(folder, f'{i:04d}.tif')
-                write_tiff(path, img, channel_last=bool(i % 2))
-        counts.append(per_class * len(CLASSES))
-    return counts[0], counts[1]
 
+    def write(folder, name, i, seeds):
+        img = make_image(name, size, seeds)
+        path = osp.join(folder, f'{i:04d}.tif')
+        write_tiff(path, img, channel_last=bool(i % 2))
 
-def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('out', help='output folder, e.g. data/multichannel')
-    parser.add_argument('--size', type=int, default=32, help='image side')
-    parser.add_argument('--train-per-class', type=int, default=200)
-    parser.add_argument('--val-per-class', type=int, default=50)
-    parser.add_argument('--seed', type=int, default=2026)
-    return parser.parse_args(argv)
+    return write_labelled_set(
+        out, CLASSES, train_per_class, val_per_class, seed, write
+    )
 
 
 def main(argv=None) -> None:
-    args = parse_args(argv)
-    if args.size < 16:
-        raise SystemExit(f'error: --size must be >= 16, got {args.size}')
-    start = time.time()
-    n_train, n_val = make_dataset(
-        args.out,
-        args.size,
-        args.train_per_class,
-        args.val_per_class,
-        args.seed,
+    args = parse_args(
+        __doc__,
+        argv,
+        'data/multichannel',
+        200,
+        50,
+        min_size=16,
+        what='image side',
     )
-    print(
-        f'wrote {n_train} train and {n_val} val {CHANNELS}-channel 16-bit '
-        f'TIFFs of {args.size}x{args.size} ({len(CLASSES)} classes: '
-        f'{", ".join(CLASSES)}) to {args.out} in '
-        f'{time.time() - start:.1f}s'
-    )
+    side, classes = args.size, f'{len(CLASSES)} classes: {", ".join(CLASSES)}'
+    what = f'{CHANNELS}-channel 16-bit TIFFs of {side}x{side} ({classes})'
+    run(args, make_dataset, what)
 
 
 if __name__ == '__main__':

@@ -18,16 +18,13 @@ Usage:
     python tools/misc/make_volume_dataset.py data/volumes [--size 32]
 """
 
-import argparse
-import os
 import os.path as osp
-import time
 from typing import Tuple
 
 import numpy as np
+from labelled_set import parse_args, run, write_labelled_set
 
 CLASSES = ('sphere', 'cube', 'ellipsoid', 'torus')
-SPLIT_SEEDS = {'train': 0, 'val': 1}
 
 
 def _rotation(rng: np.random.Generator) -> np.ndarray:
@@ -85,49 +82,22 @@ def make_dataset(
     seed: int = 2026,
 ) -> Tuple[int, int]:
     """Write the set; returns (number of train, number of val) files."""
-    counts = []
-    for split, per_class in (
-        ('train', train_per_class),
-        ('val', val_per_class),
-    ):
-        for c, name in enumerate(CLASSES):
-            folder = osp.join(out, split, name)
-            os.makedirs(folder, exist_ok=True)
-            for i in range(per_class):
-                key = (seed, SPLIT_SEEDS[split], c, i)
-                vol = make_volume(name, size, np.random.SeedSequence(key))
-                np.save(osp.join(folder, f'{i:04d}.npy'), vol)
-        counts.append(per_class * len(CLASSES))
-    return counts[0], counts[1]
 
+    def write(folder, name, i, seeds):
+        vol = make_volume(name, size, seeds)
+        np.save(osp.join(folder, f'{i:04d}.npy'), vol)
 
-def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('out', help='output folder, e.g. data/volumes')
-    parser.add_argument('--size', type=int, default=32, help='volume side')
-    parser.add_argument('--train-per-class', type=int, default=50)
-    parser.add_argument('--val-per-class', type=int, default=25)
-    parser.add_argument('--seed', type=int, default=2026)
-    return parser.parse_args(argv)
+    return write_labelled_set(
+        out, CLASSES, train_per_class, val_per_class, seed, write
+    )
 
 
 def main(argv=None) -> None:
-    args = parse_args(argv)
-    if args.size < 8:
-        raise SystemExit(f'error: --size must be >= 8, got {args.size}')
-    start = time.time()
-    n_train, n_val = make_dataset(
-        args.out,
-        args.size,
-        args.train_per_class,
-        args.val_per_class,
-        args.seed,
+    args = parse_args(
+        __doc__, argv, 'data/volumes', 50, 25, min_size=8, what='volume side'
     )
-    print(
-        f'wrote {n_train} train and {n_val} val volumes of {args.size}^3 '
-        f'({len(CLASSES)} classes: {", ".join(CLASSES)}) to {args.out} in '
-        f'{time.time() - start:.1f}s'
-    )
+    classes = f'{len(CLASSES)} classes: {", ".join(CLASSES)}'
+    run(args, make_dataset, f'volumes of {args.size}^3 ({classes})')
 
 
 if __name__ == '__main__':
