@@ -90,7 +90,9 @@ class MAE3D(BaseSelfSupervisor):
 
     Args:
         backbone (dict): A ``VisionTransformer3D``. Its ``out_type`` only
-            matters for feature extraction (``'avg_featmap'`` is usual).
+            matters for feature extraction: the demo probes the class token
+            (``'cls_token'``), which beat the mean patch token there
+            (configs/volumetric/README.md).
         neck (dict): A ``MAEDecoder3D``.
         mask_ratio (float): Share of masked patches. Defaults to 0.75.
         norm_pix (bool): Normalized-voxel targets. Defaults to True.
