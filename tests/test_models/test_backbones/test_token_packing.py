@@ -7,6 +7,7 @@ import torch
 
 from mmssl.models.backbones import DINOv3ViT, DINOVisionTransformer
 from mmssl.models.backbones.token_packing import (
+    GroupKeep,
     TokenGroups,
     _kept_rows,
     pack_tokens,
@@ -162,7 +163,11 @@ def test_pack_layout_and_kept_rows():
     ]
     back = unpack_tokens(flat, groups)
     assert torch.equal(back[0], a) and torch.equal(back[1], b)
-    keep = [torch.tensor([False, True]), torch.tensor([True, False, True])]
+    cpu = torch.device('cpu')
+    keep = [
+        GroupKeep(torch.tensor([1]), 1, 2.0, cpu),
+        GroupKeep(torch.tensor([0, 2]), 2, 1.5, cpu),
+    ]
     rows, kept = _kept_rows(groups, keep)
     # sample 1 of group 0 (rows 3-5), samples 0 and 2 of group 1
     assert rows.tolist() == [3, 4, 5, 6, 7, 10, 11]
