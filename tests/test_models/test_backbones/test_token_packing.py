@@ -124,6 +124,23 @@ def test_packed_equals_per_group(kind, kw, mode):
         assert not torch.allclose(eval_outs[0][1], got[0][0][1], atol=1e-3)
 
 
+@pytest.mark.parametrize('mode', ['fixed', 'fixed_stochastic'])
+@pytest.mark.parametrize('kind', ['v2', 'v3'])
+def test_packed_fixed_count_modes_equal_per_group(kind, mode):
+    # Groups of 2, 3 and 1 samples at rate 0.5: 'fixed' keeps 1, 1 and 1,
+    # so one packed residual has the scales B/k = 2, 3 and 1.
+    kw = dict(drop_path_mode=mode)
+    if kind == 'v3':
+        kw['rope_rescale_coords'] = None  # RoPE draws the global RNG
+    model = build(kind, 0.5, **kw).train()
+    xs, masks = inputs()
+    want = run(model, per_group, xs, masks, [11, 12, 13])
+    got = run(model, packed, xs, masks, [11, 12, 13])
+    assert_same(want, got)
+    eval_outs = packed(model.eval(), xs, masks)
+    assert not torch.allclose(got[0][0][1], eval_outs[0][1])  # dropped
+
+
 @pytest.mark.parametrize('with_cp', [True, 'selective'])
 @pytest.mark.parametrize('kind', ['v2', 'v3'])
 def test_packed_checkpointing_reuses_drop_decisions(kind, with_cp):
