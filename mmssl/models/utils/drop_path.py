@@ -115,9 +115,11 @@ def check_drop_path_mode(mode: str) -> str:
     return mode
 
 
+@torch.compiler.disable
 def host_uniform(generator: Optional[torch.Generator] = None) -> float:
     """One U[0, 1) number drawn on the host (no device sync): from
-    ``generator`` if it is a CPU generator, else from torch's CPU RNG."""
+    ``generator`` if it is a CPU generator, else from torch's CPU RNG.
+    Kept out of ``torch.compile`` graphs (a Python float, not a tensor)."""
     if generator is not None and generator.device.type != 'cpu':
         generator = None
     return float(torch.rand((), **generator_kwargs(generator)))

@@ -177,9 +177,12 @@ def test_gradients_reach_the_branch_from_kept_rows_only(mode):
     k = branch.sizes[0]
     assert len(kept) == k and dropped
     assert torch.equal(x.grad[dropped], w[dropped])  # identity only
+    # kept rows and the branch: as if the branch had seen them alone
     ref = Recorder()
     ref.lin.load_state_dict(branch.lin.state_dict())
-    (ref(x.detach()[kept]) * w[kept] * B / k).sum().backward()
+    xk = x.detach()[kept].requires_grad_()
+    ((xk + ref(xk) * B / k) * w[kept]).sum().backward()
+    torch.testing.assert_close(x.grad[kept], xk.grad)
     torch.testing.assert_close(branch.lin.weight.grad, ref.lin.weight.grad)
     torch.testing.assert_close(branch.lin.bias.grad, ref.lin.bias.grad)
 
@@ -239,3 +242,21 @@ def test_backbones_reject_unknown_mode():
         DINOVisionTransformer(arch=ARCH, img_size=32, drop_path_mode='fixd')
     with pytest.raises(ValueError, match="'bernoulli', 'fixed'"):
         DINOv3ViT(arch=ARCH, drop_path_mode='fixd')
+
+
+def test_compiled_blocks_with_changing_batch_sizes():
+    # DINOv3 compiles whole blocks, so the count and subset draws are
+    # traced too; the batch size turns symbolic after the second size.
+    model = DINOv3ViT(
+        arch=dict(ARCH, num_layers=2),
+        patch_size=8,
+        drop_path_rate=0.5,
+        drop_path_mode='fixed_stochastic',
+        rope_rescale_coords=None,
+        compile_blocks=dict(backend='aot_eager'),
+    ).train()
+    for b in (4, 6, 5):
+        x = torch.randn(b, 3, 32, 32, requires_grad=True)
+        out = model(x)[0]
+        out.sum().backward()
+        assert out.shape == (b, 32) and torch.isfinite(x.grad).all()
