@@ -235,6 +235,7 @@ def build_mmssl_step(args, variant='plain', mode='bernoulli'):
         wrapper.update_params(loss)
         model.update_teacher(0.992)
 
+    run.model, run.wrapper = model, wrapper  # for tools/dev/profile_step.py
     return run, cfg.model.backbone.drop_path_rate
 
 

@@ -75,14 +75,14 @@ def phases(prof):
             out['optimizer step'] += t
         elif evt.key.startswith('Optimizer.zero_grad'):
             out['zero grad'] += t
-        elif evt.key.startswith('autograd::engine::evaluate_function'):
-            out['backward (all)'] += evt.self_cpu_time_total / 1e6
         elif evt.key in LABELS:
             out[evt.key] += t
     return out
 
 
 LABELS = {
+    'whole step',
+    'backward pass',
     'teacher backbone',
     'student backbone',
     'teacher head',
@@ -119,19 +119,21 @@ def main(argv=None):
     args.variants, args.drop_path_mode = ['plain'], [args.drop_path_mode]
     fns, _ = bvr.step_fns(ref, args)
     mine, theirs = [fns[n] for n in fns]
-    cells = {c.cell_contents for c in mine.__closure__}
-    model = next(c for c in cells if hasattr(c, 'update_teacher'))
-    wrapper = next(c for c in cells if hasattr(c, 'update_params'))
-    label_mmssl(model, wrapper)
+    label_mmssl(mine.model, mine.wrapper)
     label_reference(theirs)
-    results = {}
+    label(torch.Tensor, 'backward', 'backward pass')
+    results, per_op = {}, {}
     for name, fn in (('mmssl', mine), ('reference', theirs)):
         for _ in range(args.warmup):
             fn()
         with torch.profiler.profile(record_shapes=True) as prof:
             for _ in range(args.passes):
-                fn()
+                with record_function('whole step'):
+                    fn()
         results[name] = phases(prof)
+        per_op[name] = collections.Counter()
+        for evt in prof.key_averages():
+            per_op[name][evt.key] += evt.self_cpu_time_total / 1e6
         print(f'== {name}: top ops by self CPU time, {args.passes} steps')
         print(
             prof.key_averages(group_by_input_shape=True).table(
@@ -145,6 +147,13 @@ def main(argv=None):
     for key in keys:
         a, b = results['mmssl'][key], results['reference'][key]
         print(f'{key:>28} {a:8.3f} {b:10.3f}')
+    print('== ops by name, self CPU time (s), largest differences first')
+    mine_ops, ref_ops = per_op['mmssl'], per_op['reference']
+    names = set(mine_ops) | set(ref_ops)
+    diffs = sorted(names, key=lambda n: -abs(mine_ops[n] - ref_ops[n]))
+    for n in diffs[: args.rows]:
+        a, b = mine_ops[n], ref_ops[n]
+        print(f'{n[:50]:>50} {a:8.3f} {b:10.3f} {a - b:+8.3f}')
 
 
 if __name__ == '__main__':
