@@ -2,6 +2,7 @@
 ``'fixed_stochastic'``): counts, expectation, gradients, the config knob
 and the packed path."""
 
+import copy
 import itertools
 import math
 
@@ -260,3 +261,29 @@ def test_compiled_blocks_with_changing_batch_sizes():
         out = model(x)[0]
         out.sum().backward()
         assert out.shape == (b, 32) and torch.isfinite(x.grad).all()
+
+
+@pytest.mark.parametrize('mode', MODES)
+def test_activation_checkpointing_replays_the_draws(mode):
+    # Recomputation in backward must run the branches on the same subset
+    # (torch.utils.checkpoint restores the RNG states, the host U too).
+    plain = DINOVisionTransformer(
+        arch=ARCH,
+        img_size=32,
+        patch_size=8,
+        drop_path_rate=0.5,
+        drop_path_mode=mode,
+    ).train()
+    ckpt = copy.deepcopy(plain)
+    ckpt.with_cp = True
+    x = torch.randn(6, 3, 32, 32)
+    results = []
+    for model in (plain, ckpt):
+        torch.manual_seed(4)
+        out = model(x)[0]
+        out.pow(2).sum().backward()
+        grads = [p.grad.clone() for p in model.parameters()]
+        results.append((out.detach(), grads))
+    torch.testing.assert_close(results[1][0], results[0][0], rtol=0, atol=0)
+    for a, b in zip(results[0][1], results[1][1], strict=True):
+        torch.testing.assert_close(b, a, rtol=1e-6, atol=1e-7)
