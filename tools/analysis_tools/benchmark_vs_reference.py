@@ -26,7 +26,10 @@ lacks, each against the same reference run: ``compile`` (the backbone's
 ``torch.compile``, inductor by default, C++ on the CPU), ``packed``
 (``forward_packed``: token-wise layers once over the tokens of both crop
 sizes; in the step, ``model.pack_crops=True``) and ``compile+packed``.
-The ``plain`` row is the eager per-size model. Compiled variants need
+The ``plain`` row is the eager per-size model. ``--drop-path-mode``
+repeats every row for each listed stochastic-depth mode of mmssl
+(``bernoulli``, ``fixed``: DINOv2's count, ``fixed_stochastic``), named
+``mmssl[fixed]`` etc.; the reference keeps its own rule. Compiled variants need
 ``--warmup`` of at least 2 (the first calls compile, then recompile with
 a dynamic batch size).
 
@@ -37,6 +40,9 @@ Example::
     python tools/analysis_tools/benchmark_vs_reference.py \\
         --reference-root /tmp/dinov2ref --repeats 6 --warmup 3 \\
         --variants plain compile packed compile+packed --clock cpu
+    python tools/analysis_tools/benchmark_vs_reference.py \\
+        --reference-root /tmp/dinov2ref --repeats 8 --clock cpu \\
+        --drop-path-mode bernoulli fixed fixed_stochastic
     python tools/analysis_tools/benchmark_vs_reference.py \\
         --reference-root /tmp/dinov2ref --device cuda --batch 32 --amp
 """
@@ -60,6 +66,8 @@ from reference_dinov2 import (  # noqa: E402
     load_reference,
     reference_vit_small,
 )
+
+from mmssl.models.utils.drop_path import DROP_PATH_MODES  # noqa: E402
 
 CONFIG = osp.join(ROOT, 'configs/dinov2/dinov2_vit-s14_8xb128-100e_in1k.py')
 VARIANTS = ('plain', 'compile', 'packed', 'compile+packed')
@@ -88,6 +96,13 @@ def parse_args(argv=None):
         default=['plain'],
         choices=VARIANTS,
         help='mmssl rows, each timed against the same reference run',
+    )
+    parser.add_argument(
+        '--drop-path-mode',
+        nargs='+',
+        default=['bernoulli'],
+        choices=DROP_PATH_MODES,
+        help='mmssl stochastic-depth modes; every row once per mode',
     )
     parser.add_argument(
         '--clock',
@@ -125,8 +140,14 @@ def compile_cfg(variant, backend):
     return dict(backend=backend) if backend else True
 
 
-def name_of(variant):
-    return 'mmssl' if variant == 'plain' else f'mmssl+{variant}'
+def name_of(variant, mode='bernoulli'):
+    name = 'mmssl' if variant == 'plain' else f'mmssl+{variant}'
+    return name if mode == 'bernoulli' else f'{name}[{mode}]'
+
+
+def rows(args):
+    """(variant, drop-path mode) of every mmssl row."""
+    return [(v, m) for m in args.drop_path_mode for v in args.variants]
 
 
 # ---------------------------------------------------------------- backbone
@@ -137,18 +158,19 @@ def backbone_fns(ref, args):
     glob, loc, _ = make_crops(args.batch, args.seed, args.device)
     g, local = torch.cat(glob), torch.cat(loc)
     fns = {}
-    for variant in args.variants:
+    for variant, mode in rows(args):
         torch.manual_seed(args.seed)
         ours = DINOVisionTransformer(
             arch='small',
             img_size=224,
             drop_path_rate=args.drop_path,
+            drop_path_mode=mode,
             out_type='raw',
             compile_blocks=compile_cfg(variant, args.compile_backend),
         )
         ours.init_weights()
         ours.train().to(args.device)
-        fns[name_of(variant)] = mmssl_backbone_fn(
+        fns[name_of(variant, mode)] = mmssl_backbone_fn(
             ours, (g, local), 'packed' in variant
         )
     theirs = reference_vit_small(ref, args.drop_path).train().to(args.device)
@@ -175,7 +197,7 @@ def mmssl_backbone_fn(model, xs, packed):
 
 
 # -------------------------------------------------------------------- step
-def build_mmssl_step(args, variant='plain'):
+def build_mmssl_step(args, variant='plain', mode='bernoulli'):
     from mmengine.config import Config
     from mmengine.optim import build_optim_wrapper
     from mmpretrain.structures import DataSample
@@ -187,6 +209,7 @@ def build_mmssl_step(args, variant='plain'):
     cfg = Config.fromfile(CONFIG)
     if args.step_drop_path is not None:
         cfg.model.backbone.drop_path_rate = args.step_drop_path
+    cfg.model.backbone.drop_path_mode = mode
     cfg.model.backbone.compile_blocks = compile_cfg(
         variant, args.compile_backend
     )
@@ -212,13 +235,16 @@ def build_mmssl_step(args, variant='plain'):
         wrapper.update_params(loss)
         model.update_teacher(0.992)
 
+    run.model, run.wrapper = model, wrapper  # for tools/dev/profile_step.py
     return run, cfg.model.backbone.drop_path_rate
 
 
 def step_fns(ref, args):
     fns = {}
-    for variant in args.variants:
-        fns[name_of(variant)], drop_path = build_mmssl_step(args, variant)
+    for variant, mode in rows(args):
+        fns[name_of(variant, mode)], drop_path = build_mmssl_step(
+            args, variant, mode
+        )
     crops = make_crops(args.batch, args.seed, args.device)
     fns['reference'] = ReferenceStep(ref, crops, drop_path, args.device)
     return fns, drop_path
@@ -323,7 +349,8 @@ def main(argv=None):
         f'torch {torch.__version__}, {where}, {args.threads} thread(s), '
         f'batch {args.batch} (2x224 + 8x98 crops), '
         f'{"bf16 autocast" if args.amp else "fp32"}, '
-        f'mmssl rows {" ".join(args.variants)}, {args.clock} clock, '
+        f'mmssl rows {" ".join(args.variants)}, drop-path modes '
+        f'{" ".join(args.drop_path_mode)}, {args.clock} clock, '
         f'load average {load_average()}'
     )
     timing = dict(

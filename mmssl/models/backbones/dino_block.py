@@ -10,7 +10,10 @@ from mmpretrain.models.backbones.vision_transformer import (
 )
 from torch import Tensor, nn
 
-from mmssl.models.utils.drop_path import drop_add_residual
+from mmssl.models.utils.drop_path import (
+    check_drop_path_mode,
+    drop_add_residual,
+)
 
 from .token_packing import TokenGroups, grouped_attention
 
@@ -38,12 +41,17 @@ class DINOBlock(TransformerEncoderLayer):
     """
 
     drop_path_rate: float = 0.0
+    #: Which samples stochastic depth keeps (``DROP_PATH_MODES``).
+    drop_path_mode: str = 'bernoulli'
     #: ``torch.compile`` arguments of :meth:`compile` (None: eager).
     compile_kwargs: Optional[dict] = None
 
     @classmethod
     def adopt(
-        cls, layer: TransformerEncoderLayer, drop_path_rate: float
+        cls,
+        layer: TransformerEncoderLayer,
+        drop_path_rate: float,
+        drop_path_mode: str = 'bernoulli',
     ) -> 'DINOBlock':
         """Turn a built ``TransformerEncoderLayer`` into a ``DINOBlock``.
 
@@ -54,6 +62,9 @@ class DINOBlock(TransformerEncoderLayer):
         Args:
             layer (TransformerEncoderLayer): A freshly built layer.
             drop_path_rate (float): This block's drop rate.
+            drop_path_mode (str): Which samples are kept, one of
+                ``DROP_PATH_MODES`` (see
+                :mod:`mmssl.models.utils.drop_path`).
 
         Returns:
             DINOBlock: The same object, now a ``DINOBlock``.
@@ -68,6 +79,7 @@ class DINOBlock(TransformerEncoderLayer):
         layer.ffn.dropout_layer = nn.Identity()
         layer.ffn.add_identity = False
         layer.drop_path_rate = float(drop_path_rate)
+        layer.drop_path_mode = check_drop_path_mode(drop_path_mode)
         return layer
 
     def compile(self, **kwargs) -> None:
@@ -140,13 +152,15 @@ class DINOBlock(TransformerEncoderLayer):
 
     def forward(self, x: Tensor) -> Tensor:
         """(B, N, C) -> (B, N, C)."""
-        p = self.drop_path_rate
+        p, mode = self.drop_path_rate, self.drop_path_mode
         attn, ffn = self.branch('attn_residual'), self.branch('ffn_residual')
-        x = drop_add_residual(x, attn, p, self.training)
-        return drop_add_residual(x, ffn, p, self.training)
+        x = drop_add_residual(x, attn, p, self.training, mode=mode)
+        return drop_add_residual(x, ffn, p, self.training, mode=mode)
 
     def extra_repr(self) -> str:
         text = f'drop_path_rate={self.drop_path_rate:g}'
+        if self.drop_path_mode != 'bernoulli':
+            text += f', drop_path_mode={self.drop_path_mode!r}'
         if self.compile_kwargs is not None:
             text += f', compiled={self.compile_kwargs}'
         return text

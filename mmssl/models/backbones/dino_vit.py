@@ -73,6 +73,13 @@ class DINOVisionTransformer(DINOv2PackingMixin, VisionTransformer):
             block to ``drop_path_rate`` in the last) or ``'uniform'`` (the
             same rate in every block, DINOv2's choice for its large
             models). Defaults to ``'linear'``.
+        drop_path_mode (str): Which samples a block keeps: ``'bernoulli'``
+            (each with probability 1 - rate), ``'fixed'`` (a random subset
+            of ``max(floor(B(1 - rate)), 1)``, DINOv2's count) or
+            ``'fixed_stochastic'`` (that count with a random rounding, the
+            nominal rate in expectation); see
+            :mod:`mmssl.models.utils.drop_path`. Defaults to
+            ``'bernoulli'``.
         out_type (str): ``'cls_token'`` (B, C), ``'raw'`` (B, 1 + R + N, C),
             ``'featmap'`` (B, C, Hp, Wp) or ``'avg_featmap'`` (B, C, the mean
             of the patch tokens, no extra norm). Defaults to ``'cls_token'``.
@@ -161,6 +168,7 @@ class DINOVisionTransformer(DINOv2PackingMixin, VisionTransformer):
         layer_scale_init_value: float = 1e-5,
         drop_path_rate: float = 0.0,
         drop_path_schedule: str = 'linear',
+        drop_path_mode: str = 'bernoulli',
         out_type: str = 'cls_token',
         out_indices: Union[int, Sequence[int]] = -1,
         with_cp: Union[bool, str] = False,
@@ -221,7 +229,7 @@ class DINOVisionTransformer(DINOv2PackingMixin, VisionTransformer):
         # (also for the SwiGLU FFN, which has none in mmpretrain).
         rates = drop_path_rates(drop_path_rate, num_layers, drop_path_schedule)
         for layer, rate in zip(self.layers, rates):
-            DINOBlock.adopt(layer, rate)
+            DINOBlock.adopt(layer, rate, drop_path_mode)
 
         self.num_register_tokens = num_register_tokens
         # Tokens before the patches in the output sequence: CLS + registers.

@@ -17,6 +17,10 @@ import torch.nn.functional as F
 from mmcv.cnn.bricks.drop import DropPath
 from torch import Tensor
 
+from mmssl.models.utils.drop_path import (
+    check_drop_path_mode,
+    drop_add_residual,
+)
 from mmssl.models.utils.rope import apply_rope
 
 Rope = Optional[Tuple[Tensor, Tensor]]
@@ -172,6 +176,10 @@ class DINOv3Block(nn.Module):
         swiglu_align (int): SwiGLU width alignment. Defaults to 8.
         layer_scale_init_value (float): LayerScale init; 0 disables it.
         drop_path_rate (float): Stochastic depth of both branches.
+        drop_path_mode (str): ``'bernoulli'`` (mmcv's ``DropPath``: every
+            sample computed, dropped ones zeroed) or a fixed-count mode of
+            :mod:`mmssl.models.utils.drop_path` (``'fixed'``,
+            ``'fixed_stochastic'``: branches run on the kept samples only).
         norm_eps (float): LayerNorm epsilon (released models: 1e-5).
         qkv_bias, mask_k_bias, proj_bias, ffn_bias (bool): Biases.
     """
@@ -185,6 +193,7 @@ class DINOv3Block(nn.Module):
         swiglu_align: int = 8,
         layer_scale_init_value: float = 1e-5,
         drop_path_rate: float = 0.0,
+        drop_path_mode: str = 'bernoulli',
         norm_eps: float = 1e-5,
         qkv_bias: bool = True,
         mask_k_bias: bool = True,
@@ -213,6 +222,7 @@ class DINOv3Block(nn.Module):
         self.drop_path = (
             DropPath(drop_path_rate) if drop_path_rate > 0 else nn.Identity()
         )
+        self.drop_path_mode = check_drop_path_mode(drop_path_mode)
 
     def compile(self, **kwargs) -> None:
         """``nn.Module.compile`` of the whole block, keeping ``kwargs``
@@ -223,8 +233,20 @@ class DINOv3Block(nn.Module):
 
     def forward(self, x: Tensor, rope: Rope = None) -> Tensor:
         """Tokens (B, 1 + R + N, C) -> same; ``rope`` = (sin, cos)."""
-        x = x + self.drop_path(self.ls1(self.attn(self.ln1(x), rope)))
-        return x + self.drop_path(self.ls2(self.ffn(self.ln2(x))))
+        if self.drop_path_mode == 'bernoulli' or not self.training:
+            x = x + self.drop_path(self.ls1(self.attn(self.ln1(x), rope)))
+            return x + self.drop_path(self.ls2(self.ffn(self.ln2(x))))
+        p = getattr(self.drop_path, 'drop_prob', 0.0)
+        mode = self.drop_path_mode
+
+        def attn(t: Tensor) -> Tensor:
+            return self.ls1(self.attn(self.ln1(t), rope))
+
+        def ffn(t: Tensor) -> Tensor:
+            return self.ls2(self.ffn(self.ln2(t)))
+
+        x = drop_add_residual(x, attn, p, True, mode=mode)
+        return drop_add_residual(x, ffn, p, True, mode=mode)
 
 
 __all__ = [

@@ -74,6 +74,11 @@ class DINOv3ViT(DINOv3PackingMixin, BaseBackbone):
             Defaults to 1e-5.
         drop_path_rate (float): Stochastic depth, the same rate in every
             block as in DINOv3. Defaults to 0.
+        drop_path_mode (str): ``'bernoulli'`` (mmcv's ``DropPath``),
+            ``'fixed'`` or ``'fixed_stochastic'`` (branches run on a
+            fixed-count subset only; see
+            :mod:`mmssl.models.utils.drop_path`). Defaults to
+            ``'bernoulli'``.
         norm_eps (float): LayerNorm epsilon. Defaults to 1e-5 (released).
         mask_k_bias (bool): Zero the key part of the qkv bias through the
             ``attn.qkv.bias_mask`` buffer. Defaults to True.
@@ -134,6 +139,7 @@ class DINOv3ViT(DINOv3PackingMixin, BaseBackbone):
         num_register_tokens: int = 4,
         layer_scale_init_value: float = 1e-5,
         drop_path_rate: float = 0.0,
+        drop_path_mode: str = 'bernoulli',
         norm_eps: float = 1e-5,
         mask_k_bias: bool = True,
         untie_cls_and_patch_norms: bool = False,
@@ -200,6 +206,7 @@ class DINOv3ViT(DINOv3PackingMixin, BaseBackbone):
                 swiglu_align=s.get('swiglu_align', 8),
                 layer_scale_init_value=layer_scale_init_value,
                 drop_path_rate=drop_path_rate,
+                drop_path_mode=drop_path_mode,
                 norm_eps=norm_eps,
                 qkv_bias=s.get('qkv_bias', True),
                 mask_k_bias=mask_k_bias,

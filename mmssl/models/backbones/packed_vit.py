@@ -50,9 +50,8 @@ def dino_block_packed(
     def ffn_branch(t: Tensor, grp: TokenGroups) -> Tensor:
         return ffn(t)
 
-    keep_prob = 1.0 - layer.drop_path_rate
-    x = packed_residual(x, attn_branch, groups, keep_attn, keep_prob)
-    return packed_residual(x, ffn_branch, groups, keep_ffn, keep_prob)
+    x = packed_residual(x, attn_branch, groups, keep_attn)
+    return packed_residual(x, ffn_branch, groups, keep_ffn)
 
 
 def _dinov3_attn_packed(
@@ -116,9 +115,8 @@ def dinov3_block_packed(
     def ffn_branch(t: Tensor, grp: TokenGroups) -> Tensor:
         return ffn_fn(layer, t)
 
-    keep_prob = 1.0 - getattr(layer.drop_path, 'drop_prob', 0.0)
-    x = packed_residual(x, attn_branch, groups, keep_attn, keep_prob)
-    return packed_residual(x, ffn_branch, groups, keep_ffn, keep_prob)
+    x = packed_residual(x, attn_branch, groups, keep_attn)
+    return packed_residual(x, ffn_branch, groups, keep_ffn)
 
 
 class PackedForwardMixin:
@@ -182,6 +180,7 @@ class PackedForwardMixin:
                     x.device,
                     x.dtype,
                     generators,
+                    getattr(layer, 'drop_path_mode', 'bernoulli'),
                 )
                 for _ in range(2)  # attention branch, then FFN branch
             ]

@@ -26,10 +26,12 @@ from torch import Tensor
 
 from mmssl.models.utils.drop_path import (
     generator_kwargs,
+    keep_count,
+    keep_indices,
     subset_attention_backends,
 )
 
-Keep = Optional[List[Tensor]]  # one bool (B_g,) tensor per group, or None
+Keep = Optional[List['GroupKeep']]  # one entry per group, or None
 
 
 @dataclass(frozen=True)
@@ -95,16 +97,18 @@ def grouped_attention(
 
 
 def _kept_rows(
-    groups: TokenGroups, keep: List[Tensor]
+    groups: TokenGroups, keep: List['GroupKeep']
 ) -> Tuple[Tensor, TokenGroups]:
     """Row indices of the kept samples' tokens and their layout."""
     rows, sizes, start = [], [], 0
     for (b, t), k in zip(groups.sizes, keep):
-        idx = k.nonzero().squeeze(1)  # (B_kept,)
+        idx = k.idx
+        if idx is None:
+            idx = torch.arange(b, device=k.device)
         base = start + idx * t  # first row of each kept sample
         arange = torch.arange(t, device=base.device)
         rows.append((base[:, None] + arange[None, :]).reshape(-1))
-        sizes.append((idx.numel(), t))
+        sizes.append((k.count, t))
         start += b * t
     return torch.cat(rows), TokenGroups(tuple(sizes))
 
@@ -114,7 +118,6 @@ def packed_residual(
     branch: Callable[[Tensor, TokenGroups], Tensor],
     groups: TokenGroups,
     keep: Keep,
-    keep_prob: float,
 ) -> Tensor:
     """``x + drop_path(branch(x))`` on packed tokens, kept samples only.
 
@@ -122,25 +125,49 @@ def packed_residual(
         x (Tensor): Packed tokens (S, C).
         branch (Callable): ``branch(tokens, layout)`` -> same shape.
         groups (TokenGroups): The layout of ``x``.
-        keep (list[Tensor], optional): Per group, which samples keep the
-            branch; None: all do, unscaled (evaluation, no drop path).
-        keep_prob (float): Scale of the kept branches is ``1 / keep_prob``.
+        keep (list[GroupKeep], optional): Per group, which samples keep
+            the branch and its scale; None: all do, unscaled (evaluation,
+            no drop path).
 
     Returns:
         Tensor: (S, C); dropped samples' rows are ``x`` unchanged.
     """
     if keep is None:
         return x + branch(x, groups)
-    if all(bool(k.all()) for k in keep):
-        return torch.add(x, branch(x, groups), alpha=1.0 / keep_prob)
+    scales = [k.scale for k in keep]
+    same_scale = len(set(scales)) == 1
+    if same_scale and all(k.idx is None for k in keep):
+        return torch.add(x, branch(x, groups), alpha=scales[0])
     # An empty subset still runs the branch (on zero rows) so that every
     # parameter stays in the graph, as DDP needs.
     rows, kept = _kept_rows(groups, keep)
     with subset_attention_backends(x):
-        residual = branch(x.index_select(0, rows), kept)
-    return torch.index_add(
-        x, 0, rows, residual.to(x.dtype), alpha=1.0 / keep_prob
-    )
+        residual = branch(x.index_select(0, rows), kept).to(x.dtype)
+    if same_scale:
+        return torch.index_add(x, 0, rows, residual, alpha=scales[0])
+    # Fixed-count modes: group g's branch is scaled by B_g / k_g.
+    per_row = torch.cat(
+        [x.new_full((r, 1), s) for r, s in zip(kept.rows, scales)]
+    )  # (S_kept, 1)
+    return torch.index_add(x, 0, rows, residual * per_row)
+
+
+@dataclass(frozen=True)
+class GroupKeep:
+    """The samples of one group that keep a residual branch.
+
+    Attributes:
+        idx (Tensor, optional): Kept sample indices (k,); None: all.
+        count (int): k, known on the host.
+        scale (float): Scale of the kept branches (``1 / keep_prob`` or
+            ``B / k``).
+        device (torch.device): Where the indices live.
+    """
+
+    idx: Optional[Tensor]
+    count: int
+    scale: float
+    device: torch.device
 
 
 def draw_keep(
@@ -150,13 +177,15 @@ def draw_keep(
     device: torch.device,
     dtype: torch.dtype,
     generators: Optional[Sequence[Optional[torch.Generator]]] = None,
+    mode: str = 'bernoulli',
 ) -> Keep:
     """Per-sample keep decisions of one residual branch, group by group.
 
     Args:
         groups (TokenGroups): The layout; group g draws B_g numbers.
         drop_prob (float): Drop probability; 0 gives None (keep all).
-        rule (str): ``'below'``: kept where ``u < 1 - p``
+        rule (str): For ``mode='bernoulli'``: ``'below'``: kept where
+            ``u < 1 - p``
             (:func:`~mmssl.models.utils.drop_path.drop_add_residual`);
             ``'floor'``: kept where ``floor(1 - p + u) == 1`` with ``u`` in
             ``dtype`` (mmcv's ``DropPath``). The same draws as the block's
@@ -165,9 +194,13 @@ def draw_keep(
         dtype (torch.dtype): The tokens' dtype (``'floor'`` draws in it).
         generators (Sequence, optional): One generator per group (None
             entries, or None: the global RNG).
+        mode (str): ``'bernoulli'`` or a fixed-count mode (per group the
+            draws of :func:`~mmssl.models.utils.drop_path.keep_count` and
+            :func:`~mmssl.models.utils.drop_path.keep_indices`, in the
+            block's order).
 
     Returns:
-        list[Tensor] | None: One bool (B_g,) tensor per group.
+        list[GroupKeep] | None: One entry per group.
     """
     if drop_prob == 0.0:
         return None
@@ -175,18 +208,29 @@ def draw_keep(
     gens = list(generators) if generators else [None] * len(groups.sizes)
     keep = []
     for (b, _), gen in zip(groups.sizes, gens):
+        if mode != 'bernoulli':
+            k = keep_count(b, drop_prob, mode, gen)
+            idx = None if k == b else keep_indices(b, k, device, gen)
+            keep.append(GroupKeep(idx, k, b / k, device))
+            continue
         if rule == 'below':
             u = torch.rand(b, device=device, **generator_kwargs(gen))
-            keep.append(u < keep_prob)
+            mask = u < keep_prob
         else:
             u = torch.rand(
                 b, device=device, dtype=dtype, **generator_kwargs(gen)
             )
-            keep.append((keep_prob + u).floor().bool())
+            mask = (keep_prob + u).floor().bool()
+        idx = mask.nonzero().squeeze(1)  # host sync: k varies
+        k = idx.numel()
+        keep.append(
+            GroupKeep(None if k == b else idx, k, 1 / keep_prob, device)
+        )
     return keep
 
 
 __all__ = [
+    'GroupKeep',
     'TokenGroups',
     'draw_keep',
     'grouped_attention',

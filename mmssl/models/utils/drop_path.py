@@ -7,12 +7,30 @@ with ``mask ~ Bernoulli(keep_prob)``. The usual implementation (mmcv's
 ``DropPath``) computes ``branch(x)`` for every sample and multiplies the
 dropped ones by zero. Here the branch runs only on the kept samples and its
 result is added back at their rows, so a drop rate of 0.4 saves about 40%
-of the block's compute. Each sample is kept independently with probability
-``keep_prob`` and scaled by ``1 / keep_prob``, exactly the distribution of
-the usual implementation, so the two are equal in expectation.
+of the block's compute.
+
+Which samples are kept (``drop_path_mode``):
+
+- ``'bernoulli'`` (default): each sample is kept independently with
+  probability ``keep_prob`` and scaled by ``1 / keep_prob``, exactly the
+  distribution of the usual implementation. The kept count varies, which
+  needs a host sync (``nonzero``) and gives a new shape at every call.
+- ``'fixed'``: a uniformly random subset of ``k = max(floor(B * keep_prob),
+  1)`` samples, scaled by ``B / k``: the count rule of DINOv2's batch-subset
+  stochastic depth (Oquab et al. 2023, https://arxiv.org/abs/2304.07193).
+  Fixed shapes and no host sync, but rounding down drops more than the
+  nominal rate at small batches (B=4, rate 0.1: 1 of 4).
+- ``'fixed_stochastic'``: ``k = max(floor(B * keep_prob + U), 1)`` with
+  ``U ~ U[0, 1)`` drawn on the host, so ``E[k] = B * keep_prob`` whenever
+  that is at least 1: the nominal rate in expectation, two shapes per batch
+  size.
+
+Given k, each sample is kept with probability ``k / B`` and scaled by
+``B / k``, so every mode is equal in expectation to ``x + branch(x)``.
 """
 
 import contextlib
+import math
 from typing import Callable, List, Optional
 
 import torch
@@ -20,6 +38,7 @@ from torch import Tensor
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 DROP_PATH_SCHEDULES = ('linear', 'uniform')
+DROP_PATH_MODES = ('bernoulli', 'fixed', 'fixed_stochastic')
 
 #: Attention kernels that need no per-shape plan (no cuDNN attention).
 _PLAN_FREE_ATTENTION = (
@@ -86,12 +105,74 @@ def drop_path_rates(
     return [i * step for i in range(num_layers)]
 
 
+def check_drop_path_mode(mode: str) -> str:
+    """Return ``mode`` if it is one of :data:`DROP_PATH_MODES`."""
+    if mode not in DROP_PATH_MODES:
+        raise ValueError(
+            f'drop_path_mode={mode!r} is not supported; use one of '
+            f'{DROP_PATH_MODES} (see mmssl/models/utils/drop_path.py).'
+        )
+    return mode
+
+
+@torch.compiler.disable
+def host_uniform(generator: Optional[torch.Generator] = None) -> float:
+    """One U[0, 1) number drawn on the host (no device sync): from
+    ``generator`` if it is a CPU generator, else from torch's CPU RNG.
+    Kept out of ``torch.compile`` graphs (a Python float, not a tensor)."""
+    if generator is not None and generator.device.type != 'cpu':
+        generator = None
+    return float(torch.rand((), **generator_kwargs(generator)))
+
+
+def keep_count(
+    batch: int,
+    drop_prob: float,
+    mode: str,
+    generator: Optional[torch.Generator] = None,
+) -> int:
+    """Samples a ``'fixed'`` or ``'fixed_stochastic'`` draw keeps.
+
+    Args:
+        batch (int): Batch size B.
+        drop_prob (float): Drop rate p.
+        mode (str): ``'fixed'``: ``max(floor(B(1-p)), 1)``;
+            ``'fixed_stochastic'``: ``max(floor(B(1-p) + U), 1)``.
+        generator (torch.Generator, optional): RNG of U (CPU only).
+
+    Returns:
+        int: k in [1, B].
+    """
+    expected = batch * (1.0 - drop_prob)
+    if mode == 'fixed_stochastic':
+        expected += host_uniform(generator)
+    elif mode != 'fixed':
+        raise ValueError(
+            f'keep_count is for the fixed-count modes, got {mode!r}.'
+        )
+    return min(max(int(math.floor(expected)), 1), batch)
+
+
+def keep_indices(
+    batch: int,
+    count: int,
+    device: torch.device,
+    generator: Optional[torch.Generator] = None,
+) -> Tensor:
+    """A uniformly random subset of ``count`` of ``range(batch)`` drawn on
+    ``device`` (the ``count`` smallest of B uniform keys), without host
+    sync: (count,) int64."""
+    keys = torch.rand(batch, device=device, **generator_kwargs(generator))
+    return keys.argsort()[:count]
+
+
 def drop_add_residual(
     x: Tensor,
     branch: Callable[[Tensor], Tensor],
     drop_prob: float,
     training: bool,
     generator: Optional[torch.Generator] = None,
+    mode: str = 'bernoulli',
 ) -> Tensor:
     """``x + drop_path(branch(x))`` computing ``branch`` on kept rows only.
 
@@ -102,14 +183,19 @@ def drop_add_residual(
         drop_prob (float): Probability of dropping a sample's branch.
         training (bool): Drop only in training; otherwise ``x + branch(x)``.
         generator (torch.Generator, optional): RNG for the keep mask.
+        mode (str): One of :data:`DROP_PATH_MODES` (module docstring).
+            Defaults to ``'bernoulli'``.
 
     Returns:
         Tensor: Same shape as ``x``. Dropped rows are ``x`` unchanged (their
         gradient flows only through the identity); kept rows are
-        ``x + branch(x) / (1 - drop_prob)``.
+        ``x + branch(x) / (1 - drop_prob)`` (``'bernoulli'``) or
+        ``x + branch(x) * B / k`` (fixed-count modes).
     """
     if not training or drop_prob == 0.0:
         return x + branch(x)
+    if mode != 'bernoulli':
+        return _fixed_count_residual(x, branch, drop_prob, generator, mode)
     keep_prob = 1.0 - drop_prob
     rand = torch.rand(
         x.shape[0], device=x.device, **generator_kwargs(generator)
@@ -125,4 +211,25 @@ def drop_add_residual(
         residual = branch(x.index_select(0, idx))  # (B_kept, ...)
     return torch.index_add(
         x, 0, idx, residual.to(x.dtype), alpha=1.0 / keep_prob
+    )
+
+
+def _fixed_count_residual(
+    x: Tensor,
+    branch: Callable[[Tensor], Tensor],
+    drop_prob: float,
+    generator: Optional[torch.Generator],
+    mode: str,
+) -> Tensor:
+    """``drop_add_residual`` of the fixed-count modes: k from the host,
+    the subset drawn on the device."""
+    batch = x.shape[0]
+    count = keep_count(batch, drop_prob, check_drop_path_mode(mode), generator)
+    if count == batch:  # scale B / k = 1
+        return x + branch(x)
+    idx = keep_indices(batch, count, x.device, generator)  # (k,)
+    with subset_attention_backends(x):
+        residual = branch(x.index_select(0, idx))  # (k, ...)
+    return torch.index_add(
+        x, 0, idx, residual.to(x.dtype), alpha=batch / count
     )

@@ -7,6 +7,7 @@ import torch
 
 from mmssl.models.backbones import DINOv3ViT, DINOVisionTransformer
 from mmssl.models.backbones.token_packing import (
+    GroupKeep,
     TokenGroups,
     _kept_rows,
     pack_tokens,
@@ -123,6 +124,23 @@ def test_packed_equals_per_group(kind, kw, mode):
         assert not torch.allclose(eval_outs[0][1], got[0][0][1], atol=1e-3)
 
 
+@pytest.mark.parametrize('mode', ['fixed', 'fixed_stochastic'])
+@pytest.mark.parametrize('kind', ['v2', 'v3'])
+def test_packed_fixed_count_modes_equal_per_group(kind, mode):
+    # Groups of 2, 3 and 1 samples at rate 0.5: 'fixed' keeps 1, 1 and 1,
+    # so one packed residual has the scales B/k = 2, 3 and 1.
+    kw = dict(drop_path_mode=mode)
+    if kind == 'v3':
+        kw['rope_rescale_coords'] = None  # RoPE draws the global RNG
+    model = build(kind, 0.5, **kw).train()
+    xs, masks = inputs()
+    want = run(model, per_group, xs, masks, [11, 12, 13])
+    got = run(model, packed, xs, masks, [11, 12, 13])
+    assert_same(want, got)
+    eval_outs = packed(model.eval(), xs, masks)
+    assert not torch.allclose(got[0][0][1], eval_outs[0][1])  # dropped
+
+
 @pytest.mark.parametrize('with_cp', [True, 'selective'])
 @pytest.mark.parametrize('kind', ['v2', 'v3'])
 def test_packed_checkpointing_reuses_drop_decisions(kind, with_cp):
@@ -162,7 +180,11 @@ def test_pack_layout_and_kept_rows():
     ]
     back = unpack_tokens(flat, groups)
     assert torch.equal(back[0], a) and torch.equal(back[1], b)
-    keep = [torch.tensor([False, True]), torch.tensor([True, False, True])]
+    cpu = torch.device('cpu')
+    keep = [
+        GroupKeep(torch.tensor([1]), 1, 2.0, cpu),
+        GroupKeep(torch.tensor([0, 2]), 2, 1.5, cpu),
+    ]
     rows, kept = _kept_rows(groups, keep)
     # sample 1 of group 0 (rows 3-5), samples 0 and 2 of group 1
     assert rows.tolist() == [3, 4, 5, 6, 7, 10, 11]

@@ -1,0 +1,57 @@
+"""tools/analysis_tools/benchmark_vs_reference.py: one mmssl row per
+(variant, drop-path mode), each model built with its mode."""
+
+import pytest
+from torch import nn
+
+from ._utils import load_tool
+
+bvr = load_tool('analysis_tools/benchmark_vs_reference.py')
+
+
+def test_rows_and_names_per_drop_path_mode():
+    args = bvr.parse_args(
+        ['--reference-root', 'x', '--variants', 'plain', 'packed',
+         '--drop-path-mode', 'bernoulli', 'fixed']
+    )  # fmt: skip
+    rows = bvr.rows(args)
+    assert rows == [
+        ('plain', 'bernoulli'),
+        ('packed', 'bernoulli'),
+        ('plain', 'fixed'),
+        ('packed', 'fixed'),
+    ]
+    assert [bvr.name_of(*r) for r in rows] == [
+        'mmssl',
+        'mmssl+packed',
+        'mmssl[fixed]',
+        'mmssl+packed[fixed]',
+    ]
+    assert bvr.parse_args(['--reference-root', 'x']).drop_path_mode == [
+        'bernoulli'
+    ]
+    with pytest.raises(SystemExit):
+        bvr.parse_args(['--reference-root', 'x', '--drop-path-mode', 'fix'])
+
+
+def test_backbone_rows_use_their_mode(monkeypatch):
+    built = {}
+
+    def capture(model, xs, packed):
+        mode = model.layers[-1].drop_path_mode
+        built[mode] = model.layers[-1].drop_path_rate
+        return lambda: None
+
+    monkeypatch.setattr(bvr, 'mmssl_backbone_fn', capture)
+    args = bvr.parse_args(
+        ['--reference-root', 'x', '--batch', '1',
+         '--drop-path-mode', 'fixed', 'fixed_stochastic']
+    )  # fmt: skip
+    ref = dict(vit_small=lambda **kw: nn.Linear(1, 1))
+    fns = bvr.backbone_fns(ref, args)
+    assert list(fns) == [
+        'mmssl[fixed]',
+        'mmssl[fixed_stochastic]',
+        'reference',
+    ]
+    assert built == pytest.approx({'fixed': 0.4, 'fixed_stochastic': 0.4})
