@@ -39,6 +39,16 @@ class-specific batch statistics to the layers below).
 
     python tools/misc/knn_eval.py CONFIG --bn-recalibrate
 
+``--linear`` adds a linear probe on the same frozen features: a
+multinomial logistic regression fitted on the bank and scored on the
+queries (``mmssl.evaluation.LinearProbeAccuracy``; deterministic L-BFGS on
+standardised features, L2 weight ``--linear-wd``). It needs no probe
+config, so it fits any backbone (HiViT, Swin, MixMIM, sparse ResNet...);
+masked-image models are judged by a linear probe rather than kNN (He et
+al. 2022, Sec. 4). Both kNN and linear top-1/top-5 are printed.
+
+    python tools/misc/knn_eval.py CONFIG --checkpoint CKPT --linear
+
 The checkpoint is read with mmssl's safe loader; one that pickles more than
 tensors and mmengine's own types is refused unless ``--trusted``.
 """
@@ -98,9 +108,23 @@ def parse_args(argv=None) -> argparse.Namespace:
         help='re-estimate BatchNorm running stats on the kNN bank (one '
         'pass, test pipeline, no weight change) before the kNN',
     )
+    parser.add_argument(
+        '--linear',
+        action='store_true',
+        help='also fit a linear probe (logistic regression) on the bank '
+        'features and report its accuracy on the queries',
+    )
+    parser.add_argument(
+        '--linear-wd',
+        type=float,
+        default=5e-3,
+        help='L2 weight of the linear probe (default 5e-3)',
+    )
     add_trusted_argument(parser)
     add_cfg_options_arguments(parser)
     args = parser.parse_args(argv)
+    if args.linear_wd < 0:
+        parser.error(f'--linear-wd must be >= 0, got {args.linear_wd}')
     if bool(args.train_folder) != bool(args.val_folder):
         parser.error('give both --train-folder and --val-folder')
     return args
@@ -154,6 +178,27 @@ def use_folders(cfg, args) -> None:
     )
 
 
+def set_metrics(cfg, args) -> None:
+    """``--k`` on the kNN metric(s); ``--linear`` adds the linear probe."""
+    evaluator = cfg.get('test_evaluator') or []
+    metrics = list(evaluator) if isinstance(evaluator, list) else [evaluator]
+    if args.k:
+        for metric in metrics:
+            if metric.get('type') == 'KNNAccuracy':
+                metric['k'] = args.k
+    if args.linear:
+        linear = 'LinearProbeAccuracy'
+        metrics = [m for m in metrics if m.get('type') != linear]
+        metrics.append(
+            dict(
+                type=linear,
+                weight_decay=args.linear_wd,
+                topk=(1, 5),
+            )
+        )
+    cfg.test_evaluator = metrics if len(metrics) > 1 else metrics[0]
+
+
 def prepare_cfg(cfg, args) -> None:
     """Flags -> config; the tool loads weights itself (no init_cfg)."""
     if args.train_folder:
@@ -169,8 +214,7 @@ def prepare_cfg(cfg, args) -> None:
         cfg.test_dataloader.num_workers = args.num_workers
         if args.num_workers == 0:
             cfg.test_dataloader.persistent_workers = False
-    if args.k:
-        cfg.test_evaluator.k = args.k
+    set_metrics(cfg, args)
     cfg.work_dir = args.work_dir or tempfile.mkdtemp(prefix='knn_eval_')
     cfg.load_from = None
     cfg.resume = False
