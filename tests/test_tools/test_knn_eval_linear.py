@@ -108,3 +108,22 @@ def test_negative_linear_wd_is_refused(capsys):
     with pytest.raises(SystemExit):
         tool.parse_args([MAE, '--linear', '--linear-wd', '-1'])
     assert '--linear-wd must be >= 0, got -1.0' in capsys.readouterr().err
+
+
+def test_pool_patch_mean_averages_the_tokens_after_the_first():
+    tool = load_tool('misc/knn_eval.py')
+
+    class Stub(torch.nn.Module):
+        def extract_feat(self, inputs):
+            # like BEiT v2: (tokens of layer -2, tokens of the last layer)
+            return (inputs * 0, inputs)
+
+    tokens = torch.arange(2 * 4 * 3, dtype=torch.float).reshape(2, 4, 3)
+    model = Stub()
+    tool.pool_patch_mean(model)
+    expected = torch.stack([t[1:].sum(0) / 3 for t in tokens])
+    torch.testing.assert_close(model.extract_feat(tokens), expected)
+    with pytest.raises(SystemExit, match=r'got features of shape \(2, 3\)'):
+        model.extract_feat(torch.zeros(2, 3))
+    with pytest.raises(SystemExit, match='has none'):
+        tool.pool_patch_mean(torch.nn.Linear(2, 2))

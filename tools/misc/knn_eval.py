@@ -49,6 +49,9 @@ al. 2022, Sec. 4). Both kNN and linear top-1/top-5 are printed.
 
     python tools/misc/knn_eval.py CONFIG --checkpoint CKPT --linear
 
+``--pool patch-mean`` probes the mean of the patch tokens instead of the
+first (CLS) token of a ViT (BEiT v1 trains no loss on its CLS token).
+
 The checkpoint is read with mmssl's safe loader; one that pickles more than
 tensors and mmengine's own types is refused unless ``--trusted``.
 """
@@ -59,6 +62,9 @@ import sys
 import tempfile
 
 sys.path.insert(0, osp.abspath(osp.join(osp.dirname(__file__), '..', '..')))
+
+sys.path.insert(0, osp.dirname(osp.abspath(__file__)))
+from knn_eval_options import pool_patch_mean, set_metrics  # noqa: E402
 
 from mmssl.checkpoint import (  # noqa: E402
     add_trusted_argument,
@@ -120,6 +126,13 @@ def parse_args(argv=None) -> argparse.Namespace:
         default=5e-3,
         help='L2 weight of the linear probe (default 5e-3)',
     )
+    parser.add_argument(
+        '--pool',
+        choices=('auto', 'patch-mean'),
+        default='auto',
+        help="ViT tokens: 'auto' takes the first (CLS) token, 'patch-mean' "
+        'the mean of the others',
+    )
     add_trusted_argument(parser)
     add_cfg_options_arguments(parser)
     args = parser.parse_args(argv)
@@ -176,27 +189,6 @@ def use_folders(cfg, args) -> None:
         f'kNN on folders: bank {args.train_folder}, queries '
         f'{args.val_folder}, {len(classes)} classes, {size}px crops'
     )
-
-
-def set_metrics(cfg, args) -> None:
-    """``--k`` on the kNN metric(s); ``--linear`` adds the linear probe."""
-    evaluator = cfg.get('test_evaluator') or []
-    metrics = list(evaluator) if isinstance(evaluator, list) else [evaluator]
-    if args.k:
-        for metric in metrics:
-            if metric.get('type') == 'KNNAccuracy':
-                metric['k'] = args.k
-    if args.linear:
-        linear = 'LinearProbeAccuracy'
-        metrics = [m for m in metrics if m.get('type') != linear]
-        metrics.append(
-            dict(
-                type=linear,
-                weight_decay=args.linear_wd,
-                topk=(1, 5),
-            )
-        )
-    cfg.test_evaluator = metrics if len(metrics) > 1 else metrics[0]
 
 
 def prepare_cfg(cfg, args) -> None:
@@ -376,6 +368,8 @@ def main(argv=None) -> dict:
             )
         if args.bn_recalibrate:
             print(bn_recalibrate(runner))
+        if args.pool == 'patch-mean':
+            pool_patch_mean(runner.model)
         metrics = runner.test()
     for path, reason in sorted(skipped.bad.items()):
         print(f'skipped bad file {path}: {reason}')
