@@ -20,7 +20,8 @@ def set_metrics(cfg, args) -> None:
                 topk=(1, 5),
             )
         )
-    cfg.test_evaluator = metrics if len(metrics) > 1 else metrics[0]
+    if metrics:
+        cfg.test_evaluator = metrics if len(metrics) > 1 else metrics[0]
 
 
 def pool_patch_mean(model) -> None:
