@@ -139,3 +139,73 @@ def test_batchnorm_baseline_only_where_the_backbone_has_batchnorm():
         'configs/spark/spark_sparse-resnet18_1xb64-4e_demo.py'
     )
     assert not zoo.has_batchnorm(MAE)
+
+
+MIXMIM = 'configs/mixmim/mixmim_mixmim-tiny_1xb64-4e_demo.py'
+
+
+def _fake_tools(monkeypatch, tmp_path):
+    """Stub the subprocesses: return fixed metrics, record each command."""
+    calls = []
+
+    def fake_run(cmd, log, timeout):
+        calls.append(cmd)
+        if 'tools/train.py' in cmd:
+            work = cmd[cmd.index('--work-dir') + 1]
+            os.makedirs(work, exist_ok=True)
+            with open(osp.join(work, 'last_checkpoint'), 'w') as f:
+                f.write(osp.join(work, 'epoch_4.pth'))
+            return ''
+        trained = '--checkpoint' in cmd
+        out = {'knn/top1': 60.0 + trained, 'knn/top5': 90.0}
+        if '--linear' in cmd:
+            out.update({'linear/top1': 80.0 + trained, 'linear/top5': 99.0})
+        return f'log line\n{out}\n'
+
+    monkeypatch.setattr(zoo, 'run', fake_run)
+    probes = []
+    monkeypatch.setattr(
+        zoo, 'linear', lambda probe, *a: probes.append(probe) or {'x': 1}
+    )
+    return calls, probes
+
+
+def _measure(config, argv, tmp_path):
+    args = zoo.parse_args([config, '--work-root', str(tmp_path)] + argv)
+    row = {'settings': zoo.settings(args)}
+    zoo.measure(config, args, row, lambda: None)
+    return args, row
+
+
+def test_frozen_linear_where_no_probe_config_fits(monkeypatch, tmp_path):
+    calls, probes = _fake_tools(monkeypatch, tmp_path)
+    _, row = _measure(MIXMIM, ['--linear'], tmp_path)
+    assert row['probe'] == 'tools/misc/knn_eval.py --linear'
+    assert not probes  # no probe config trained
+    # knn_eval --linear's linear figures, renamed as the probe's
+    assert row['random_linear'] == {
+        'accuracy/top1': 80.0,
+        'accuracy/top5': 99.0,
+    }
+    assert row['trained_linear']['accuracy/top1'] == 81.0
+    assert row['trained_knn'] == {'knn/top1': 61.0, 'knn/top5': 90.0}
+    linear_calls = [c for c in calls if '--linear' in c]
+    assert len(linear_calls) == 2
+    ckpt = linear_calls[1][linear_calls[1].index('--checkpoint') + 1]
+    assert ckpt == row['checkpoint']
+
+
+def test_probe_config_kept_unless_frozen_linear(monkeypatch, tmp_path):
+    calls, probes = _fake_tools(monkeypatch, tmp_path)
+    _, row = _measure(MAE, ['--linear'], tmp_path / 'a')
+    assert row['probe'].endswith('linear_vit-tiny-p4_1xb64-5e_demo.py')
+    assert len(probes) == 2 and row['random_linear'] == {'x': 1}
+    assert not [c for c in calls if '--linear' in c]
+    args, row = _measure(MAE, ['--linear', '--frozen-linear'], tmp_path / 'b')
+    assert row['probe'] == 'tools/misc/knn_eval.py --linear'
+    assert len(probes) == 2  # no further probe training
+    assert row['trained_linear']['accuracy/top1'] == 81.0
+    assert zoo.command(MAE, args).endswith('--linear --frozen-linear')
+    # rows measured before the flag existed keep their settings
+    old = zoo.settings(zoo.parse_args([MAE, '--linear']))
+    assert old == {'max_iters': None, 'linear': True, 'probe_max_iters': None}

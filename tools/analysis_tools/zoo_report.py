@@ -10,9 +10,11 @@ data/demo, ``shapes`` = data/shapes), this runs as subprocesses:
    at learning rate 0 already adapts those statistics;
 2. the demo's training (``tools/train.py``), timed;
 3. kNN of the trained checkpoint (``tools/misc/knn_eval.py --checkpoint``);
-4. with ``--linear``, the linear probe (configs/benchmarks/linear_probe/)
-   of the random-init and of the trained backbone, where one fits the
-   demo's backbone.
+4. with ``--linear``, the linear probe of the random-init and of the
+   trained backbone: a probe config (configs/benchmarks/linear_probe/)
+   where one fits the demo's backbone, else (and for every demo with
+   ``--frozen-linear``) logistic regression on the frozen kNN features
+   (``tools/misc/knn_eval.py --linear``), which fits any backbone.
 
 Results go to a JSON file (``--results``), one entry per dataset and
 config, saved after every stage, so an interrupted run resumes where it
@@ -46,6 +48,9 @@ from typing import Dict, List, Optional
 
 ROOT = osp.abspath(osp.join(osp.dirname(__file__), '..', '..'))
 sys.path.insert(0, ROOT)  # this checkout's mmssl, as in the subprocesses
+sys.path.insert(0, osp.dirname(osp.abspath(__file__)))
+from zoo_table import NOT_MEASURED, table, write_table  # noqa: E402,F401
+
 DATA = {'digits': 'data/demo', 'shapes': 'data/shapes'}
 PROBES = {  # (backbone type, patch size or None) -> probe config per set
     ('ResNet_CIFAR', None): {
@@ -55,7 +60,7 @@ PROBES = {  # (backbone type, patch size or None) -> probe config per set
     ('MAEViT', 4): {'digits': 'linear_vit-tiny-p4_1xb64-5e_demo.py'},
     ('MAEViT', 8): {'shapes': 'linear_vit-tiny-p8_1xb64-5e_shapes.py'},
 }
-NOT_MEASURED = 'not measured yet'
+FROZEN = 'tools/misc/knn_eval.py --linear'  # the probe without a config
 
 
 def default_configs() -> List[str]:
@@ -115,15 +120,11 @@ def run(cmd: List[str], log: str, timeout: float) -> str:
     return proc.stdout
 
 
-def knn(
-    cfg: Dict, ckpt: Optional[str], log: str, timeout: float, bn=False
-) -> Dict:
+def knn(cfg: Dict, ckpt, log: str, timeout: float, *flags: str) -> Dict:
     """``{'knn/top1': .., 'knn/top5': ..}`` as knn_eval.py prints it."""
-    cmd = [sys.executable, 'tools/misc/knn_eval.py', cfg['config']]
+    cmd = [sys.executable, 'tools/misc/knn_eval.py', cfg['config'], *flags]
     if ckpt:
         cmd += ['--checkpoint', ckpt]
-    if bn:
-        cmd.append('--bn-recalibrate')
     if cfg['options']:
         cmd += ['--cfg-options', *cfg['options']]
     out = run(cmd, log, timeout)
@@ -213,12 +214,20 @@ def linear(probe: str, ckpt, work_dir: str, args, log: str) -> Dict:
     return {k: last[k] for k in ('accuracy/top1', 'accuracy/top5')}
 
 
+def frozen_linear(cfg: Dict, ckpt, log: str, args) -> Dict:
+    """Logistic regression on the frozen kNN features (no probe config)."""
+    out = knn(cfg, ckpt, log, args.timeout, '--linear')
+    return {f'accuracy/{k}': out[f'linear/{k}'] for k in ('top1', 'top5')}
+
+
 def settings(args) -> Dict:
     """What a measured row depends on; a change means measuring again."""
     return {
         'max_iters': args.max_iters,
         'linear': args.linear,
         'probe_max_iters': args.probe_max_iters,
+        # only when set, so rows measured before the flag existed stay valid
+        **({'frozen_linear': True} if args.frozen_linear else {}),
     }
 
 
@@ -234,8 +243,9 @@ def measure(config: str, args, row: Dict, save) -> None:
         save()
     if 'bnrecal_knn' not in row:  # None: no BatchNorm in the backbone
         bn = has_batchnorm(cfg['config'])
+        flag = '--bn-recalibrate'
         row['bnrecal_knn'] = (
-            knn(cfg, None, log, args.timeout, bn) if bn else None
+            knn(cfg, None, log, args.timeout, flag) if bn else None
         )
         save()
     if 'checkpoint' not in row:
@@ -245,11 +255,18 @@ def measure(config: str, args, row: Dict, save) -> None:
         row['trained_knn'] = knn(cfg, row['checkpoint'], log, args.timeout)
         save()
     probe = probe_config(cfg['config'], args.dataset) if args.linear else None
+    if args.linear and (args.frozen_linear or not probe):
+        probe = FROZEN
     row['probe'] = probe
     for key, ckpt in (('random', None), ('trained', row['checkpoint'])):
         if probe and f'{key}_linear' not in row:
-            probe_dir = osp.join(work, f'linear_{key}')
-            row[f'{key}_linear'] = linear(probe, ckpt, probe_dir, args, log)
+            if probe == FROZEN:
+                row[f'{key}_linear'] = frozen_linear(cfg, ckpt, log, args)
+            else:
+                probe_dir = osp.join(work, f'linear_{key}')
+                row[f'{key}_linear'] = linear(
+                    probe, ckpt, probe_dir, args, log
+                )
             save()
     row['status'] = 'done'
     save()
@@ -265,59 +282,9 @@ def command(config: str, args) -> str:
         parts += ['--max-iters', str(args.max_iters)]
     if args.linear and args.probe_max_iters:
         parts += ['--probe-max-iters', str(args.probe_max_iters)]
+    if args.linear and args.frozen_linear:
+        parts.append('--frozen-linear')
     return ' '.join(parts)
-
-
-def _top1(row: Dict, key: str, metric: str) -> str:
-    value = row.get(key)
-    return f'{value[metric]:.2f}' if value else '-'
-
-
-def table(rows: Dict[str, Dict], configs: List[str]) -> str:
-    """Markdown table: every config in ``configs`` plus measured ones."""
-    lines = [
-        '| demo config | trained iters | kNN top-1 random | kNN top-1 '
-        'random + BN recal. | kNN top-1 trained | linear top-1 random | '
-        'linear top-1 trained | train wall (s) | command |',
-        '|---|---|---|---|---|---|---|---|---|',
-    ]
-    for config in sorted(set(configs) | set(rows)):
-        row = rows.get(config, {})
-        if row.get('status') != 'done':
-            lines.append(f'| `{config}` | {NOT_MEASURED} |' + ' |' * 7)
-            continue
-        trained = row.get('trained_config', config)
-        name = f'`{config}`'
-        if trained != config:
-            name += f' (trains `{osp.basename(trained)}`)'
-        cells = [
-            name,
-            str(row['settings']['max_iters'] or 'full schedule'),
-            _top1(row, 'random_knn', 'knn/top1'),
-            _top1(row, 'bnrecal_knn', 'knn/top1'),
-            _top1(row, 'trained_knn', 'knn/top1'),
-            _top1(row, 'random_linear', 'accuracy/top1'),
-            _top1(row, 'trained_linear', 'accuracy/top1'),
-            f'{row["train_s"]:.0f}',
-            f'`{row["command"]}`',
-        ]
-        lines.append('| ' + ' | '.join(cells) + ' |')
-    return '\n'.join(lines)
-
-
-def write_table(doc: str, dataset: str, text: str) -> None:
-    """Replace (or append) the marked section of ``doc``."""
-    begin = f'<!-- zoo-table:{dataset} -->'
-    end = f'<!-- /zoo-table:{dataset} -->'
-    old = open(doc).read() if osp.exists(doc) else ''
-    block = f'{begin}\n{text}\n{end}'
-    if begin in old and end in old:
-        head, rest = old.split(begin, 1)
-        new = head + block + rest.split(end, 1)[1]
-    else:
-        new = old.rstrip('\n') + f'\n\n{block}\n'
-    with open(doc, 'w') as f:
-        f.write(new)
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -325,6 +292,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument('configs', nargs='*', help='default: every demo')
     parser.add_argument('--dataset', choices=sorted(DATA), default='digits')
     parser.add_argument('--linear', action='store_true')
+    parser.add_argument(
+        '--frozen-linear',
+        action='store_true',
+        help='with --linear: knn_eval.py --linear for every demo, even '
+        'where a probe config fits',
+    )
     parser.add_argument('--max-iters', type=int, default=None)
     parser.add_argument('--probe-max-iters', type=int, default=None)
     parser.add_argument('--force', action='store_true')

@@ -39,6 +39,19 @@ class-specific batch statistics to the layers below).
 
     python tools/misc/knn_eval.py CONFIG --bn-recalibrate
 
+``--linear`` adds a linear probe on the same frozen features: a
+multinomial logistic regression fitted on the bank and scored on the
+queries (``mmssl.evaluation.LinearProbeAccuracy``; deterministic L-BFGS on
+standardised features, L2 weight ``--linear-wd``). It needs no probe
+config, so it fits any backbone (HiViT, Swin, MixMIM, sparse ResNet...);
+masked-image models are judged by a linear probe rather than kNN (He et
+al. 2022, Sec. 4). Both kNN and linear top-1/top-5 are printed.
+
+    python tools/misc/knn_eval.py CONFIG --checkpoint CKPT --linear
+
+``--pool patch-mean`` probes the mean of the patch tokens instead of the
+first (CLS) token of a ViT (BEiT v1 trains no loss on its CLS token).
+
 The checkpoint is read with mmssl's safe loader; one that pickles more than
 tensors and mmengine's own types is refused unless ``--trusted``.
 """
@@ -49,6 +62,9 @@ import sys
 import tempfile
 
 sys.path.insert(0, osp.abspath(osp.join(osp.dirname(__file__), '..', '..')))
+
+sys.path.insert(0, osp.dirname(osp.abspath(__file__)))
+from knn_eval_options import pool_patch_mean, set_metrics  # noqa: E402
 
 from mmssl.checkpoint import (  # noqa: E402
     add_trusted_argument,
@@ -98,9 +114,30 @@ def parse_args(argv=None) -> argparse.Namespace:
         help='re-estimate BatchNorm running stats on the kNN bank (one '
         'pass, test pipeline, no weight change) before the kNN',
     )
+    parser.add_argument(
+        '--linear',
+        action='store_true',
+        help='also fit a linear probe (logistic regression) on the bank '
+        'features and report its accuracy on the queries',
+    )
+    parser.add_argument(
+        '--linear-wd',
+        type=float,
+        default=5e-3,
+        help='L2 weight of the linear probe (default 5e-3)',
+    )
+    parser.add_argument(
+        '--pool',
+        choices=('auto', 'patch-mean'),
+        default='auto',
+        help="ViT tokens: 'auto' takes the first (CLS) token, 'patch-mean' "
+        'the mean of the others',
+    )
     add_trusted_argument(parser)
     add_cfg_options_arguments(parser)
     args = parser.parse_args(argv)
+    if args.linear_wd < 0:
+        parser.error(f'--linear-wd must be >= 0, got {args.linear_wd}')
     if bool(args.train_folder) != bool(args.val_folder):
         parser.error('give both --train-folder and --val-folder')
     return args
@@ -169,8 +206,7 @@ def prepare_cfg(cfg, args) -> None:
         cfg.test_dataloader.num_workers = args.num_workers
         if args.num_workers == 0:
             cfg.test_dataloader.persistent_workers = False
-    if args.k:
-        cfg.test_evaluator.k = args.k
+    set_metrics(cfg, args)
     cfg.work_dir = args.work_dir or tempfile.mkdtemp(prefix='knn_eval_')
     cfg.load_from = None
     cfg.resume = False
@@ -332,6 +368,8 @@ def main(argv=None) -> dict:
             )
         if args.bn_recalibrate:
             print(bn_recalibrate(runner))
+        if args.pool == 'patch-mean':
+            pool_patch_mean(runner.model)
         metrics = runner.test()
     for path, reason in sorted(skipped.bad.items()):
         print(f'skipped bad file {path}: {reason}')

@@ -5,6 +5,7 @@ from .data_preprocessors import (
 )
 from .target_generators import (
     FloatHOGGenerator,
+    PatchHOGGenerator,
     PretrainedCLIPTarget,
     PretrainedDALLETarget,
     PretrainedVQKDTarget,
@@ -17,6 +18,7 @@ __all__ = [
     'TwoNormOrSingleDataPreprocessor',
     'MultiChannelDataPreprocessor',
     'FloatHOGGenerator',
+    'PatchHOGGenerator',
     'PretrainedCLIPTarget',
     'PretrainedDALLETarget',
     'PretrainedVQKDTarget',

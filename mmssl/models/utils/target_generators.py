@@ -168,6 +168,49 @@ class FloatHOGGenerator(HOGGenerator):
 
 
 @MODELS.register_module()
+class PatchHOGGenerator(FloatHOGGenerator):
+    """:class:`FloatHOGGenerator` with one target per ``patch_size`` px
+    token, for any image size.
+
+    mmpretrain's ``HOGGenerator`` cuts the HOG map into a 14x14 token grid
+    whatever the image size (224 px / 16 px patches), so a ViT with another
+    grid (the 32 px demo: 8x8 tokens of 4 px) could only train on images
+    upsampled to 14 patches a side. Here token ``(i, j)`` gets the
+    histograms of the ``(patch_size / pool)**2`` cells inside its patch,
+    flattened in the same order as mmpretrain (channel, bin, cell row,
+    cell column); at 14 patches a side the output is mmpretrain's.
+
+    Args:
+        patch_size (int): The ViT's patch size in pixels; a multiple of
+            ``pool``. Defaults to 16.
+        **kwargs: ``nbins``, ``pool``, ``gaussian_window`` of
+            ``HOGGenerator``.
+    """
+
+    def __init__(self, patch_size: int = 16, **kwargs) -> None:
+        super().__init__(**kwargs)
+        if patch_size <= 0 or patch_size % self.pool:
+            raise ValueError(
+                f'patch_size ({patch_size}) must be a positive multiple of '
+                f'pool ({self.pool}): each token takes whole HOG cells'
+            )
+        self.patch_size = patch_size
+
+    def _reshape(self, hog_feat: torch.Tensor) -> torch.Tensor:
+        """(B, C, nbins, h, w) cells -> (B, tokens, cells per token)."""
+        size = self.patch_size // self.pool
+        if hog_feat.shape[-1] % size or hog_feat.shape[-2] % size:
+            raise ValueError(
+                f'a HOG map of {tuple(hog_feat.shape[-2:])} cells does not '
+                f'split into tokens of {size}x{size} cells: the image side '
+                f'must be a multiple of patch_size ({self.patch_size})'
+            )
+        hog_feat = hog_feat.flatten(1, 2).permute(0, 2, 3, 1)
+        hog_feat = hog_feat.unfold(1, size, size).unfold(2, size, size)
+        return hog_feat.flatten(1, 2).flatten(2)
+
+
+@MODELS.register_module()
 class StandInCLIPTarget(nn.Module):
     """A tiny random frozen network shaped like ``CLIPGenerator``'s output.
 

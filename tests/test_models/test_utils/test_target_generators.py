@@ -91,3 +91,28 @@ def test_hog_under_cpu_autocast_is_the_float32_hog():
         got = safe(x)
     assert got.dtype == torch.float32
     torch.testing.assert_close(got, expected)
+
+
+def test_patch_hog_generator_matches_mmpretrain_and_fits_any_grid():
+    """PatchHOGGenerator: mmpretrain's HOG at 14 tokens a side, and one
+    token per patch of the cells inside it on another grid (8x8 here)."""
+    from mmpretrain.models.selfsup.maskfeat import HOGGenerator
+
+    cfg = dict(nbins=9, pool=2, gaussian_window=4)
+    gen = MODELS.build(dict(type='PatchHOGGenerator', patch_size=4, **cfg))
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 56, 56)
+    torch.testing.assert_close(gen(x), HOGGenerator(**cfg)(x))
+    x = torch.randn(2, 3, 32, 32)
+    out = gen(x)
+    assert out.shape == (2, 64, 3 * 9 * 2 * 2)
+    cells = gen.out  # (B, 3, nbins, 16, 16): the histograms of 2x2 px cells
+    for i, j in ((0, 0), (2, 5), (7, 7)):
+        block = cells[:, :, :, 2 * i : 2 * i + 2, 2 * j : 2 * j + 2]
+        torch.testing.assert_close(out[:, 8 * i + j], block.reshape(2, -1))
+    with pytest.raises(ValueError, match='multiple of pool'):
+        MODELS.build(dict(type='PatchHOGGenerator', patch_size=3, **cfg))
+    plain = dict(type='PatchHOGGenerator', patch_size=4, nbins=9, pool=2)
+    no_window = MODELS.build(dict(plain, gaussian_window=0))
+    with pytest.raises(ValueError, match='multiple of patch_size'):
+        no_window(torch.randn(1, 3, 34, 34))  # 17 cells a side
