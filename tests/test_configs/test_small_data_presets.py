@@ -12,6 +12,7 @@ must keep the recipe's length in epochs and stay shorter than the run.
 Configs are only parsed, never built: the whole file takes seconds.
 """
 
+import functools
 import math
 import os.path as osp
 
@@ -88,7 +89,9 @@ DOCUMENTED_CHANGES = {
 }
 
 
+@functools.lru_cache(maxsize=None)
 def _load(name: str) -> Config:
+    """Parsed once per session; the tests only read it."""
     return Config.fromfile(osp.join(ROOT, 'configs', name))
 
 
