@@ -146,3 +146,42 @@ def test_npid_demo_learns(demo_data_root, tmp_path):
     top1 = _trained(config, demo_data_root, tmp_path / 't', stop_after=4)
     print(f'NPID demo kNN: recalibrated baseline {base}, trained {top1}')
     assert top1 > base + 5.0, (base, top1)
+
+
+@torch.no_grad()
+def _swav_projections(runner):
+    """Projections (B, D) of the two 32 px views of one training batch,
+    BatchNorm in train mode as in training."""
+    model = runner.model
+    model.train()
+    batch = next(iter(runner.train_dataloader))
+    views = model.data_preprocessor(batch, True)['inputs'][:2]
+    z = model.neck([model.backbone(torch.cat(views))])
+    return z.chunk(2)
+
+
+@pytest.mark.slow
+def test_swav_demo_does_not_collapse(demo_data_root, tmp_path):
+    """The SwAV demo (temperature 0.5, lr 0.5) keeps its projections apart
+    in its first epoch. With the ImageNet temperature 0.1 every image's
+    projection converged to one direction within 22 iterations (mean
+    cosine between different images 0.33 -> 0.83), the scores against the
+    prototypes went flat and the loss stayed at ln K for the whole run
+    (kNN 56.82, below the 67.41 recalibrated baseline); with 0.5 / 0.5 the
+    cosine was 0.40 after 22 iterations and the 4-epoch demo reached 82.73
+    (configs/swav/README.md). A 4-epoch run costs more than a test may, so
+    this checks the mechanism after one epoch: different images stay below
+    0.6, and views of one image are closer than different images. Measured
+    here: 0.436 and 0.620 (31 s on one thread); 0.850 and 0.863 with
+    temperature 0.1 and lr 0.1."""
+    config = 'configs/swav/swav_resnet18-w16_1xb64-mcrop-4e_demo.py'
+    runner = build_runner(_cfg(config, demo_data_root, tmp_path))
+    runner.register_hook(_StopAfter(1))
+    runner.train()
+    z0, z1 = _swav_projections(runner)
+    other = ~torch.eye(len(z0), dtype=torch.bool)
+    neg = (z0 @ z0.t())[other].mean().item()
+    pos = (z0 * z1).sum(1).mean().item()
+    print(f'SwAV, 1 epoch: cosine other images {neg:.3f}, views {pos:.3f}')
+    assert neg < 0.6, neg
+    assert pos > neg + 0.1, (pos, neg)
