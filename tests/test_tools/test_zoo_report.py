@@ -26,6 +26,18 @@ def _tiny_digits(src: str, dst: str, per_class: dict) -> str:
     return dst
 
 
+def test_default_demos_are_the_image_demos():
+    """Every 2D image demo once; no shapes variant; no 3D or 5-channel
+    demo (they read their own sets, so their rows could never fill)."""
+    configs = zoo.default_configs()
+    assert MAE in configs
+    assert 'configs/simclr/simclr_resnet18-w16_1xb64-10e_demo.py' in configs
+    assert not [c for c in configs if '_shapes_demo' in c]
+    folders = {c.split('/')[1] for c in configs}
+    assert not folders & {'volumetric', 'multichannel'}, folders
+    assert len(configs) == len(set(configs)) >= 28
+
+
 def test_probe_and_shapes_variant_are_chosen_by_backbone():
     assert zoo.probe_config(MAE, 'digits').endswith(
         'linear_vit-tiny-p4_1xb64-5e_demo.py'

@@ -63,11 +63,20 @@ PROBES = {  # (backbone type, patch size or None) -> probe config per set
 FROZEN = 'tools/misc/knn_eval.py --linear'  # the probe without a config
 
 
+#: Demo folders whose demos read their own synthetic sets (3D volumes,
+#: 5-channel TIFFs), so they train on neither bundled image set.
+OWN_DATA_FOLDERS = ('multichannel', 'volumetric')
+
+
 def default_configs() -> List[str]:
-    """All digits demos: ``configs/*/*_demo.py`` minus shapes variants."""
+    """All digits demos: ``configs/*/*_demo.py`` minus shapes variants
+    and the demos of :data:`OWN_DATA_FOLDERS`."""
     found = glob.glob(osp.join(ROOT, 'configs', '*', '*_demo.py'))
     return sorted(
-        osp.relpath(p, ROOT) for p in found if '_shapes_demo' not in p
+        osp.relpath(p, ROOT)
+        for p in found
+        if '_shapes_demo' not in p
+        and osp.basename(osp.dirname(p)) not in OWN_DATA_FOLDERS
     )
 
 
