@@ -81,6 +81,15 @@ def _recalibrated_baseline(config, data_root, work_dir) -> float:
     return runner.test()['knn/top1']
 
 
+def _assert_learns(config, data_root, tmp_path, margin, **train) -> None:
+    """Trained kNN top-1 (``_trained(**train)``) above the recalibrated
+    baseline of the same draw by more than ``margin`` points."""
+    base = _recalibrated_baseline(config, data_root, tmp_path / 'b')
+    top1 = _trained(config, data_root, tmp_path / 't', **train)
+    print(f'{config}: recalibrated baseline {base}, trained {top1}')
+    assert top1 > base + margin, (base, top1)
+
+
 def _trained(config, data_root, work_dir, stop_after, epochs=None) -> float:
     """kNN top-1 after ``stop_after`` epochs; ``epochs`` squeezes the
     whole schedule (warm-up, cosine, momentum) into that many epochs, as
@@ -104,10 +113,7 @@ def test_mocov2_demo_learns(demo_data_root, tmp_path):
     the fix (no BatchNorm in the projector, queue 1024, key momentum 0.01)
     reached 64.90 after 4, below its own baseline (72.14)."""
     config = 'configs/mocov2/mocov2_resnet18-w16_1xb64-4e_demo.py'
-    base = _recalibrated_baseline(config, demo_data_root, tmp_path / 'b')
-    top1 = _trained(config, demo_data_root, tmp_path / 't', stop_after=3)
-    print(f'MoCo v2 demo kNN: recalibrated baseline {base}, trained {top1}')
-    assert top1 > base + 5.0, (base, top1)
+    _assert_learns(config, demo_data_root, tmp_path, 5.0, stop_after=3)
 
 
 @pytest.mark.slow
@@ -118,10 +124,7 @@ def test_simsiam_demo_learns(demo_data_root, tmp_path):
     after 4 epochs 61.6 at lr 0.05 (the recipe before) and 68.80 at lr
     0.2."""
     config = 'configs/simsiam/simsiam_resnet18-w16_1xb64-4e_demo.py'
-    base = _recalibrated_baseline(config, demo_data_root, tmp_path / 'b')
-    top1 = _trained(config, demo_data_root, tmp_path / 't', stop_after=3)
-    print(f'SimSiam demo kNN: recalibrated baseline {base}, trained {top1}')
-    assert top1 > base + 3.0, (base, top1)
+    _assert_learns(config, demo_data_root, tmp_path, 3.0, stop_after=3)
 
 
 @pytest.mark.slow
@@ -132,10 +135,7 @@ def test_densecl_demo_learns(demo_data_root, tmp_path):
     trained 83.57 after 3 epochs (+15.9), 84.96 after 4; with the dense weight
     0.5 it ended at 65.74, below the baseline."""
     config = 'configs/densecl/densecl_resnet18-w16_1xb64-4e_demo.py'
-    base = _recalibrated_baseline(config, demo_data_root, tmp_path / 'b')
-    top1 = _trained(config, demo_data_root, tmp_path / 't', stop_after=3)
-    print(f'DenseCL demo kNN: recalibrated baseline {base}, trained {top1}')
-    assert top1 > base + 5.0, (base, top1)
+    _assert_learns(config, demo_data_root, tmp_path, 5.0, stop_after=3)
 
 
 @pytest.mark.slow
@@ -148,10 +148,7 @@ def test_npid_demo_learns(demo_data_root, tmp_path):
     before (fc-ReLU-fc, 1024 negatives, lr 0.03) ended at 66.3, below its
     own baseline (66.85)."""
     config = 'configs/npid/npid_resnet18-w16_1xb64-4e_demo.py'
-    base = _recalibrated_baseline(config, demo_data_root, tmp_path / 'b')
-    top1 = _trained(config, demo_data_root, tmp_path / 't', stop_after=4)
-    print(f'NPID demo kNN: recalibrated baseline {base}, trained {top1}')
-    assert top1 > base + 5.0, (base, top1)
+    _assert_learns(config, demo_data_root, tmp_path, 5.0, stop_after=4)
 
 
 @torch.no_grad()
@@ -209,10 +206,7 @@ def test_rotation_pred_demo_learns(demo_data_root, tmp_path):
     config = (
         'configs/rotation_pred/rotation-pred_resnet18-w16_1xb64-4e_demo.py'
     )
-    base = _recalibrated_baseline(config, demo_data_root, tmp_path / 'b')
-    top1 = _trained(config, demo_data_root, tmp_path / 't', stop_after=3)
-    print(f'Rotation demo kNN: recalibrated baseline {base}, trained {top1}')
-    assert top1 > base + 8.0, (base, top1)
+    _assert_learns(config, demo_data_root, tmp_path, 8.0, stop_after=3)
 
 
 @pytest.mark.slow
@@ -225,12 +219,9 @@ def test_mocov3_demo_learns(demo_data_root, tmp_path):
     73.54 (+6.7) but costs 60 s. Broken: lr 0 ends at 65.18 after 2
     epochs, below the baseline."""
     config = 'configs/mocov3/mocov3_resnet18-w16_1xb64-4e_demo.py'
-    base = _recalibrated_baseline(config, demo_data_root, tmp_path / 'b')
-    top1 = _trained(
-        config, demo_data_root, tmp_path / 't', stop_after=2, epochs=2
+    _assert_learns(
+        config, demo_data_root, tmp_path, 2.0, stop_after=2, epochs=2
     )
-    print(f'MoCo v3 demo kNN: recalibrated baseline {base}, trained {top1}')
-    assert top1 > base + 2.0, (base, top1)
 
 
 @pytest.mark.slow
@@ -243,7 +234,4 @@ def test_relative_loc_demo_learns(demo_data_root, tmp_path):
     epochs. Broken: lr 0 ends at 63.23 after 2 epochs, below the
     baseline."""
     config = 'configs/relative_loc/relative-loc_resnet18-w16_1xb64-4e_demo.py'
-    base = _recalibrated_baseline(config, demo_data_root, tmp_path / 'b')
-    top1 = _trained(config, demo_data_root, tmp_path / 't', stop_after=2)
-    print(f'Relative Location demo kNN: baseline {base}, trained {top1}')
-    assert top1 > base + 2.5, (base, top1)
+    _assert_learns(config, demo_data_root, tmp_path, 2.5, stop_after=2)
