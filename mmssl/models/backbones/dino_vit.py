@@ -17,7 +17,6 @@ what the DINO family of self-supervised methods needs:
 - explicit last-block self-attention maps for visualisation.
 """
 
-import math
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
@@ -25,7 +24,6 @@ import torch.nn as nn
 from mmengine.model.weight_init import trunc_normal_
 from mmpretrain.models.backbones import VisionTransformer
 
-from mmssl.checkpoint.layouts.pos_embed import resize_pos_embed
 from mmssl.models.utils.activation_checkpoint import (
     check_cp_mode,
     checkpoint_block,
@@ -35,13 +33,15 @@ from mmssl.models.utils.drop_path import drop_path_rates
 from mmssl.registry import MODELS
 
 from .dino_block import DINOBlock
+from .dino_vit_common import OUT_TYPES, DINOViTMixin, vit_arch
+from .dino_vit_pos import DINOv2PosEmbedMixin
 from .packed_vit import DINOv2PackingMixin
-
-_ARCH_KEYS = {'embed_dims', 'num_layers', 'num_heads'}
 
 
 @MODELS.register_module()
-class DINOVisionTransformer(DINOv2PackingMixin, VisionTransformer):
+class DINOVisionTransformer(
+    DINOv2PackingMixin, DINOViTMixin, DINOv2PosEmbedMixin, VisionTransformer
+):
     """ViT with register tokens, mask token and DINOv2 conventions.
 
     The token sequence fed to the transformer is
@@ -109,55 +109,17 @@ class DINOVisionTransformer(DINOv2PackingMixin, VisionTransformer):
     """
 
     arch_zoo = {
-        **dict.fromkeys(
-            ['t', 'tiny'],
-            {
-                'embed_dims': 192,
-                'num_layers': 12,
-                'num_heads': 3,
-                'feedforward_channels': 192 * 4,
-            },
-        ),
-        **dict.fromkeys(
-            ['s', 'small'],
-            {
-                'embed_dims': 384,
-                'num_layers': 12,
-                'num_heads': 6,
-                'feedforward_channels': 384 * 4,
-            },
-        ),
-        **dict.fromkeys(
-            ['b', 'base'],
-            {
-                'embed_dims': 768,
-                'num_layers': 12,
-                'num_heads': 12,
-                'feedforward_channels': 768 * 4,
-            },
-        ),
-        **dict.fromkeys(
-            ['l', 'large'],
-            {
-                'embed_dims': 1024,
-                'num_layers': 24,
-                'num_heads': 16,
-                'feedforward_channels': 1024 * 4,
-            },
-        ),
+        **dict.fromkeys(['t', 'tiny'], vit_arch(192, 12, 3)),
+        **dict.fromkeys(['s', 'small'], vit_arch(384, 12, 6)),
+        **dict.fromkeys(['b', 'base'], vit_arch(768, 12, 12)),
+        **dict.fromkeys(['l', 'large'], vit_arch(1024, 24, 16)),
         # DINOv2 ViT-g/14: SwiGLU FFN whose hidden width is
         # (int(6144 * 2 / 3) + 7) // 8 * 8 = 4096 ("swiglufused").
         **dict.fromkeys(
-            ['g', 'giant'],
-            {
-                'embed_dims': 1536,
-                'num_layers': 40,
-                'num_heads': 24,
-                'feedforward_channels': 1536 * 4,
-                'ffn_type': 'swiglu_fused',
-            },
+            ['g', 'giant'], vit_arch(1536, 40, 24, ffn_type='swiglu_fused')
         ),
     }
+    EMBED_PARAMS = ('cls_token', 'pos_embed', 'register_tokens', 'mask_token')
 
     def __init__(
         self,
@@ -184,10 +146,10 @@ class DINOVisionTransformer(DINOv2PackingMixin, VisionTransformer):
                 'num_register_tokens must be an int >= 0, got '
                 f'{num_register_tokens!r}.'
             )
-        if out_type not in self.OUT_TYPES:
+        if out_type not in OUT_TYPES:
             raise ValueError(
                 f'Unsupported out_type {out_type!r}; choose '
-                f'from {sorted(self.OUT_TYPES)}.'
+                f'from {sorted(OUT_TYPES)}.'
             )
         if kwargs.get('with_cls_token', True) is False:
             raise ValueError(
@@ -247,28 +209,6 @@ class DINOVisionTransformer(DINOv2PackingMixin, VisionTransformer):
             self._freeze_stages()
         _compile_blocks(self.layers, compile_blocks)
 
-    # ------------------------------------------------------------------
-    # construction helpers
-    @classmethod
-    def _resolve_arch(cls, arch: Union[str, dict]) -> dict:
-        if isinstance(arch, str):
-            key = arch.lower()
-            if key not in cls.arch_zoo:
-                raise ValueError(
-                    f'Unknown arch {arch!r}; choose from '
-                    f'{sorted(set(cls.arch_zoo))} or pass a dict with keys '
-                    f'{sorted(_ARCH_KEYS)}.'
-                )
-            return dict(cls.arch_zoo[key])
-        if not isinstance(arch, dict) or not _ARCH_KEYS <= set(arch):
-            raise ValueError(
-                f'A custom arch must be a dict with keys '
-                f'{sorted(_ARCH_KEYS)}, got {arch!r}.'
-            )
-        settings = dict(arch)
-        settings.setdefault('feedforward_channels', 4 * settings['embed_dims'])
-        return settings
-
     def init_weights(self) -> None:
         """Initialise as DINOv2 (timm ViT init): Linear weights
         trunc-normal(0.02) with zero bias, pos-embed trunc-normal(0.02), CLS
@@ -308,81 +248,6 @@ class DINOVisionTransformer(DINOv2PackingMixin, VisionTransformer):
             self.register_tokens.requires_grad = False
 
     # ------------------------------------------------------------------
-    # position embedding
-    def _interpolate_pos_embed(
-        self, pos_embed: torch.Tensor, grid: Tuple[int, int]
-    ) -> torch.Tensor:
-        """Resize ``pos_embed`` (1, 1 + M*M', C) to ``grid`` as DINOv2 does.
-
-        With ``interpolate_offset > 0`` the bicubic resize uses
-        ``scale_factor=((h + offset) / M, (w + offset) / M')`` (DINOv2's
-        ``interpolate_pos_encoding`` of the original hub models); otherwise
-        it resizes to the exact size, optionally antialiased.
-        """
-        return resize_pos_embed(
-            pos_embed,
-            grid,
-            src_grid=self.patch_resolution,
-            offset=self.interpolate_offset,
-            antialias=self.interpolate_antialias,
-        )
-
-    def interpolate_pos_encoding(self, grid: Tuple[int, int]) -> torch.Tensor:
-        """Position embedding (1, 1 + h*w, C) for a ``grid`` of patches.
-
-        Results are cached per grid size when no gradient flows into the
-        position embedding (evaluation, frozen teacher); the cache is keyed
-        on the parameter's version so in-place updates (EMA) invalidate it.
-        """
-        pos_embed = self.pos_embed
-        if torch.is_grad_enabled() and pos_embed.requires_grad:
-            return self._interpolate_pos_embed(pos_embed, grid)
-        key = (
-            tuple(grid),
-            pos_embed._version,
-            pos_embed.data_ptr(),
-            pos_embed.dtype,
-            pos_embed.device,
-        )
-        cached = self._pos_cache.get(key)
-        if cached is None:
-            if len(self._pos_cache) > 16:
-                self._pos_cache.clear()
-            with torch.no_grad():
-                cached = self._interpolate_pos_embed(pos_embed, grid)
-            self._pos_cache[key] = cached
-        return cached
-
-    def _prepare_pos_embed(self, state_dict, prefix, *args, **kwargs):
-        """Resize a loaded pos-embed whose grid differs from this model's."""
-        name = prefix + 'pos_embed'
-        if name not in state_dict:
-            return
-        ckpt = state_dict[name]
-        if ckpt.shape == self.pos_embed.shape:
-            return
-        src = ckpt.shape[1] - 1
-        side = int(math.sqrt(src))
-        if side * side != src or ckpt.shape[-1] != self.pos_embed.shape[-1]:
-            raise ValueError(
-                f'Cannot resize checkpoint pos_embed {tuple(ckpt.shape)} to '
-                f'{tuple(self.pos_embed.shape)}: expected (1, 1 + S*S, '
-                f'{self.pos_embed.shape[-1]}).'
-            )
-        from mmengine.logging import MMLogger
-
-        MMLogger.get_current_instance().info(
-            f'Resize pos_embed from {side}x{side} to '
-            f'{self.patch_resolution[0]}x{self.patch_resolution[1]}.'
-        )
-        state_dict[name] = resize_pos_embed(
-            ckpt,
-            self.patch_resolution,
-            src_grid=(side, side),
-            antialias=self.interpolate_antialias,
-        )
-
-    # ------------------------------------------------------------------
     # forward
     def prepare_tokens(
         self, x: torch.Tensor, mask: Optional[torch.Tensor] = None
@@ -404,24 +269,7 @@ class DINOVisionTransformer(DINOv2PackingMixin, VisionTransformer):
         # down to it would sum every block's residual in low precision
         # (the reference's torch.cat with the float32 CLS token promotes).
         x = x.to(self.cls_token.dtype)
-        if mask is not None:
-            if mask.shape[0] != B or mask[0].numel() != x.shape[1]:
-                raise ValueError(
-                    f'mask of shape {tuple(mask.shape)} does not match the '
-                    f'{B} images with a {grid[0]}x{grid[1]} patch grid; '
-                    f'expected ({B}, {grid[0]}, {grid[1]}) or '
-                    f'({B}, {grid[0] * grid[1]}).'
-                )
-            mask = mask.reshape(B, -1, 1).bool()
-            x = torch.where(mask, self.mask_token.to(x.dtype), x)
-        elif (
-            self.training
-            and torch.is_grad_enabled()
-            and self.mask_token.requires_grad
-        ):
-            # Keep mask_token in the graph (zero contribution) so DDP does
-            # not need find_unused_parameters when a step has no masks.
-            x = x + 0.0 * self.mask_token.to(x.dtype)
+        x = self._apply_mask_token(x, mask, grid)
 
         x = torch.cat([self.cls_token.expand(B, -1, -1).to(x.dtype), x], dim=1)
         x = x + self.interpolate_pos_encoding(grid).to(x.dtype)
@@ -462,19 +310,6 @@ class DINOVisionTransformer(DINOv2PackingMixin, VisionTransformer):
                 outs.append(self._format_output(out, grid))
         return tuple(outs)
 
-    def _format_output(
-        self, x: torch.Tensor, hw: Tuple[int, int]
-    ) -> torch.Tensor:
-        if self.out_type == 'raw':
-            return x  # (B, 1 + R + N, C)
-        if self.out_type == 'cls_token':
-            return x[:, 0]  # (B, C)
-        patch = x[:, self.num_extra_tokens :]  # (B, N, C)
-        if self.out_type == 'featmap':
-            # (B, N, C) -> (B, Hp, Wp, C) -> (B, C, Hp, Wp)
-            return patch.reshape(x.shape[0], *hw, -1).permute(0, 3, 1, 2)
-        return patch.mean(dim=1)  # 'avg_featmap': (B, C)
-
     @torch.no_grad()
     def get_last_selfattention(
         self, x: torch.Tensor, mask: Optional[torch.Tensor] = None
@@ -505,37 +340,6 @@ class DINOVisionTransformer(DINOv2PackingMixin, VisionTransformer):
         q, k = qkv[0], qkv[1]
         logits = (q * attn.head_dims**-0.5) @ k.transpose(-2, -1)
         return logits.softmax(dim=-1)
-
-    # ------------------------------------------------------------------
-    # layer-wise lr decay
-    def get_layer_depth(
-        self, param_name: str, prefix: str = ''
-    ) -> Tuple[int, int]:
-        """Layer depth of a parameter for layer-wise lr decay.
-
-        Embedding parameters (patch embed, pos-embed, CLS, register and mask
-        tokens) are depth 0, block ``i`` is depth ``i + 1`` and everything
-        else (final norm, heads) is the top depth ``num_layers + 1``. With
-        mmpretrain's ``LearningRateDecayOptimWrapperConstructor`` the lr
-        scale is ``decay ** (num_layers + 1 - depth)``, DINOv2's rule.
-
-        Returns:
-            tuple[int, int]: (depth, number of depths = num_layers + 2).
-        """
-        num_depths = self.num_layers + 2
-        if not param_name.startswith(prefix):
-            return num_depths - 1, num_depths
-        name = param_name[len(prefix) :]
-        if name in (
-            'cls_token',
-            'pos_embed',
-            'register_tokens',
-            'mask_token',
-        ) or name.startswith('patch_embed'):
-            return 0, num_depths
-        if name.startswith('layers.'):
-            return int(name.split('.')[1]) + 1, num_depths
-        return num_depths - 1, num_depths
 
 
 def count_dino_vit_params(

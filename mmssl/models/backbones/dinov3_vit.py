@@ -32,6 +32,8 @@ from mmssl.models.utils.compile_blocks import compile_blocks as _compile_blocks
 from mmssl.models.utils.rope import RoPE2D
 from mmssl.registry import MODELS
 
+from .dino_vit_common import OUT_TYPES, DINOViTMixin
+from .dino_vit_common import vit_arch as _arch
 from .dinov3_layers import (
     DINOv3Block,
     LayerScale,
@@ -40,22 +42,9 @@ from .dinov3_layers import (
 )
 from .packed_vit import DINOv3PackingMixin
 
-_ARCH_KEYS = {'embed_dims', 'num_layers', 'num_heads'}
-_OUT_TYPES = {'raw', 'cls_token', 'featmap', 'avg_featmap'}
-
-
-def _arch(C: int, L: int, H: int, ratio: float = 4, **extra) -> dict:
-    return dict(
-        embed_dims=C,
-        num_layers=L,
-        num_heads=H,
-        feedforward_channels=int(C * ratio),
-        **extra,
-    )
-
 
 @MODELS.register_module()
-class DINOv3ViT(DINOv3PackingMixin, BaseBackbone):
+class DINOv3ViT(DINOv3PackingMixin, DINOViTMixin, BaseBackbone):
     """DINOv3 ViT with RoPE, registers, LayerScale and masked K-bias.
 
     Args:
@@ -158,10 +147,10 @@ class DINOv3ViT(DINOv3PackingMixin, BaseBackbone):
     ) -> None:
         super().__init__(init_cfg=init_cfg)
         s = self._resolve_arch(arch)
-        if out_type not in _OUT_TYPES:
+        if out_type not in OUT_TYPES:
             raise ValueError(
                 f'Unsupported out_type {out_type!r}; choose from '
-                f'{sorted(_OUT_TYPES)}.'
+                f'{sorted(OUT_TYPES)}.'
             )
         if not isinstance(num_register_tokens, int) or num_register_tokens < 0:
             raise ValueError(
@@ -228,25 +217,6 @@ class DINOv3ViT(DINOv3PackingMixin, BaseBackbone):
             else None
         )
 
-    @classmethod
-    def _resolve_arch(cls, arch: Union[str, dict]) -> dict:
-        if isinstance(arch, str):
-            if arch.lower() not in cls.arch_zoo:
-                raise ValueError(
-                    f'Unknown arch {arch!r}; choose from '
-                    f'{sorted(cls.arch_zoo)} or pass a dict with keys '
-                    f'{sorted(_ARCH_KEYS)}.'
-                )
-            return dict(cls.arch_zoo[arch.lower()])
-        if not isinstance(arch, dict) or not _ARCH_KEYS <= set(arch):
-            raise ValueError(
-                f'A custom arch must be a dict with keys '
-                f'{sorted(_ARCH_KEYS)}, got {arch!r}.'
-            )
-        s = dict(arch)
-        s.setdefault('feedforward_channels', 4 * s['embed_dims'])
-        return s
-
     def init_weights(self) -> None:
         """DINOv3 init: Linear trunc-normal(0.02) with zero bias, CLS and
         register tokens normal(0.02), mask token zeros, LayerScale to its
@@ -303,20 +273,7 @@ class DINOv3ViT(DINOv3PackingMixin, BaseBackbone):
         # down to it would sum every block's residual in low precision
         # (the reference's torch.cat with the float32 CLS token promotes).
         x = x.to(self.cls_token.dtype)
-        if mask is not None:
-            if mask.shape[0] != B or mask[0].numel() != x.shape[1]:
-                raise ValueError(
-                    f'mask of shape {tuple(mask.shape)} does not match the '
-                    f'{B} images with a {grid[0]}x{grid[1]} patch grid; '
-                    f'expected ({B}, {grid[0]}, {grid[1]}) or '
-                    f'({B}, {grid[0] * grid[1]}).'
-                )
-            mask = mask.reshape(B, -1, 1).bool()
-            x = torch.where(mask, self.mask_token.to(x.dtype), x)
-        elif self.training and torch.is_grad_enabled():
-            # Keep mask_token in the graph (zero contribution) so DDP does
-            # not need find_unused_parameters when a step has no masks.
-            x = x + 0.0 * self.mask_token.to(x.dtype)
+        x = self._apply_mask_token(x, mask, grid)
         tokens = [self.cls_token.expand(B, -1, -1)]
         if self.register_tokens is not None:
             tokens.append(self.register_tokens.expand(B, -1, -1))
@@ -361,17 +318,6 @@ class DINOv3ViT(DINOv3PackingMixin, BaseBackbone):
         n = self.num_extra_tokens
         return torch.cat([self.cls_norm(x[:, :n]), self.norm(x[:, n:])], 1)
 
-    def _format_output(self, x: Tensor, hw: Tuple[int, int]) -> Tensor:
-        if self.out_type == 'raw':
-            return x  # (B, 1 + R + N, C)
-        if self.out_type == 'cls_token':
-            return x[:, 0]  # (B, C)
-        patch = x[:, self.num_extra_tokens :]  # (B, N, C)
-        if self.out_type == 'featmap':
-            # (B, N, C) -> (B, Hp, Wp, C) -> (B, C, Hp, Wp)
-            return patch.reshape(x.shape[0], *hw, -1).permute(0, 3, 1, 2)
-        return patch.mean(dim=1)  # 'avg_featmap': (B, C)
-
     @torch.no_grad()
     def get_last_selfattention(
         self, x: Tensor, mask: Optional[Tensor] = None
@@ -384,32 +330,6 @@ class DINOv3ViT(DINOv3PackingMixin, BaseBackbone):
             x = layer(x, rope)
         last = self.layers[-1]
         return last.attn.attention_map(last.ln1(x), rope)
-
-    # ------------------------------------------------------------------
-    # layer-wise lr decay
-    def get_layer_depth(
-        self, param_name: str, prefix: str = ''
-    ) -> Tuple[int, int]:
-        """Layer depth of a parameter for layer-wise lr decay: embeddings
-        (patch embed, CLS, register and mask tokens) 0, block ``i`` is
-        ``i + 1``, the rest (final norms, heads) ``num_layers + 1``.
-
-        Returns:
-            tuple[int, int]: (depth, number of depths = num_layers + 2).
-        """
-        num_depths = self.num_layers + 2
-        if not param_name.startswith(prefix):
-            return num_depths - 1, num_depths
-        name = param_name[len(prefix) :]
-        if name in (
-            'cls_token',
-            'register_tokens',
-            'mask_token',
-        ) or name.startswith('patch_embed'):
-            return 0, num_depths
-        if name.startswith('layers.'):
-            return int(name.split('.')[1]) + 1, num_depths
-        return num_depths - 1, num_depths
 
 
 __all__: List[str] = ['DINOv3ViT']

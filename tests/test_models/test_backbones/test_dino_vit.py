@@ -424,3 +424,26 @@ def test_ddp_with_cp_two_forwards_per_step(tmp_path, with_cp):
     result = tmp_path / 'ddp.pth'
     spawn(_ddp_worker, 2, file_init_method(tmp_path), str(result), with_cp)
     assert torch.load(result)['diff'] == 0
+
+
+@pytest.mark.parametrize('backbone', ['DINOVisionTransformer', 'DINOv3ViT'])
+def test_mask_of_the_wrong_grid_is_named(backbone):
+    """Both backbones share the mask-token code: a mask for another patch
+    grid stops with both shapes named, and a right one changes exactly
+    the masked tokens."""
+    model = MODELS.build(
+        dict(type=backbone, arch=TINY, patch_size=14, out_type='raw')
+    ).eval()
+    x = torch.randn(2, 3, 56, 56)  # a 4x4 grid
+    with pytest.raises(ValueError, match=r'mask of shape \(2, 3, 3\).*4x4'):
+        model(x, mask=torch.zeros(2, 3, 3, dtype=torch.bool))
+    with torch.no_grad():
+        model.mask_token.normal_()
+        mask = torch.zeros(2, 16, dtype=torch.bool)
+        mask[0, 5] = True
+        tokens, grid = model.prepare_tokens(x, mask)
+        plain, _ = model.prepare_tokens(x)
+    assert grid == (4, 4)
+    changed = (tokens != plain).any(-1)  # (B, 1 + R + N)
+    n = model.num_extra_tokens
+    assert changed.nonzero().tolist() == [[0, n + 5]]

@@ -1,0 +1,127 @@
+# Copyright (c) mmssl contributors. All rights reserved.
+"""What the DINOv2-style and DINOv3 ViT backbones share.
+
+Both order their tokens ``[CLS, REG_1..REG_R, PATCH_1..PATCH_N]``, replace
+masked patch embeddings by one learnable mask token (iBOT, Zhou et al.,
+2021, `arXiv:2111.07832 <https://arxiv.org/abs/2111.07832>`_), offer the
+same ``out_type`` formats and number their depths the same way for
+layer-wise learning-rate decay. :class:`DINOViTMixin` holds these once;
+each backbone names its depth-0 parameters in ``EMBED_PARAMS``.
+"""
+
+from typing import Optional, Tuple, Union
+
+import torch
+from torch import Tensor
+
+ARCH_KEYS = {'embed_dims', 'num_layers', 'num_heads'}
+OUT_TYPES = {'raw', 'cls_token', 'featmap', 'avg_featmap'}
+
+
+def vit_arch(C: int, L: int, H: int, ratio: float = 4, **extra) -> dict:
+    """An ``arch_zoo`` entry: width ``C``, ``L`` blocks, ``H`` heads and
+    an FFN ``ratio`` times as wide as the tokens."""
+    return dict(
+        embed_dims=C,
+        num_layers=L,
+        num_heads=H,
+        feedforward_channels=int(C * ratio),
+        **extra,
+    )
+
+
+class DINOViTMixin:
+    """Arch lookup, mask token, output formats and layer depths.
+
+    The class using it has ``arch_zoo``, ``mask_token``, ``out_type``,
+    ``num_extra_tokens`` and ``num_layers``, and lists the names of its
+    embedding parameters (depth 0) in ``EMBED_PARAMS``.
+    """
+
+    EMBED_PARAMS: Tuple[str, ...] = (
+        'cls_token',
+        'register_tokens',
+        'mask_token',
+    )
+
+    @classmethod
+    def _resolve_arch(cls, arch: Union[str, dict]) -> dict:
+        if isinstance(arch, str):
+            key = arch.lower()
+            if key not in cls.arch_zoo:
+                raise ValueError(
+                    f'Unknown arch {arch!r}; choose from '
+                    f'{sorted(set(cls.arch_zoo))} or pass a dict with keys '
+                    f'{sorted(ARCH_KEYS)}.'
+                )
+            return dict(cls.arch_zoo[key])
+        if not isinstance(arch, dict) or not ARCH_KEYS <= set(arch):
+            raise ValueError(
+                f'A custom arch must be a dict with keys '
+                f'{sorted(ARCH_KEYS)}, got {arch!r}.'
+            )
+        settings = dict(arch)
+        settings.setdefault('feedforward_channels', 4 * settings['embed_dims'])
+        return settings
+
+    def _apply_mask_token(
+        self, x: Tensor, mask: Optional[Tensor], grid: Tuple[int, int]
+    ) -> Tensor:
+        """Replace the patch embeddings ``x`` (B, N, C) that ``mask``
+        (B, Hp, Wp) or (B, Hp*Wp) marks True by the mask token."""
+        B = x.shape[0]
+        if mask is not None:
+            if mask.shape[0] != B or mask[0].numel() != x.shape[1]:
+                raise ValueError(
+                    f'mask of shape {tuple(mask.shape)} does not match the '
+                    f'{B} images with a {grid[0]}x{grid[1]} patch grid; '
+                    f'expected ({B}, {grid[0]}, {grid[1]}) or '
+                    f'({B}, {grid[0] * grid[1]}).'
+                )
+            mask = mask.reshape(B, -1, 1).bool()
+            return torch.where(mask, self.mask_token.to(x.dtype), x)
+        if (
+            self.training
+            and torch.is_grad_enabled()
+            and self.mask_token.requires_grad
+        ):
+            # Keep mask_token in the graph (zero contribution) so DDP does
+            # not need find_unused_parameters when a step has no masks.
+            return x + 0.0 * self.mask_token.to(x.dtype)
+        return x
+
+    def _format_output(self, x: Tensor, hw: Tuple[int, int]) -> Tensor:
+        if self.out_type == 'raw':
+            return x  # (B, 1 + R + N, C)
+        if self.out_type == 'cls_token':
+            return x[:, 0]  # (B, C)
+        patch = x[:, self.num_extra_tokens :]  # (B, N, C)
+        if self.out_type == 'featmap':
+            # (B, N, C) -> (B, Hp, Wp, C) -> (B, C, Hp, Wp)
+            return patch.reshape(x.shape[0], *hw, -1).permute(0, 3, 1, 2)
+        return patch.mean(dim=1)  # 'avg_featmap': (B, C)
+
+    def get_layer_depth(
+        self, param_name: str, prefix: str = ''
+    ) -> Tuple[int, int]:
+        """Layer depth of a parameter for layer-wise lr decay.
+
+        The embedding parameters (``EMBED_PARAMS`` and the patch
+        embedding) are depth 0, block ``i`` is depth ``i + 1`` and
+        everything else (final norms, heads) the top depth ``num_layers +
+        1``. With mmpretrain's ``LearningRateDecayOptimWrapperConstructor``
+        the lr scale is ``decay ** (num_layers + 1 - depth)``, DINOv2's
+        rule.
+
+        Returns:
+            tuple[int, int]: (depth, number of depths = num_layers + 2).
+        """
+        num_depths = self.num_layers + 2
+        if not param_name.startswith(prefix):
+            return num_depths - 1, num_depths
+        name = param_name[len(prefix) :]
+        if name in self.EMBED_PARAMS or name.startswith('patch_embed'):
+            return 0, num_depths
+        if name.startswith('layers.'):
+            return int(name.split('.')[1]) + 1, num_depths
+        return num_depths - 1, num_depths
