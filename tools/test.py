@@ -28,7 +28,7 @@ from mmssl.checkpoint import (  # noqa: E402
     loading_policy,
     trust_from_args,
 )
-from mmssl.utils.config import CfgOptionsAction  # noqa: E402
+from mmssl.utils.cfg_value import CfgOptionsAction  # noqa: E402
 
 
 def parse_args(argv=None) -> argparse.Namespace:

@@ -178,7 +178,7 @@ def _add(notes: Optional[Notes], level: int, lines: List[str]) -> None:
 
 
 def _amp(cfg: Config, cuda: bool) -> str:
-    from mmssl.utils.config import enable_amp_in_cfg
+    from mmssl.apis.cfg_rewrite import enable_amp_in_cfg
 
     return enable_amp_in_cfg(cfg, cuda)
 
@@ -223,7 +223,7 @@ def scale_lr(
     Returns:
         list[str]: Log lines (empty when nothing is scaled).
     """
-    from mmssl.utils.config import auto_scale_lr_in_cfg
+    from mmssl.apis.cfg_rewrite import auto_scale_lr_in_cfg
 
     auto = cfg.get('auto_scale_lr') or {}
     if rule in (None, False) and not auto.get('enable', False):

@@ -2,7 +2,7 @@
 
 All command-line tools (tools/train.py, tools/test.py, the analysis and
 misc tools) read ``--cfg-options`` with the same parser,
-:class:`mmssl.utils.config.CfgOptionsAction` (Python literals, lists,
+:class:`mmssl.utils.cfg_value.CfgOptionsAction` (Python literals, lists,
 tuples and nested ``dict(...)`` read with ``ast``, nothing evaluated), and
 merge them with the same checks (:func:`merge_cfg_options`: a key the
 config does not have is an error with a did-you-mean, unless
@@ -13,7 +13,7 @@ import argparse
 import sys
 from typing import Any, Optional
 
-from .config import CfgOptionsAction
+from .cfg_value import CfgOptionsAction
 
 CFG_OPTIONS_HELP = (
     'override config entries, KEY=VALUE (dotted keys, list indices, '

@@ -15,7 +15,7 @@ import re
 
 import pytest
 
-from mmssl.utils.config import CfgOptionsAction
+from mmssl.utils.cfg_value import CfgOptionsAction
 
 from ._utils import ROOT, load_tool
 

@@ -7,15 +7,16 @@ import pytest
 import torch
 from mmengine.config import Config, DictAction
 
-from mmssl.utils.config import (
-    CfgOptionsAction,
-    UnknownConfigKeyError,
+from mmssl.apis.cfg_rewrite import (
     auto_scale_lr_in_cfg,
-    check_cfg_option_key,
     enable_amp_in_cfg,
     lr_scale_factor,
+)
+from mmssl.utils.cfg_value import CfgOptionsAction, parse_cfg_value
+from mmssl.utils.config import (
+    UnknownConfigKeyError,
+    check_cfg_option_key,
     merge_cfg_options,
-    parse_cfg_value,
     substituted_variable_warnings,
 )
 

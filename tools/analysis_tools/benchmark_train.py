@@ -118,7 +118,8 @@ def apply_fsdp(cfg, amp: bool) -> str:
 
 
 def prepare_cfg(args, cuda: bool):
-    from mmssl.utils.config import enable_amp_in_cfg, merge_cfg_options
+    from mmssl.apis.cfg_rewrite import enable_amp_in_cfg
+    from mmssl.utils.config import merge_cfg_options
     from mmssl.utils.config_compat import load_config_file
 
     cfg = load_config_file(args.config)
