@@ -1,11 +1,7 @@
 from .block_mask_collate import batch_masks, block_mask_collate
 from .cluster_uniform_sampler import ClusterUniformSampler
-from .image_folder import (
-    IMG_EXTENSIONS,
-    ImageFolderDataset,
-    PathTable,
-    scan_images,
-)
+from .image_folder import ImageFolderDataset
+from .image_index import IMG_EXTENSIONS, scan_images
 from .knn_dataset import KNNDataset
 from .mixed import MixedDataset, WeightedMixSampler, epoch_indices
 from .mixed_resolution import (
@@ -13,6 +9,7 @@ from .mixed_resolution import (
     MixedResolutionDataset,
     SizedIndex,
 )
+from .path_table import PathTable
 from .transforms import *  # noqa: F401,F403
 from .volume_folder import VOLUME_EXTENSIONS, VolumeFolderDataset
 from .worker_seed import seed_worker

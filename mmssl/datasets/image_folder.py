@@ -1,11 +1,7 @@
 """Unlabelled (or folder-labelled) images from one or several folders."""
 
-import bisect
-import hashlib
-import json
-import os
 import os.path as osp
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Dict, Optional, Sequence, Tuple, Union
 
 import numpy as np
 from mmengine.dataset import BaseDataset
@@ -13,94 +9,21 @@ from mmengine.logging import print_log
 
 from mmssl.registry import DATASETS
 
+from .image_index import (
+    IMG_EXTENSIONS,
+    build_index,
+    index_cache_key,
+    load_index_cache,
+    map_or_copy,
+    save_index_cache,
+)
 from .path_table import PathTable
 from .transforms.loading import BadImageError
 from .transforms.rgb_only import check_channel_pipeline
 
-IMG_EXTENSIONS = ('.jpg', '.jpeg', '.png', '.bmp', '.tif', '.tiff', '.webp')
-
 #: Errors that mean "this file is bad", turned into a skip. Other errors
 #: (bugs in a transform) propagate.
 BAD_FILE_ERRORS = (BadImageError, OSError)
-
-
-def scan_images(
-    root: str,
-    extensions: Sequence[str] = IMG_EXTENSIONS,
-    dir_mtimes: Optional[Dict[str, int]] = None,
-) -> List[str]:
-    """Relative paths of image files under ``root`` (recursive, sorted).
-
-    An explicit stack of ``os.scandir`` calls: one ``getdents`` listing per
-    directory and no ``stat`` per file (``DirEntry.is_dir`` uses the type
-    the listing already returned). Extensions match in any letter case.
-    Symlinked directories are followed once (loops are cut).
-
-    Args:
-        root (str): Folder to search.
-        extensions (Sequence[str]): Lower-case extensions with the dot.
-        dir_mtimes (dict, optional): Filled with ``{dir: st_mtime_ns}`` of
-            every directory visited (used to validate a cached index).
-    """
-    exts = tuple(e.lower() for e in extensions)
-    out = []
-    stack = ['']
-    seen = set()
-    while stack:
-        rel = stack.pop()
-        full = osp.join(root, rel) if rel else root
-        try:
-            st = os.stat(full)
-            key = (st.st_dev, st.st_ino)
-            if key in seen:
-                continue
-            seen.add(key)
-            if dir_mtimes is not None:
-                dir_mtimes[rel] = st.st_mtime_ns
-            prefix = rel + os.sep if rel else ''
-            with os.scandir(full) as it:
-                for entry in it:
-                    name = entry.name
-                    if name[0] == '.':
-                        continue
-                    if entry.is_dir():
-                        stack.append(prefix + name)
-                    elif name.lower().endswith(exts):
-                        out.append(prefix + name)
-        except PermissionError as e:
-            print_log(
-                f'Cannot list {full}: {e}; skipped.', 'current', level=30
-            )
-    out.sort()
-    return out
-
-
-def _top_folders(rels: List[str]) -> List[str]:
-    """Distinct first folders of sorted relative paths (one per run).
-
-    Paths sharing the prefix ``d/`` are contiguous in sorted order, so
-    each folder is found by one ``partition`` and a binary search.
-    """
-    out, i, n = [], 0, len(rels)
-    while i < n:
-        head, sep, _ = rels[i].partition(os.sep)
-        if not sep:  # a file directly in the root
-            i += 1
-            continue
-        out.append(head)
-        i = bisect.bisect_left(rels, head + chr(ord(os.sep) + 1), i)
-    return out
-
-
-def _top_folder_labels(rels: List[str], classes: List[str]) -> np.ndarray:
-    """Class index of each sorted relative path (-1 for root files)."""
-    labels = np.full(len(rels), -1, np.int32)
-    idx = {c: k for k, c in enumerate(classes)}
-    for head in _top_folders(rels):
-        a = bisect.bisect_left(rels, head + os.sep)
-        b = bisect.bisect_left(rels, head + chr(ord(os.sep) + 1), a)
-        labels[a:b] = idx[head]
-    return labels
 
 
 _PLAIN_LOADERS = ('LoadImageFromFile', 'mmcv.LoadImageFromFile')
@@ -265,153 +188,42 @@ class ImageFolderDataset(BaseDataset):
     # index
     # ------------------------------------------------------------------ #
     def _cache_key(self) -> str:
-        opts = dict(
-            roots=self.roots,
-            ann_file=self.ann_file,
-            with_label=self.with_label,
-            ext=self.extensions,
+        return index_cache_key(
+            self.roots, self.ann_file, self.with_label, self.extensions
         )
-        return hashlib.sha1(json.dumps(opts).encode()).hexdigest()
-
-    def _load_cache(self) -> Optional[dict]:
-        if (
-            not self.cache_file
-            or self.rebuild_cache
-            or not osp.isfile(self.cache_file)
-        ):
-            return None
-        try:
-            z = np.load(self.cache_file, allow_pickle=False)
-            meta = json.loads(z['meta'].tobytes().decode())
-        except Exception as e:  # noqa: BLE001
-            print_log(
-                f'Ignoring unreadable index cache {self.cache_file}: {e}',
-                'current',
-                level=30,
-            )
-            return None
-        if meta.get('key') != self._cache_key():
-            return None
-        for root, mtimes in zip(self.roots, meta['dir_mtimes']):
-            for rel, mtime in mtimes.items():
-                try:
-                    if os.stat(osp.join(root, rel)).st_mtime_ns != mtime:
-                        return None
-                except OSError:
-                    return None
-        if self.ann_file:
-            try:
-                if os.stat(self.ann_file).st_mtime_ns != meta['ann_mtime']:
-                    return None
-            except OSError:
-                return None
-        return dict(
-            paths=self._map_or_copy(z),
-            labels=z['labels'],
-            sources=z['sources'],
-            classes=meta['classes'],
-            roots_idx=z['root_of'],
-        )
-
-    def _map_or_copy(self, z) -> PathTable:
-        """The cached paths, memory-mapped from the cache when possible."""
-        if self.share_paths:
-            try:
-                return PathTable.load(self.cache_file, mmap=True)
-            except (OSError, ValueError, KeyError):
-                pass
-        return PathTable.from_arrays(z['buffer'], z['offsets'])
-
-    def _save_cache(self, index: dict, dir_mtimes: list) -> None:
-        meta = dict(
-            key=self._cache_key(),
-            dir_mtimes=dir_mtimes,
-            classes=index['classes'],
-            ann_mtime=(
-                os.stat(self.ann_file).st_mtime_ns if self.ann_file else None
-            ),
-        )
-        d = osp.dirname(osp.abspath(self.cache_file))
-        os.makedirs(d, exist_ok=True)
-        tmp = self.cache_file + f'.tmp{os.getpid()}.npz'
-        np.savez(
-            tmp,
-            buffer=index['paths'].buffer,
-            offsets=index['paths'].offsets,
-            labels=index['labels'],
-            sources=index['sources'],
-            root_of=index['roots_idx'],
-            meta=np.frombuffer(json.dumps(meta).encode(), np.uint8),
-        )
-        os.replace(tmp, self.cache_file)
 
     def _build_index(self) -> Tuple[dict, list]:
-        paths: List[str] = []
-        labels: list = []
-        sources: list = []
-        dir_mtimes: list = []
-        classes: List[str] = []
-        if self.ann_file:
-            base = self.roots[0] if self.roots else ''
-            with open(self.ann_file, encoding='utf-8') as f:
-                for line in f:
-                    line = line.strip()
-                    if not line or line.startswith('#'):
-                        continue
-                    label = -1
-                    parts = line.rsplit(maxsplit=1)
-                    if len(parts) == 2 and parts[1].lstrip('-').isdigit():
-                        line, label = parts[0], int(parts[1])
-                    paths.append(osp.join(base, line) if base else line)
-                    labels.append(label)
-                    sources.append(0)
-        else:
-            per_root = []
-            for root in self.roots:
-                mt: Dict[str, int] = {}
-                per_root.append(scan_images(root, self.extensions, mt))
-                dir_mtimes.append(mt)
-            if self.with_label:
-                classes = sorted(
-                    {d for rels in per_root for d in _top_folders(rels)}
-                )
-            for s, (root, rels) in enumerate(zip(self.roots, per_root)):
-                lab = None
-                if self.with_label:
-                    lab = _top_folder_labels(rels, classes)
-                    keep = np.flatnonzero(lab >= 0)
-                    if len(keep) < len(rels):  # drop files in the root
-                        rels = [rels[i] for i in keep.tolist()]
-                        lab = lab[keep]
-                prefix = root if root.endswith(os.sep) else root + os.sep
-                paths.extend([prefix + r for r in rels])
-                labels.append(np.full(len(rels), -1) if lab is None else lab)
-                sources.append(np.full(len(rels), s))
-        if not self.ann_file:
-            labels = np.concatenate([np.zeros(0)] + labels)
-            sources = np.concatenate([np.zeros(0)] + sources)
-        index = dict(
-            paths=PathTable(paths),
-            labels=np.asarray(labels, np.int32),
-            sources=np.asarray(sources, np.int16),
-            classes=classes,
-            roots_idx=np.asarray(sources, np.int16),
+        return build_index(
+            self.roots, self.ann_file, self.with_label, self.extensions
         )
-        return index, dir_mtimes
 
     def full_init(self) -> None:
         """Scan the folders (or load the cache) once."""
         if self._fully_initialized:
             return
-        index = self._load_cache()
+        index = None
+        if self.cache_file and not self.rebuild_cache:
+            index = load_index_cache(
+                self.cache_file,
+                self._cache_key(),
+                self.roots,
+                self.ann_file,
+                self.share_paths,
+            )
         from_cache = index is not None
         if index is None:
             index, dir_mtimes = self._build_index()
             if self.cache_file:
-                self._save_cache(index, dir_mtimes)
+                save_index_cache(
+                    self.cache_file,
+                    self._cache_key(),
+                    index,
+                    dir_mtimes,
+                    self.ann_file,
+                )
                 if self.share_paths:
                     with np.load(self.cache_file) as z:
-                        index['paths'] = self._map_or_copy(z)
+                        index['paths'] = map_or_copy(self.cache_file, z, True)
         index = self._relabel(index)
         self._paths: PathTable = index['paths']
         self._labels: np.ndarray = index['labels']

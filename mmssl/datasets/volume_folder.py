@@ -10,7 +10,8 @@ from mmengine.dataset import Compose
 from mmssl.extras import require_3d
 from mmssl.registry import DATASETS
 
-from .image_folder import ImageFolderDataset, PathTable
+from .image_folder import ImageFolderDataset
+from .path_table import PathTable
 from .volume_cache import DiskCache, ShardedMemoryCache
 
 VOLUME_EXTENSIONS = ('.nii', '.nii.gz', '.npy')

@@ -11,7 +11,7 @@ import os
 import os.path as osp
 from typing import List, Optional, Sequence
 
-from mmssl.datasets.image_folder import IMG_EXTENSIONS
+from mmssl.datasets.image_index import IMG_EXTENSIONS
 
 
 def eval_pipeline(

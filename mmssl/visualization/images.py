@@ -22,7 +22,7 @@ def list_images(path: str) -> List[str]:
     Raises:
         FileNotFoundError: ``path`` does not exist or holds no image.
     """
-    from mmssl.datasets.image_folder import scan_images
+    from mmssl.datasets.image_index import scan_images
 
     if osp.isfile(path):
         return [path]

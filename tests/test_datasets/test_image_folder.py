@@ -115,16 +115,16 @@ def test_errors_are_clear(tmp_path):
 def test_cache_reused_and_invalidated(messy_root, tmp_path, monkeypatch):
     import shutil
 
-    import mmssl.datasets.image_folder as image_folder
+    import mmssl.datasets.image_index as image_index
 
     scans = []
-    real_scan = image_folder.scan_images
+    real_scan = image_index.scan_images
 
     def counting_scan(*args, **kwargs):
         scans.append(args[0])
         return real_scan(*args, **kwargs)
 
-    monkeypatch.setattr(image_folder, 'scan_images', counting_scan)
+    monkeypatch.setattr(image_index, 'scan_images', counting_scan)
     root = str(tmp_path / 'copy')
     shutil.copytree(messy_root[0], root)
     cache = str(tmp_path / 'index.npz')

@@ -208,7 +208,8 @@ def make_empty_tree(root: str, num: int, per_dir: int = 1000) -> None:
 def bench_index(args) -> None:
     from torchvision.datasets import ImageFolder
 
-    from mmssl.datasets.image_folder import ImageFolderDataset, scan_images
+    from mmssl.datasets.image_folder import ImageFolderDataset
+    from mmssl.datasets.image_index import scan_images
 
     make_empty_tree(args.dir, args.num_files)
     cache = osp.join(tempfile.mkdtemp(prefix='index_'), 'index.npz')
@@ -272,7 +273,7 @@ def _pss_kib(pid: int) -> dict:
 def bench_memory(args) -> None:
     from torch.utils.data import DataLoader
 
-    from mmssl.datasets.image_folder import PathTable
+    from mmssl.datasets.path_table import PathTable
 
     paths = [
         osp.join(args.dir, f'class_{i // 1000:04d}', f'img_{i:07d}.png')
