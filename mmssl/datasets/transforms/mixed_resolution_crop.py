@@ -7,7 +7,8 @@ from typing import Iterator, Optional, Sequence
 
 from mmssl.registry import TRANSFORMS
 
-from .multi_crop import MultiCrop, SizeType, _pair
+from .crop_args import SizeType, size_pair
+from .multi_crop import MultiCrop
 
 #: Size index of the sample being loaded, set by ``MixedResolutionDataset``.
 _SIZE_INDEX: ContextVar[Optional[int]] = ContextVar(
@@ -61,8 +62,10 @@ class MixedResolutionMultiCrop(MultiCrop):
                 f'same length, got {list(global_sizes)} and '
                 f'{list(local_sizes)}.'
             )
-        self.global_sizes = [_pair(s, 'global_sizes') for s in global_sizes]
-        self.local_sizes = [_pair(s, 'local_sizes') for s in local_sizes]
+        self.global_sizes = [
+            size_pair(s, 'global_sizes') for s in global_sizes
+        ]
+        self.local_sizes = [size_pair(s, 'local_sizes') for s in local_sizes]
         super().__init__(
             global_size=self.global_sizes[0],
             local_size=self.local_sizes[0],

@@ -8,7 +8,7 @@ References:
 """
 
 import math
-from typing import List, Optional, Sequence, Tuple, Union
+from typing import Optional, Sequence, Tuple
 
 import cv2
 import numpy as np
@@ -16,10 +16,15 @@ from mmcv.transforms import BaseTransform
 
 from mmssl.registry import TRANSFORMS
 
+from .color_matrix import LUMA_RGB, random_color_matrix
+from .crop_args import (
+    ProbType,
+    SizeType,
+    size_pair,
+    value_range,
+    view_probs,
+)
 from .rgb_only import refuse_non_rgb
-
-SizeType = Union[int, Sequence[int]]
-ProbType = Union[float, Sequence[float]]
 
 _INTERP = {
     'nearest': cv2.INTER_NEAREST,
@@ -27,64 +32,6 @@ _INTERP = {
     'bicubic': cv2.INTER_CUBIC,
     'area': cv2.INTER_AREA,
 }
-
-# ITU-R 601 luma weights (as PIL's ``convert('L')`` and torchvision).
-_LUMA_RGB = np.array([0.299, 0.587, 0.114])
-
-
-def _pair(size: SizeType, name: str) -> Tuple[int, int]:
-    """Turn ``int`` or ``(h, w)`` into ``(h, w)`` with a clear error."""
-    if isinstance(size, (int, np.integer)):
-        size = (int(size), int(size))
-    size = tuple(int(s) for s in size)
-    if len(size) != 2 or min(size) <= 0:
-        raise ValueError(
-            f'{name} must be a positive int or (h, w), got {size!r}.'
-        )
-    return size
-
-
-def _probs(p: ProbType, n: int, name: str) -> List[float]:
-    """Per-view probabilities: a float for all views or one per view.
-
-    A sequence shorter than ``n`` is padded with its last value.
-    """
-    if isinstance(p, (int, float)):
-        out = [float(p)] * n
-    else:
-        out = [float(x) for x in p]
-        if n and not out:
-            raise ValueError(f'{name} is empty but {n} views need a value.')
-        out = (out + [out[-1]] * n)[:n] if out else []
-    for x in out:
-        if not 0.0 <= x <= 1.0:
-            raise ValueError(f'{name} values must be in [0, 1], got {p!r}.')
-    return out
-
-
-def _range(
-    r: Sequence[float], name: str, positive=True
-) -> Tuple[float, float]:
-    lo, hi = (float(x) for x in r)
-    if lo > hi or (positive and lo <= 0):
-        raise ValueError(
-            f'{name} must be (low, high) with 0 < low <= high, got {r!r}.'
-        )
-    return lo, hi
-
-
-def _hue_rotation(theta: float) -> np.ndarray:
-    """3x3 rotation by ``theta`` radians about the grey axis (1, 1, 1).
-
-    Applied to an RGB column vector, ``theta = 2 * pi * h`` moves red
-    towards green like an HSV hue shift of ``h`` turns.
-    """
-    c, s = math.cos(theta), math.sin(theta)
-    k = np.full(3, 1.0 / math.sqrt(3.0))
-    cross = np.array(
-        [[0.0, -k[2], k[1]], [k[2], 0.0, -k[0]], [-k[1], k[0], 0.0]]
-    )
-    return c * np.eye(3) + s * cross + (1.0 - c) * np.outer(k, k)
 
 
 @TRANSFORMS.register_module()
@@ -212,11 +159,11 @@ class MultiCrop(BaseTransform):
             )
         self.num_global_crops = int(num_global_crops)
         self.num_local_crops = int(num_local_crops)
-        self.global_size = _pair(global_size, 'global_size')
-        self.local_size = _pair(local_size, 'local_size')
-        self.global_scale = _range(global_scale, 'global_scale')
-        self.local_scale = _range(local_scale, 'local_scale')
-        self.ratio = _range(ratio, 'ratio')
+        self.global_size = size_pair(global_size, 'global_size')
+        self.local_size = size_pair(local_size, 'local_size')
+        self.global_scale = value_range(global_scale, 'global_scale')
+        self.local_scale = value_range(local_scale, 'local_scale')
+        self.ratio = value_range(ratio, 'ratio')
         self.flip_prob = float(flip_prob)
         if len(color_jitter) != 4 or min(color_jitter) < 0:
             raise ValueError(
@@ -230,13 +177,13 @@ class MultiCrop(BaseTransform):
         self.color_jitter = tuple(float(x) for x in color_jitter)
         self.color_jitter_prob = float(color_jitter_prob)
         self.grayscale_prob = float(grayscale_prob)
-        self.global_blur_prob = _probs(
+        self.global_blur_prob = view_probs(
             global_blur_prob, self.num_global_crops, 'global_blur_prob'
         )
-        self.local_blur_prob = _probs(
+        self.local_blur_prob = view_probs(
             local_blur_prob, self.num_local_crops, 'local_blur_prob'
         )
-        self.blur_sigma = _range(blur_sigma, 'blur_sigma')
+        self.blur_sigma = value_range(blur_sigma, 'blur_sigma')
         if blur_kernel_size is not None and (
             blur_kernel_size < 1 or blur_kernel_size % 2 == 0
         ):
@@ -245,10 +192,10 @@ class MultiCrop(BaseTransform):
                 f'None, got {blur_kernel_size}.'
             )
         self.blur_kernel_size = blur_kernel_size
-        self.global_solarize_prob = _probs(
+        self.global_solarize_prob = view_probs(
             global_solarize_prob, self.num_global_crops, 'global_solarize_prob'
         )
-        self.local_solarize_prob = _probs(
+        self.local_solarize_prob = view_probs(
             local_solarize_prob, self.num_local_crops, 'local_solarize_prob'
         )
         self.solarize_threshold = int(solarize_threshold)
@@ -268,13 +215,13 @@ class MultiCrop(BaseTransform):
             )
         self.channel_order = channel_order
         self.gram_size = (
-            None if gram_size is None else _pair(gram_size, 'gram_size')
+            None if gram_size is None else size_pair(gram_size, 'gram_size')
         )
         # Grey weights and hue rotation expressed in the input's channel
         # order: P maps the input order to RGB (a permutation).
         perm = [2, 1, 0] if channel_order == 'bgr' else [0, 1, 2]
         self._perm = np.eye(3)[perm]  # rgb = P @ input
-        self._luma = _LUMA_RGB @ self._perm  # (3,) in input order
+        self._luma = LUMA_RGB @ self._perm  # (3,) in input order
 
     # ------------------------------------------------------------------ #
     # random crop box
@@ -329,45 +276,16 @@ class MultiCrop(BaseTransform):
     # colour
     # ------------------------------------------------------------------ #
     def _color_matrix(self, mean: np.ndarray) -> Optional[np.ndarray]:
-        """Random 3x4 affine colour map (jitter then grayscale) or None.
-
-        Args:
-            mean (np.ndarray): (3,) mean colour of the crop, input order.
-        """
-        do_jitter = np.random.rand() < self.color_jitter_prob
-        do_gray = np.random.rand() < self.grayscale_prob
-        if not (do_jitter or do_gray):
-            return None
-        A = np.eye(3)
-        b = np.zeros(3)
-        luma = self._luma
-        gray_proj = np.tile(luma, (3, 1))  # (3, 3): each row -> luma
-        if do_jitter:
-            bri, con, sat, hue = self.color_jitter
-            for op in np.random.permutation(4):
-                if op == 0 and bri > 0:
-                    f = np.random.uniform(max(0.0, 1 - bri), 1 + bri)
-                    A, b = f * A, f * b
-                elif op == 1 and con > 0:
-                    f = np.random.uniform(max(0.0, 1 - con), 1 + con)
-                    # blend with the mean grey of the current image
-                    m = float(luma @ (A @ mean + b))
-                    A, b = f * A, f * b + (1 - f) * m
-                elif op == 2 and sat > 0:
-                    f = np.random.uniform(max(0.0, 1 - sat), 1 + sat)
-                    M = f * np.eye(3) + (1 - f) * gray_proj
-                    A, b = M @ A, M @ b
-                elif op == 3 and hue > 0:
-                    h = np.random.uniform(-hue, hue)
-                    R = (
-                        self._perm.T
-                        @ _hue_rotation(2 * math.pi * h)
-                        @ self._perm
-                    )
-                    A, b = R @ A, R @ b
-        if do_gray:
-            A, b = gray_proj @ A, gray_proj @ b
-        return np.concatenate([A, b[:, None]], axis=1)
+        """Random 3x4 affine colour map (jitter then grayscale) or None;
+        ``mean`` is the crop's (3,) mean colour in input order."""
+        return random_color_matrix(
+            mean,
+            self.color_jitter,
+            self.color_jitter_prob,
+            self.grayscale_prob,
+            self._luma,
+            self._perm,
+        )
 
     # ------------------------------------------------------------------ #
     def _view(

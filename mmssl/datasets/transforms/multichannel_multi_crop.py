@@ -16,7 +16,8 @@ from mmcv.transforms import BaseTransform
 from mmssl.registry import TRANSFORMS
 
 from .channel_jitter import ChannelIntensityJitter
-from .multi_crop import MultiCrop, ProbType, SizeType, _pair, _probs, _range
+from .crop_args import ProbType, SizeType, size_pair, value_range, view_probs
+from .multi_crop import MultiCrop
 
 #: DINO's colour jitter probability with channel-aware strengths.
 DEFAULT_JITTER = dict(brightness=0.4, contrast=0.4, gamma=0.2, prob=0.8)
@@ -140,23 +141,23 @@ class MultiChannelMultiCrop(BaseTransform):
         )
         self.num_global_crops = int(num_global_crops)
         self.num_local_crops = int(num_local_crops)
-        self.global_size = _pair(global_size, 'global_size')
-        self.local_size = _pair(local_size, 'local_size')
-        self.global_scale = _range(global_scale, 'global_scale')
-        self.local_scale = _range(local_scale, 'local_scale')
-        self.hflip_prob, self.vflip_prob = _probs(
+        self.global_size = size_pair(global_size, 'global_size')
+        self.local_size = size_pair(local_size, 'local_size')
+        self.global_scale = value_range(global_scale, 'global_scale')
+        self.local_scale = value_range(local_scale, 'local_scale')
+        self.hflip_prob, self.vflip_prob = view_probs(
             [hflip_prob, vflip_prob], 2, 'flip probabilities'
         )
         self.jitter = (
             None if jitter is None else ChannelIntensityJitter(**dict(jitter))
         )
-        self.global_blur_prob = _probs(
+        self.global_blur_prob = view_probs(
             global_blur_prob, self.num_global_crops, 'global_blur_prob'
         )
-        self.local_blur_prob = _probs(
+        self.local_blur_prob = view_probs(
             local_blur_prob, self.num_local_crops, 'local_blur_prob'
         )
-        self.blur_sigma = _range(blur_sigma, 'blur_sigma')
+        self.blur_sigma = value_range(blur_sigma, 'blur_sigma')
         self.blur_kernel_size = blur_kernel_size
 
     def _view(self, img: np.ndarray, out_hw, scale, blur_p: float):

@@ -6,11 +6,11 @@ import pytest
 from mmengine.dataset import Compose, default_collate
 
 from mmssl.datasets.transforms import MultiCrop
-from mmssl.datasets.transforms.multi_crop import (
-    _hue_rotation,
-    _pair,
-    _probs,
-    _range,
+from mmssl.datasets.transforms.color_matrix import hue_rotation
+from mmssl.datasets.transforms.crop_args import (
+    size_pair,
+    value_range,
+    view_probs,
 )
 
 PLAIN = dict(
@@ -168,7 +168,7 @@ def _gaussian_blur(img, size, sigma):
 
 
 def test_hue_rotation_properties():
-    R = _hue_rotation(2 * math.pi / 3)
+    R = hue_rotation(2 * math.pi / 3)
     np.testing.assert_allclose(R @ [1, 0, 0], [0, 1, 0], atol=1e-12)
     np.testing.assert_allclose(R @ [0.5, 0.5, 0.5], [0.5] * 3, atol=1e-12)
     np.testing.assert_allclose(R @ R.T, np.eye(3), atol=1e-12)
@@ -209,31 +209,35 @@ def _raises(exc, message):
 
 
 def test_helpers_pair_probs_range():
-    assert _pair(np.int64(5), 'x') == (5, 5) and _pair([3, 4], 'x') == (3, 4)
-    assert _pair((1, 1), 'x') == (1, 1)
+    assert size_pair(np.int64(5), 'x') == (5, 5) and size_pair(
+        [3, 4], 'x'
+    ) == (3, 4)
+    assert size_pair((1, 1), 'x') == (1, 1)
     for bad in [(0, 4), (4, -1), (1, 2, 3)]:
         with _raises(
             ValueError,
             f'sz must be a positive int or (h, w), got {tuple(bad)!r}.',
         ):
-            _pair(bad, 'sz')
-    assert _probs(0.3, 2, 'p') == [0.3, 0.3]
-    assert _probs([0.1, 0.9], 4, 'p') == [0.1, 0.9, 0.9, 0.9]
-    assert _probs([0.2, 0.4, 0.6], 2, 'p') == [0.2, 0.4]
-    assert _probs([0.1, 0.5, 0.9], 5, 'p') == [0.1, 0.5, 0.9, 0.9, 0.9]
-    assert _probs([], 0, 'p') == [] and _probs([1.0, 0.0], 0, 'p') == []
-    assert _probs(1, 1, 'p') == [1.0] and _probs(0.0, 1, 'p') == [0.0]
+            size_pair(bad, 'sz')
+    assert view_probs(0.3, 2, 'p') == [0.3, 0.3]
+    assert view_probs([0.1, 0.9], 4, 'p') == [0.1, 0.9, 0.9, 0.9]
+    assert view_probs([0.2, 0.4, 0.6], 2, 'p') == [0.2, 0.4]
+    assert view_probs([0.1, 0.5, 0.9], 5, 'p') == [0.1, 0.5, 0.9, 0.9, 0.9]
+    assert (
+        view_probs([], 0, 'p') == [] and view_probs([1.0, 0.0], 0, 'p') == []
+    )
+    assert view_probs(1, 1, 'p') == [1.0] and view_probs(0.0, 1, 'p') == [0.0]
     with _raises(ValueError, 'p is empty but 2 views need a value.'):
-        _probs([], 2, 'p')
+        view_probs([], 2, 'p')
     for bad in (1.5, -0.1, [0.5, 1.01]):
         with _raises(ValueError, f'p values must be in [0, 1], got {bad!r}.'):
-            _probs(bad, 2, 'p')
-    assert _range((0.5, 0.5), 'r') == (0.5, 0.5)
-    assert _range([-1, 2], 'r', positive=False) == (-1.0, 2.0)
+            view_probs(bad, 2, 'p')
+    assert value_range((0.5, 0.5), 'r') == (0.5, 0.5)
+    assert value_range([-1, 2], 'r', positive=False) == (-1.0, 2.0)
     for bad in [(0.5, 0.1), (0.0, 1.0)]:
         msg = f'r must be (low, high) with 0 < low <= high, got {bad!r}.'
         with _raises(ValueError, msg):
-            _range(bad, 'r')
+            value_range(bad, 'r')
 
 
 def test_hue_rotation_is_the_axis_angle_matrix():
@@ -247,7 +251,7 @@ def test_hue_rotation_is_the_axis_angle_matrix():
             [1 / 3 - s, 1 / 3 + s, 1 / 3],
         ]
     )
-    np.testing.assert_allclose(_hue_rotation(math.pi / 2), want, atol=1e-12)
+    np.testing.assert_allclose(hue_rotation(math.pi / 2), want, atol=1e-12)
 
 
 def test_constructor_messages_name_the_argument():
