@@ -80,7 +80,8 @@ def test_dinov2_demo_learns(demo_data_root, tmp_path):
     measured (one run, kNN after each epoch with every RNG state restored
     around it) 55.43 / 60.72 / 62.95 / 63.23 / 64.35 after epochs 2 / 4 /
     5 / 6 / 7 (64.62 after 7 and 64.35 after all 10 in the test before it
-    was shortened; 57.66, no gain, with lr 0; configs/dinov2/README.md)."""
+    was shortened; configs/dinov2/README.md). Broken: with lr 0 it ends
+    at 57.66, random init, and fails."""
     init_top1, top1 = _knn_init_and_trained(
         DEMO, demo_data_root, tmp_path, stop_after=5
     )
@@ -96,7 +97,7 @@ def test_ibot_demo_learns(demo_data_root, tmp_path):
     with every RNG state restored around it) 63.79 / 66.02 / 68.25 /
     67.69 / 68.25 after epochs 2 / 4 / 5 / 6 / 7 (68.25 after all 10; a
     4-epoch schedule reached only 64.07; configs/ibot/README.md). Broken:
-    with lr 0 it ends at IBOT_LR0."""
+    with lr 0 it ends at 62.67, random init, and fails."""
     demo = osp.join(
         ROOT, 'configs', 'ibot', 'ibot_vit-tiny-p4_1xb64-10e_demo.py'
     )

@@ -94,9 +94,9 @@ def test_itpn_demo_learns(demo_data_root, tmp_path):
     trained 71.59 / 76.60 / 76.32 after epochs 2 / 3 / 4 (kNN falls,
     59.89 -> 47.91: the features become more linearly separable but
     less clustered; configs/itpn/README.md); the schedule squeezed into
-    2 epochs reaches only 71.03. Broken: with lr 0 it ends at
-    69.08, random init (the test fails). 32 s (25 s at lr 0) on the
-    shared 2-core machine."""
+    2 epochs reaches only 71.03. Broken: with lr 0 it ends at 69.08,
+    random init, and fails. 32 s wall on the shared 2-core machine (load
+    about 5)."""
     config = 'configs/itpn/itpn-pixel_hivit-tiny-p8_1xb64-4e_demo.py'
     _assert_learns(
         config, demo_data_root, tmp_path, 'linear/top1', 4.0, stop_after=3
@@ -111,8 +111,8 @@ def test_simmim_demo_learns(demo_data_root, tmp_path):
     (epochs 6 / 7 / 8 / 10 / 16) 78.27 / 81.06 / 83.57 / 81.62 / 79.39
     (configs/simmim/README.md); the first epochs fall below random init
     (70.47 after 3), and the schedule squeezed into 8 epochs ends there
-    (69.64), so the test keeps the 16-epoch schedule. Broken: with lr 0 it ends at
-    77.44, random init (the test fails). 50 s on the shared machine."""
+    (69.64), so the test keeps the 16-epoch schedule. Broken: with lr 0 it
+    ends at 77.44, random init, and fails. 50 s wall (shared machine)."""
     config = 'configs/simmim/simmim_swin-tiny-w4_1xb64-16e_demo.py'
     _assert_learns(
         config, demo_data_root, tmp_path, 'linear/top1', 3.0, stop_after=8
@@ -129,8 +129,8 @@ def test_mff_demo_learns(demo_data_root, tmp_path):
     Measured kNN: random init 77.44, trained (epochs 4 / 8 / 9 / 10 / 16)
     60.17 / 81.62 / 82.73 / 88.86 / 89.42; the schedule squeezed into 8
     epochs ends at 59.33, below random init, so the test keeps the
-    16-epoch schedule. Broken: with lr 0 it ends at
-    77.44, random init (the test fails). 85 s on the shared machine."""
+    16-epoch schedule. Broken: with lr 0 it ends at 77.44, random init,
+    and fails. 85 s wall (shared machine)."""
     config = 'configs/mff/mff_vit-tiny-p4_1xb64-16e_demo.py'
     _assert_learns(
         config, demo_data_root, tmp_path, 'knn/top1', 6.0, stop_after=10

@@ -246,6 +246,7 @@ def test_barlowtwins_demo_learns(demo_data_root, tmp_path):
     67.69, trained 69.08 / 67.41 / 75.21 / 71.31 after epochs 1 / 2 / 3 /
     4 (+7.5 after 3; the curve is noisy: 76.9 after 4 in another run,
     docs/en/model_zoo.md); the schedule squeezed into 2 epochs ends at
-    54.32. Broken: lr 0 ends at LR0_BARLOW after 3 epochs."""
+    54.32. Broken: lr 0 ends at 67.13 after 3 epochs, below the
+    baseline. 95 s wall on the shared 2-core machine (load about 5)."""
     config = 'configs/barlowtwins/barlowtwins_resnet18-w16_1xb64-4e_demo.py'
     _assert_learns(config, demo_data_root, tmp_path, 3.0, stop_after=3)
