@@ -1,4 +1,4 @@
-"""The SimCLR / MoCo v2 shapes demos train and evaluate at 16 px.
+"""The SimCLR / MoCo v2 / BYOL shapes demos train and evaluate at 16 px.
 
 On data/shapes the 64 px SimCLR recipe did not learn shape in its 10
 epochs (kNN at its random init); the 16 px recipe of
@@ -21,6 +21,9 @@ ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 DEMOS = {  # digits demo -> its shapes sibling
     'configs/simclr/simclr_resnet18-w16_1xb64-10e_demo.py': (
         'configs/simclr/simclr_resnet18-w16_1xb64-30e_shapes_demo.py'
+    ),
+    'configs/byol/byol_resnet18-w16_1xb64-4e_demo.py': (
+        'configs/byol/byol_resnet18-w16_1xb64-30e_shapes_demo.py'
     ),
     'configs/mocov2/mocov2_resnet18-w16_1xb64-4e_demo.py': (
         'configs/mocov2/mocov2_resnet18-w16_1xb64-30e_shapes_demo.py'
