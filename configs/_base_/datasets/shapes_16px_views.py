@@ -1,7 +1,8 @@
 # Two-view contrastive training and kNN on the bundled shapes set
 # (data/shapes, 64 px; tools/misc/make_shapes_dataset.py) at 16 px, the
 # recipe with which SimCLR learns shape there in 30 epochs (kNN 41.8
-# against 12.9 at random init; MoCo v2 14.7 against 10.6; see
+# against 12.9 at random init; MoCo v2 only 14.7 against 10.6, BYOL
+# 11.2 against 12.6; see
 # configs/simclr/README.md, docs/en/model_zoo.md):
 # - views and kNN images at 16 px: 16x cheaper than 64 px, and the 1 px
 #   lines and dots of the clutter mostly average away while the shapes
