@@ -54,8 +54,8 @@ def test_probe_and_shapes_variant_are_chosen_by_backbone():
         'options': [],
     }
     # no 64 px variant: the digits recipe, every folder moved to data/shapes
-    byol = 'configs/byol/byol_resnet18-w16_1xb64-4e_demo.py'
-    options = zoo.resolve(byol, 'shapes')['options']
+    barlow = 'configs/barlowtwins/barlowtwins_resnet18-w16_1xb64-4e_demo.py'
+    options = zoo.resolve(barlow, 'shapes')['options']
     assert 'train_dataloader.dataset.data_root=data/shapes/train' in options
     assert 'test_dataloader.dataset.query.data_root=data/shapes' in options
 

@@ -28,7 +28,7 @@ gets that stage). The markdown table between
     python tools/analysis_tools/zoo_report.py --dataset shapes --linear \\
         configs/simclr/simclr_resnet18-w16_1xb64-10e_demo.py
 
-On shapes a demo's sibling ``*_shapes_demo.py`` (64 px pipeline) is
+On shapes a demo's sibling ``*_shapes_demo.py`` (its shapes recipe) is
 trained when there is one; otherwise only the data folders are
 overridden. ``--max-iters N`` trains N iterations (an iteration-based
 loop; the schedule is cut short), for quick or partial measurements.
