@@ -110,7 +110,7 @@ def test_end_to_end_on_one_tiny_demo(demo_data_root, tmp_path, capsys):
     assert cells[3] == '-'  # a ViT: no BatchNorm baseline
     assert row['bnrecal_knn'] is None
     assert cells[4] == f'{row["trained_knn"]["knn/top1"]:.2f}'
-    assert cells[8] == f'`{row["command"]}`'
+    assert cells[9] == f'`{row["command"]}`'
     assert 'not measured yet' in text  # the other demos
     # resumable: a second call measures nothing and keeps the row
     capsys.readouterr()
@@ -134,15 +134,19 @@ def test_table_cells_and_unmeasured_rows():
     text = zoo.table({MAE: row}, [MAE, 'configs/a/a_demo.py'])
     lines = text.splitlines()
     unmeasured = '| `configs/a/a_demo.py` | not measured yet |'
-    assert lines[2] == unmeasured + ' |' * 7
-    # measured before the BatchNorm baseline existed (old JSON): '-'
+    assert lines[2] == unmeasured + ' |' * 8
+    # measured before the BatchNorm baselines existed (old JSON): '-'
     assert lines[3] == (
-        f'| `{MAE}` | full schedule | 11.00 | - | 22.00 | 33.00 | - | 44 | '
-        '`python x` |'
+        f'| `{MAE}` | full schedule | 11.00 | - | 22.00 | 33.00 | - | - | '
+        '44 | `python x` |'
     )
     row['bnrecal_knn'] = {'knn/top1': 5.5}
+    row['bnrecal_linear'] = {'accuracy/top1': 6.5}
     line = zoo.table({MAE: row}, [MAE]).splitlines()[2]
-    assert line.startswith(f'| `{MAE}` | full schedule | 11.00 | 5.50 |')
+    assert line.startswith(
+        f'| `{MAE}` | full schedule | 11.00 | 5.50 | 22.00 | 33.00 | 6.50 '
+        '| - |'
+    )
 
 
 def test_batchnorm_baseline_only_where_the_backbone_has_batchnorm():
@@ -168,10 +172,11 @@ def _fake_tools(monkeypatch, tmp_path):
             with open(osp.join(work, 'last_checkpoint'), 'w') as f:
                 f.write(osp.join(work, 'epoch_4.pth'))
             return ''
-        trained = '--checkpoint' in cmd
-        out = {'knn/top1': 60.0 + trained, 'knn/top5': 90.0}
+        # +1 trained, +5 BatchNorm recalibrated: which call gave a figure
+        shift = ('--checkpoint' in cmd) + 5 * ('--bn-recalibrate' in cmd)
+        out = {'knn/top1': 60.0 + shift, 'knn/top5': 90.0}
         if '--linear' in cmd:
-            out.update({'linear/top1': 80.0 + trained, 'linear/top5': 99.0})
+            out.update({'linear/top1': 80.0 + shift, 'linear/top5': 99.0})
         return f'log line\n{out}\n'
 
     monkeypatch.setattr(zoo, 'run', fake_run)
@@ -221,3 +226,69 @@ def test_probe_config_kept_unless_frozen_linear(monkeypatch, tmp_path):
     # rows measured before the flag existed keep their settings
     old = zoo.settings(zoo.parse_args([MAE, '--linear']))
     assert old == {'max_iters': None, 'linear': True, 'probe_max_iters': None}
+
+
+SIMCLR = 'configs/simclr/simclr_resnet18-w16_1xb64-10e_demo.py'
+
+
+def test_batchnorm_backbone_gets_one_probe_for_all_three(
+    monkeypatch, tmp_path
+):
+    """A ResNet has a probe config, but its fair random baseline needs
+    BatchNorm recalibrated, which only knn_eval --linear does: random,
+    recalibrated and trained are all probed that way, each in the call
+    that gives its kNN."""
+    calls, probes = _fake_tools(monkeypatch, tmp_path)
+    args, row = _measure(SIMCLR, ['--linear'], tmp_path)
+    assert not probes and row['probe'] == 'tools/misc/knn_eval.py --linear'
+    evals = [c for c in calls if 'tools/misc/knn_eval.py' in c]
+    assert len(evals) == 3 and all('--linear' in c for c in evals)
+    assert ['--bn-recalibrate' in c for c in evals] == [False, True, False]
+    assert row['random_linear']['accuracy/top1'] == 80.0
+    assert row['bnrecal_linear'] == {
+        'accuracy/top1': 85.0,
+        'accuracy/top5': 99.0,
+    }
+    assert row['bnrecal_knn'] == {'knn/top1': 65.0, 'knn/top5': 90.0}
+    assert row['trained_linear']['accuracy/top1'] == 81.0
+    assert zoo.complete(row, args)
+    line = zoo.table({SIMCLR: dict(row, command='c')}, []).splitlines()[2]
+    cells = [c.strip() for c in line.strip('|').split('|')]
+    assert cells[2:8] == ['60.00', '65.00', '61.00', '80.00', '85.00', '81.00']
+
+
+def test_linear_figures_of_another_probe_are_measured_again(
+    monkeypatch, tmp_path
+):
+    """An old ResNet row: probe config figures (random BatchNorm at its
+    initial statistics), no recalibrated linear figure. It is not skipped;
+    its linear figures are replaced, its kNN and checkpoint kept."""
+    calls, probes = _fake_tools(monkeypatch, tmp_path)
+    old = {
+        'settings': {
+            'max_iters': None,
+            'linear': True,
+            'probe_max_iters': None,
+        },
+        'status': 'done',
+        'probe': zoo.probe_config(SIMCLR, 'digits'),
+        'random_knn': {'knn/top1': 1.0},
+        'bnrecal_knn': {'knn/top1': 2.0},
+        'trained_knn': {'knn/top1': 3.0},
+        'random_linear': {'accuracy/top1': 15.6},
+        'trained_linear': {'accuracy/top1': 85.0},
+        'checkpoint': 'w/epoch_10.pth',
+        'train_s': 9.0,
+    }
+    args = zoo.parse_args([SIMCLR, '--linear', '--work-root', str(tmp_path)])
+    assert old['settings'] == zoo.settings(args)
+    assert not zoo.complete(old, args)
+    zoo.measure(SIMCLR, args, old, lambda: None)
+    assert not [c for c in calls if 'tools/train.py' in c] and not probes
+    assert old['random_linear']['accuracy/top1'] == 80.0
+    assert old['bnrecal_linear']['accuracy/top1'] == 85.0
+    assert old['trained_linear']['accuracy/top1'] == 81.0
+    assert old['trained_knn'] == {'knn/top1': 3.0}  # kept
+    trained = [c for c in calls if '--checkpoint' in c]
+    assert trained[0][trained[0].index('--checkpoint') + 1] == 'w/epoch_10.pth'
+    assert zoo.complete(old, args)

@@ -10,20 +10,24 @@ data/demo, ``shapes`` = data/shapes), this runs as subprocesses:
    at learning rate 0 already adapts those statistics;
 2. the demo's training (``tools/train.py``), timed;
 3. kNN of the trained checkpoint (``tools/misc/knn_eval.py --checkpoint``);
-4. with ``--linear``, the linear probe of the random-init and of the
-   trained backbone: a probe config (configs/benchmarks/linear_probe/)
-   where one fits the demo's backbone, else (and for every demo with
-   ``--frozen-linear``) logistic regression on the frozen kNN features
-   (``tools/misc/knn_eval.py --linear``), which fits any backbone.
+4. with ``--linear``, the linear probe of the same three networks
+   (random init, random init with BatchNorm recalibrated, trained):
+   logistic regression on the frozen kNN features (``knn_eval.py
+   --linear``, in the same call as the kNN), which fits any backbone
+   and is the only probe that can recalibrate BatchNorm, so every
+   backbone with BatchNorm gets it; a BatchNorm-free backbone gets a
+   probe config (configs/benchmarks/linear_probe/) where one fits it,
+   unless ``--frozen-linear``.
 
 Results go to a JSON file (``--results``), one entry per dataset and
 config, saved after every stage, so an interrupted run resumes where it
 stopped; rows already measured with the same settings are skipped unless
-``--force`` (a row measured before the BatchNorm baseline existed only
-gets that stage). The markdown table between
-``<!-- zoo-table:DATASET -->`` and ``<!-- /zoo-table:DATASET -->`` in
-``--doc`` is then rewritten from the JSON: every default demo gets a row,
-"not measured yet" where nothing was.
+``--force`` (a row measured before the BatchNorm baselines existed only
+gets those stages; linear figures of another probe are measured again).
+The markdown table between ``<!-- zoo-table:DATASET -->`` and
+``<!-- /zoo-table:DATASET -->`` in ``--doc`` is then rewritten from the
+JSON: every default demo gets a row, "not measured yet" where nothing
+was.
 
     python tools/analysis_tools/zoo_report.py --dataset shapes --linear \\
         configs/simclr/simclr_resnet18-w16_1xb64-10e_demo.py
@@ -49,18 +53,16 @@ from typing import Dict, List, Optional
 ROOT = osp.abspath(osp.join(osp.dirname(__file__), '..', '..'))
 sys.path.insert(0, ROOT)  # this checkout's mmssl, as in the subprocesses
 sys.path.insert(0, osp.dirname(osp.abspath(__file__)))
+from zoo_probes import (  # noqa: E402,F401
+    FROZEN,
+    PROBES,
+    choose_probe,
+    has_batchnorm,
+    probe_config,
+)
 from zoo_table import NOT_MEASURED, table, write_table  # noqa: E402,F401
 
 DATA = {'digits': 'data/demo', 'shapes': 'data/shapes'}
-PROBES = {  # (backbone type, patch size or None) -> probe config per set
-    ('ResNet_CIFAR', None): {
-        'digits': 'linear_resnet18-w16_1xb64-5e_demo.py',
-        'shapes': 'linear_resnet18-w16_1xb64-5e_shapes.py',
-    },
-    ('MAEViT', 4): {'digits': 'linear_vit-tiny-p4_1xb64-5e_demo.py'},
-    ('MAEViT', 8): {'shapes': 'linear_vit-tiny-p8_1xb64-5e_shapes.py'},
-}
-FROZEN = 'tools/misc/knn_eval.py --linear'  # the probe without a config
 
 
 #: Demo folders whose demos read their own synthetic sets (3D volumes,
@@ -176,29 +178,6 @@ def train(cfg: Dict, work_dir: str, args, log: str) -> Dict:
     return {'checkpoint': ckpt, 'train_s': round(wall, 1)}
 
 
-def probe_config(cfg_file: str, dataset: str) -> Optional[str]:
-    """The linear-probe config fitting this demo's backbone, if any."""
-    from mmengine.config import Config
-
-    backbone = Config.fromfile(osp.join(ROOT, cfg_file)).model.backbone
-    patch = backbone.get('patch_size') if 'ViT' in backbone.type else None
-    name = PROBES.get((backbone.type, patch), {}).get(dataset)
-    return f'configs/benchmarks/linear_probe/{name}' if name else None
-
-
-def has_batchnorm(cfg_file: str) -> bool:
-    """Whether the demo's backbone has BatchNorm with running stats."""
-    from mmengine.config import Config
-
-    from mmssl.evaluation.bn_recalibration import batchnorm_layers
-    from mmssl.registry import MODELS
-    from mmssl.utils import register_all_modules
-
-    register_all_modules()
-    backbone = Config.fromfile(osp.join(ROOT, cfg_file)).model.backbone
-    return bool(batchnorm_layers(MODELS.build(backbone)))
-
-
 def linear(probe: str, ckpt, work_dir: str, args, log: str) -> Dict:
     """Top-1 / top-5 of the linear probe on ``ckpt`` (None: random)."""
     init = (
@@ -223,12 +202,6 @@ def linear(probe: str, ckpt, work_dir: str, args, log: str) -> Dict:
     return {k: last[k] for k in ('accuracy/top1', 'accuracy/top5')}
 
 
-def frozen_linear(cfg: Dict, ckpt, log: str, args) -> Dict:
-    """Logistic regression on the frozen kNN features (no probe config)."""
-    out = knn(cfg, ckpt, log, args.timeout, '--linear')
-    return {f'accuracy/{k}': out[f'linear/{k}'] for k in ('top1', 'top5')}
-
-
 def settings(args) -> Dict:
     """What a measured row depends on; a change means measuring again."""
     return {
@@ -240,6 +213,26 @@ def settings(args) -> Dict:
     }
 
 
+def evaluate(row: Dict, key: str, cfg: Dict, ckpt, log, args, *flags):
+    """Fill ``row[key + '_knn']`` and, with the frozen probe,
+    ``row[key + '_linear']`` from one ``knn_eval.py`` call."""
+    need_knn = f'{key}_knn' not in row
+    need_linear = row['probe'] == FROZEN and f'{key}_linear' not in row
+    if not (need_knn or need_linear):
+        return
+    linear_flag = ['--linear'] if need_linear else []
+    out = knn(cfg, ckpt, log, args.timeout, *flags, *linear_flag)
+    if need_knn:
+        row[f'{key}_knn'] = {k: out[k] for k in ('knn/top1', 'knn/top5')}
+    if need_linear:
+        row[f'{key}_linear'] = {
+            f'accuracy/{k}': out[f'linear/{k}'] for k in ('top1', 'top5')
+        }
+
+
+LINEAR_KEYS = ('random_linear', 'bnrecal_linear', 'trained_linear')
+
+
 def measure(config: str, args, row: Dict, save) -> None:
     """Run the missing stages of one row, saving after each."""
     work = osp.join(args.work_root, args.dataset, osp.basename(config)[:-3])
@@ -247,35 +240,30 @@ def measure(config: str, args, row: Dict, save) -> None:
     log = osp.join(work, 'zoo_report.log')
     cfg = resolve(config, args.dataset, args.data_root)
     row['trained_config'] = cfg['config']
-    if 'random_knn' not in row:
-        row['random_knn'] = knn(cfg, None, log, args.timeout)
-        save()
-    if 'bnrecal_knn' not in row:  # None: no BatchNorm in the backbone
-        bn = has_batchnorm(cfg['config'])
-        flag = '--bn-recalibrate'
-        row['bnrecal_knn'] = (
-            knn(cfg, None, log, args.timeout, flag) if bn else None
-        )
-        save()
+    bn = has_batchnorm(cfg['config'])
+    probe = choose_probe(cfg['config'], args, bn)
+    if row.get('probe') != probe:  # linear figures of another probe
+        for key in LINEAR_KEYS:
+            row.pop(key, None)
+    row['probe'] = probe
+    evaluate(row, 'random', cfg, None, log, args)
+    save()
+    if bn:  # the baseline of a BatchNorm network
+        evaluate(row, 'bnrecal', cfg, None, log, args, '--bn-recalibrate')
+    else:  # None: no BatchNorm in the backbone
+        row['bnrecal_knn'] = None
+        if probe:
+            row['bnrecal_linear'] = None
+    save()
     if 'checkpoint' not in row:
         row.update(train(cfg, osp.join(work, 'train'), args, log))
         save()
-    if 'trained_knn' not in row:
-        row['trained_knn'] = knn(cfg, row['checkpoint'], log, args.timeout)
-        save()
-    probe = probe_config(cfg['config'], args.dataset) if args.linear else None
-    if args.linear and (args.frozen_linear or not probe):
-        probe = FROZEN
-    row['probe'] = probe
+    evaluate(row, 'trained', cfg, row['checkpoint'], log, args)
+    save()
     for key, ckpt in (('random', None), ('trained', row['checkpoint'])):
-        if probe and f'{key}_linear' not in row:
-            if probe == FROZEN:
-                row[f'{key}_linear'] = frozen_linear(cfg, ckpt, log, args)
-            else:
-                probe_dir = osp.join(work, f'linear_{key}')
-                row[f'{key}_linear'] = linear(
-                    probe, ckpt, probe_dir, args, log
-                )
+        if probe and f'{key}_linear' not in row:  # a probe config
+            probe_dir = osp.join(work, f'linear_{key}')
+            row[f'{key}_linear'] = linear(probe, ckpt, probe_dir, args, log)
             save()
     row['status'] = 'done'
     save()
@@ -331,6 +319,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def complete(row: Dict, args) -> bool:
+    """Whether a row has every stage (rows measured before the BatchNorm
+    baselines existed only get those stages)."""
+    stages = ['bnrecal_knn'] + (['bnrecal_linear'] if args.linear else [])
+    return row.get('status') == 'done' and all(k in row for k in stages)
+
+
 def load(results_file: str) -> Dict:
     """The results JSON, ``{}`` if there is none yet."""
     if not osp.exists(results_file):
@@ -357,7 +352,7 @@ def main(argv=None) -> Dict:
         row = rows.get(config, {})
         if args.force or row.get('settings') != settings(args):
             row = {'settings': settings(args)}
-        if row.get('status') == 'done' and 'bnrecal_knn' in row:
+        if complete(row, args):
             print(f'{config}: measured already (--force to redo)')
             continue
         row['command'] = command(config, args)

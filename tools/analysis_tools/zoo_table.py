@@ -16,13 +16,14 @@ def table(rows: Dict[str, Dict], configs: List[str]) -> str:
     lines = [
         '| demo config | trained iters | kNN top-1 random | kNN top-1 '
         'random + BN recal. | kNN top-1 trained | linear top-1 random | '
-        'linear top-1 trained | train wall (s) | command |',
-        '|---|---|---|---|---|---|---|---|---|',
+        'linear top-1 random + BN recal. | linear top-1 trained | '
+        'train wall (s) | command |',
+        '|---|---|---|---|---|---|---|---|---|---|',
     ]
     for config in sorted(set(configs) | set(rows)):
         row = rows.get(config, {})
         if row.get('status') != 'done':
-            lines.append(f'| `{config}` | {NOT_MEASURED} |' + ' |' * 7)
+            lines.append(f'| `{config}` | {NOT_MEASURED} |' + ' |' * 8)
             continue
         trained = row.get('trained_config', config)
         name = f'`{config}`'
@@ -35,6 +36,7 @@ def table(rows: Dict[str, Dict], configs: List[str]) -> str:
             _top1(row, 'bnrecal_knn', 'knn/top1'),
             _top1(row, 'trained_knn', 'knn/top1'),
             _top1(row, 'random_linear', 'accuracy/top1'),
+            _top1(row, 'bnrecal_linear', 'accuracy/top1'),
             _top1(row, 'trained_linear', 'accuracy/top1'),
             f'{row["train_s"]:.0f}',
             f'`{row["command"]}`',
