@@ -7,6 +7,7 @@ import os.path as osp
 import pytest
 import torch
 from _dist import file_init_method, init_gloo, spawn
+from _learns import StopAfter
 from mmengine.config import Config
 from mmengine.hooks import Hook
 
@@ -36,19 +37,6 @@ def _cfg(data_root, work_dir, config=DEMO, **opts):
     return cfg
 
 
-class _StopAfter(Hook):
-    """Ends the run after ``epochs`` epochs; every schedule stays that of
-    the whole run (the learning rate, momentum and weight decay reach
-    epoch ``epochs`` of it, not its end)."""
-
-    def __init__(self, epochs: int):
-        self.epochs = epochs
-
-    def after_train_epoch(self, runner):
-        if runner.epoch + 1 >= self.epochs:  # counted after this hook
-            runner.train_loop.stop_training = True
-
-
 def _knn_init_and_trained(
     config, data_root, tmp_path, stop_after=None, **opts
 ):
@@ -65,7 +53,7 @@ def _knn_init_and_trained(
     cfg.val_cfg = cfg.val_dataloader = cfg.val_evaluator = None
     runner = build_runner(cfg)
     if stop_after is not None:
-        runner.register_hook(_StopAfter(stop_after))
+        runner.register_hook(StopAfter(stop_after))
     runner.train()
     if stop_after is not None:
         assert runner.epoch == stop_after, runner.epoch

@@ -14,24 +14,14 @@ evaluation, so that stopping after epoch k gives the same figure.
 import os.path as osp
 
 import pytest
-import torch
+from _learns import StopAfter, one_thread  # noqa: F401
 from mmengine.config import Config
-from mmengine.hooks import Hook
 
 from mmssl.engine.runner import build_runner
 
 ROOT = osp.dirname(
     osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 )
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """One torch thread, as the figures below were measured."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def _cfg(config, data_root, work_dir, opts):
@@ -56,17 +46,6 @@ def _cfg(config, data_root, work_dir, opts):
     return cfg
 
 
-class _StopAfter(Hook):
-    """Ends the run after ``epochs`` epochs, its schedules unchanged."""
-
-    def __init__(self, epochs: int):
-        self.epochs = epochs
-
-    def after_train_epoch(self, runner):
-        if runner.epoch + 1 >= self.epochs:  # counted after this hook
-            runner.train_loop.stop_training = True
-
-
 def _assert_learns(
     config, data_root, tmp_path, metric, margin, stop_after, **opts
 ):
@@ -78,7 +57,7 @@ def _assert_learns(
     runner.model.init_weights()
     base = runner.test()[metric]
     runner = build_runner(_cfg(config, data_root, tmp_path / 'train', opts))
-    runner.register_hook(_StopAfter(stop_after))
+    runner.register_hook(StopAfter(stop_after))
     runner.train()
     assert runner.epoch == stop_after, runner.epoch
     top1 = runner.test()[metric]

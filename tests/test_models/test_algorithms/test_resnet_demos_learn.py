@@ -12,8 +12,8 @@ import os.path as osp
 
 import pytest
 import torch
+from _learns import StopAfter, one_thread  # noqa: F401
 from mmengine.config import Config
-from mmengine.hooks import Hook
 from torch.utils.data import DataLoader
 
 from mmssl.engine.runner import build_runner
@@ -22,17 +22,6 @@ from mmssl.evaluation.bn_recalibration import recalibrate_batchnorm
 ROOT = osp.dirname(
     osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 )
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """One torch thread, as the figures below were measured: training
-    rounds differently with two (the NPID demo reached 74.09 instead of
-    78.55 with two threads, e.g. under ``pytest -n 0``)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def _cfg(config, data_root, work_dir):
@@ -50,17 +39,6 @@ def _cfg(config, data_root, work_dir):
     cfg.default_hooks.checkpoint = dict(type='CheckpointHook', interval=100)
     cfg.default_hooks.logger = dict(type='LoggerHook', interval=10)
     return cfg
-
-
-class _StopAfter(Hook):
-    """Ends the run after ``epochs`` epochs, its schedules unchanged."""
-
-    def __init__(self, epochs: int):
-        self.epochs = epochs
-
-    def after_train_epoch(self, runner):
-        if runner.epoch + 1 >= self.epochs:  # counted after this hook
-            runner.train_loop.stop_training = True
 
 
 def _recalibrated_baseline(config, data_root, work_dir) -> float:
@@ -98,7 +76,7 @@ def _trained(config, data_root, work_dir, stop_after, epochs=None) -> float:
     if epochs is not None:
         cfg.train_cfg.max_epochs = epochs
     runner = build_runner(cfg)
-    runner.register_hook(_StopAfter(stop_after))
+    runner.register_hook(StopAfter(stop_after))
     runner.train()
     assert runner.epoch == stop_after, runner.epoch
     return runner.test()['knn/top1']
@@ -179,7 +157,7 @@ def test_swav_demo_does_not_collapse(demo_data_root, tmp_path):
     temperature 0.1 and lr 0.1."""
     config = 'configs/swav/swav_resnet18-w16_1xb64-mcrop-4e_demo.py'
     runner = build_runner(_cfg(config, demo_data_root, tmp_path))
-    runner.register_hook(_StopAfter(1))
+    runner.register_hook(StopAfter(1))
     runner.train()
     z0, z1 = _swav_projections(runner)
     other = ~torch.eye(len(z0), dtype=torch.bool)

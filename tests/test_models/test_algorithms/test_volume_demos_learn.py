@@ -6,9 +6,8 @@ import os.path as osp
 import sys
 
 import pytest
-import torch
+from _learns import StopAfter, one_thread  # noqa: F401
 from mmengine.config import Config
-from mmengine.hooks import Hook
 
 from mmssl.engine.runner import build_runner
 
@@ -18,15 +17,6 @@ ROOT = osp.dirname(
     osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 )
 SIMCLR3D = 'configs/volumetric/simclr3d_vit-tiny-p8_1xb32-30e_demo.py'
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """One torch thread, as the figures below were measured."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope='module')
@@ -39,17 +29,6 @@ def full_volume_root(tmp_path_factory) -> str:
     root = str(tmp_path_factory.mktemp('volumes_full'))
     make_dataset(root)
     return root
-
-
-class _StopAfter(Hook):
-    """Ends the run after ``epochs`` epochs, its schedules unchanged."""
-
-    def __init__(self, epochs: int):
-        self.epochs = epochs
-
-    def after_train_epoch(self, runner):
-        if runner.epoch + 1 >= self.epochs:  # counted after this hook
-            runner.train_loop.stop_training = True
 
 
 def _runner(root, work_dir):
@@ -77,7 +56,7 @@ def test_simclr3d_demo_learns(full_volume_root, tmp_path):
     runner.model.init_weights()
     random_init = runner.test()['knn/top1']
     runner = _runner(full_volume_root, tmp_path / 'trained')
-    runner.register_hook(_StopAfter(15))
+    runner.register_hook(StopAfter(15))
     runner.train()
     assert runner.epoch == 15
     trained = runner.test()['knn/top1']
