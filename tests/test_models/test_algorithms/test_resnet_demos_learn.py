@@ -242,3 +242,14 @@ def test_byol_demo_learns(demo_data_root, tmp_path):
     shared 2-core machine (load about 6), 64 s of CPU."""
     config = 'configs/byol/byol_resnet18-w16_1xb64-4e_demo.py'
     _assert_learns(config, demo_data_root, tmp_path, 4.0, stop_after=4)
+
+
+@pytest.mark.slow
+def test_simclr_demo_learns(demo_data_root, tmp_path):
+    """The SimCLR demo (the README's quick start), stopped after epoch 1
+    of its 10, beats the recalibrated random network clearly. Measured
+    2026-11-26 (this test, one thread): baseline 63.23, trained 75.21
+    after 1 epoch (+12.0), 93.87 after 2; 63.79 with lr 0, where the test
+    fails."""
+    config = 'configs/simclr/simclr_resnet18-w16_1xb64-10e_demo.py'
+    _assert_learns(config, demo_data_root, tmp_path, 6.0, stop_after=1)
