@@ -1,13 +1,19 @@
-"""What the demo learns-tests share: one torch thread, and a hook that
-stops a demo early with its schedules unchanged.
+"""What the demo learns-tests share: one torch thread, a demo config
+pointed at the test's data, and a hook that stops a demo early with its
+schedules unchanged.
 
 Import ``one_thread`` into a test module to make it autouse there
 (``from _learns import StopAfter, one_thread  # noqa: F401``).
 """
 
+import os.path as osp
+
 import pytest
 import torch
+from mmengine.config import Config
 from mmengine.hooks import Hook
+
+ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
 
 
 @pytest.fixture(autouse=True)
@@ -32,3 +38,22 @@ class StopAfter(Hook):
     def after_train_epoch(self, runner):
         if runner.epoch + 1 >= self.epochs:  # counted after this hook
             runner.train_loop.stop_training = True
+
+
+def demo_cfg(config: str, data_root: str, work_dir) -> Config:
+    """A digits demo (``config`` relative to the repository) reading
+    ``data_root`` (train/ and val/) in the main process, without its
+    end-of-epoch evaluation: the test runs ``runner.test()`` once."""
+    cfg = Config.fromfile(osp.join(ROOT, config))
+    cfg.work_dir = str(work_dir)
+    cfg.train_dataloader.dataset.data_root = osp.join(data_root, 'train')
+    cfg.train_dataloader.num_workers = 0
+    cfg.train_dataloader.persistent_workers = False
+    for key in ('val_dataloader', 'test_dataloader'):
+        cfg[key].dataset.bank.data_root = data_root
+        cfg[key].dataset.query.data_root = data_root
+        cfg[key].num_workers = 0
+    cfg.val_cfg = cfg.val_dataloader = cfg.val_evaluator = None
+    cfg.default_hooks.checkpoint = dict(type='CheckpointHook', interval=100)
+    cfg.default_hooks.logger = dict(type='LoggerHook', interval=10)
+    return cfg

@@ -11,37 +11,18 @@ each epoch of one run with every RNG state restored around the
 evaluation, so that stopping after epoch k gives the same figure.
 """
 
-import os.path as osp
-
 import pytest
-from _learns import StopAfter, one_thread  # noqa: F401
-from mmengine.config import Config
+from _learns import StopAfter, demo_cfg, one_thread  # noqa: F401
 
 from mmssl.engine.runner import build_runner
 
-ROOT = osp.dirname(
-    osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
-)
-
 
 def _cfg(config, data_root, work_dir, opts):
-    cfg = Config.fromfile(osp.join(ROOT, config))
-    cfg.work_dir = str(work_dir)
-    cfg.train_dataloader.dataset.data_root = osp.join(data_root, 'train')
-    cfg.train_dataloader.num_workers = 0
-    cfg.train_dataloader.persistent_workers = False
-    for key in ('val_dataloader', 'test_dataloader'):
-        cfg[key].dataset.bank.data_root = data_root
-        cfg[key].dataset.query.data_root = data_root
-        cfg[key].num_workers = 0
-    # the end-of-training evaluation is the test() below: run it once
-    cfg.val_cfg = cfg.val_dataloader = cfg.val_evaluator = None
+    cfg = demo_cfg(config, data_root, work_dir)
     cfg.test_evaluator = [
         cfg.test_evaluator,
         dict(type='LinearProbeAccuracy', topk=(1,)),
     ]
-    cfg.default_hooks.checkpoint = dict(type='CheckpointHook', interval=100)
-    cfg.default_hooks.logger = dict(type='LoggerHook', interval=10)
     cfg.merge_from_dict(opts)
     return cfg
 

@@ -8,44 +8,20 @@ init with its BatchNorm statistics re-estimated on the kNN bank
 docs/en/model_zoo.md, "BatchNorm demos".
 """
 
-import os.path as osp
-
 import pytest
 import torch
-from _learns import StopAfter, one_thread  # noqa: F401
-from mmengine.config import Config
+from _learns import StopAfter, demo_cfg, one_thread  # noqa: F401
 from torch.utils.data import DataLoader
 
 from mmssl.engine.runner import build_runner
 from mmssl.evaluation.bn_recalibration import recalibrate_batchnorm
-
-ROOT = osp.dirname(
-    osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
-)
-
-
-def _cfg(config, data_root, work_dir):
-    cfg = Config.fromfile(osp.join(ROOT, config))
-    cfg.work_dir = str(work_dir)
-    cfg.train_dataloader.dataset.data_root = osp.join(data_root, 'train')
-    cfg.train_dataloader.num_workers = 0
-    cfg.train_dataloader.persistent_workers = False
-    for key in ('val_dataloader', 'test_dataloader'):
-        cfg[key].dataset.bank.data_root = data_root
-        cfg[key].dataset.query.data_root = data_root
-        cfg[key].num_workers = 0
-    # the end-of-training kNN is the test() below: run it once
-    cfg.val_cfg = cfg.val_dataloader = cfg.val_evaluator = None
-    cfg.default_hooks.checkpoint = dict(type='CheckpointHook', interval=100)
-    cfg.default_hooks.logger = dict(type='LoggerHook', interval=10)
-    return cfg
 
 
 def _recalibrated_baseline(config, data_root, work_dir) -> float:
     """kNN top-1 at random init after BatchNorm recalibration on the bank,
     as ``knn_eval.py --bn-recalibrate`` does (batches of the kNN loader,
     shuffled with seed 0, read with the kNN pipeline)."""
-    runner = build_runner(_cfg(config, data_root, work_dir))
+    runner = build_runner(demo_cfg(config, data_root, work_dir))
     runner.model.init_weights()
     loader = runner.test_dataloader
     batches = DataLoader(
@@ -72,7 +48,7 @@ def _trained(config, data_root, work_dir, stop_after, epochs=None) -> float:
     """kNN top-1 after ``stop_after`` epochs; ``epochs`` squeezes the
     whole schedule (warm-up, cosine, momentum) into that many epochs, as
     ``--cfg-options train_cfg.max_epochs=N`` does (docs/en/config.md)."""
-    cfg = _cfg(config, data_root, work_dir)
+    cfg = demo_cfg(config, data_root, work_dir)
     if epochs is not None:
         cfg.train_cfg.max_epochs = epochs
     runner = build_runner(cfg)
@@ -156,7 +132,7 @@ def test_swav_demo_does_not_collapse(demo_data_root, tmp_path):
     here: 0.436 and 0.620 (31 s on one thread); 0.850 and 0.863 with
     temperature 0.1 and lr 0.1."""
     config = 'configs/swav/swav_resnet18-w16_1xb64-mcrop-4e_demo.py'
-    runner = build_runner(_cfg(config, demo_data_root, tmp_path))
+    runner = build_runner(demo_cfg(config, demo_data_root, tmp_path))
     runner.register_hook(StopAfter(1))
     runner.train()
     z0, z1 = _swav_projections(runner)
