@@ -275,7 +275,6 @@ class ImageFolderDataset(BaseDataset):
             paths=PathTable([paths[int(i)] for i in keep]),
             labels=labels[keep],
             sources=index['sources'][keep],
-            roots_idx=index['roots_idx'][keep],
             classes=given,
         )
 

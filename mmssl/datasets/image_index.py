@@ -161,7 +161,6 @@ def load_index_cache(
         labels=z['labels'],
         sources=z['sources'],
         classes=meta['classes'],
-        roots_idx=z['root_of'],
     )
 
 
@@ -183,7 +182,6 @@ def save_index_cache(
         offsets=index['paths'].offsets,
         labels=index['labels'],
         sources=index['sources'],
-        root_of=index['roots_idx'],
         meta=np.frombuffer(json.dumps(meta).encode(), np.uint8),
     )
     os.replace(tmp, cache_file)
@@ -245,6 +243,5 @@ def build_index(
         labels=np.asarray(labels, np.int32),
         sources=np.asarray(sources, np.int16),
         classes=classes,
-        roots_idx=np.asarray(sources, np.int16),
     )
     return index, dir_mtimes

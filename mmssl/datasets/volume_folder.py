@@ -137,7 +137,6 @@ class VolumeFolderDataset(ImageFolderDataset):
             labels=np.full(n, -1, np.int32),
             sources=np.zeros(n, np.int16),
             classes=[],
-            roots_idx=np.zeros(n, np.int16),
         )
         return index, []
 
