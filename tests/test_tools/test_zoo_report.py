@@ -60,6 +60,30 @@ def test_probe_and_shapes_variant_are_chosen_by_backbone():
     assert 'test_dataloader.dataset.query.data_root=data/shapes' in options
 
 
+@pytest.mark.parametrize('algo', ['npid', 'odc', 'deepcluster'])
+def test_memory_bank_resized_for_the_folder(algo, demo_data_root, tmp_path):
+    """The NPID, ODC and DeepCluster demos size a buffer for the 1438
+    digits; run on another folder, the row passes that folder's count
+    (here 3 images a class, 30), else training stops at the first index
+    past 1438 (the 3000-image shapes set did)."""
+    root = _tiny_digits(demo_data_root, str(tmp_path / 'd'), {'train': 3})
+    config = glob_one(f'configs/{algo}/{algo}_*_demo.py')
+    options = zoo.resolve(config, 'digits', data_root=root)['options']
+    assert options[-1] == 'model.num_samples=30', options
+    assert f'train_dataloader.dataset.data_root={root}/train' in options
+    barlow = 'configs/barlowtwins/barlowtwins_resnet18-w16_1xb64-4e_demo.py'
+    other = zoo.resolve(barlow, 'digits', data_root=root)['options']
+    assert not [o for o in other if 'num_samples' in o], other
+    assert zoo.resolve(config, 'digits') == {'config': config, 'options': []}
+
+
+def glob_one(pattern: str) -> str:
+    import glob
+
+    (found,) = glob.glob(osp.join(zoo.ROOT, pattern))
+    return osp.relpath(found, zoo.ROOT)
+
+
 def test_table_replaces_only_its_section(tmp_path):
     doc = tmp_path / 'zoo.md'
     doc.write_text(

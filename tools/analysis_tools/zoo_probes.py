@@ -1,7 +1,7 @@
 """Which linear probe ``zoo_report.py`` gives a demo's row."""
 
 import os.path as osp
-from typing import Optional
+from typing import List, Optional
 
 ROOT = osp.abspath(osp.join(osp.dirname(__file__), '..', '..'))
 
@@ -52,3 +52,25 @@ def choose_probe(config: str, args, batchnorm: bool) -> Optional[str]:
     if args.frozen_linear or batchnorm:
         return FROZEN
     return probe_config(config, args.dataset) or FROZEN
+
+
+def memory_options(cfg_file: str, train_root: str) -> List[str]:
+    """``model.num_samples=N`` for a demo whose memory bank or label
+    buffer holds one entry per training image (NPID, ODC, DeepCluster),
+    with N the number of images in ``train_root``; nothing for others.
+
+    The demos size those buffers for the digits (1438 images), so the
+    digits recipe run on another folder needs the new count.
+    """
+    from mmengine.config import Config
+
+    from mmssl.registry import DATASETS
+    from mmssl.utils import register_all_modules
+
+    cfg = Config.fromfile(osp.join(ROOT, cfg_file))
+    if 'num_samples' not in cfg.model:
+        return []
+    register_all_modules()
+    dataset = cfg.train_dataloader.dataset
+    dataset.update(data_root=osp.join(ROOT, train_root), pipeline=[])
+    return [f'model.num_samples={len(DATASETS.build(dataset))}']

@@ -58,6 +58,7 @@ from zoo_probes import (  # noqa: E402,F401
     PROBES,
     choose_probe,
     has_batchnorm,
+    memory_options,
     probe_config,
 )
 from zoo_table import NOT_MEASURED, table, write_table  # noqa: E402,F401
@@ -98,18 +99,21 @@ def resolve(config: str, dataset: str, data_root=None) -> Dict:
 
     ``data_root`` (a copy of the set elsewhere) overrides every data folder.
     """
-    options = data_options(data_root) if data_root else []
-    if dataset == 'digits':
-        return {'config': config, 'options': options}
+    if dataset == 'digits' and not data_root:
+        return {'config': config, 'options': []}
     stem = osp.basename(config).split('_')[0]
     variants = glob.glob(
         osp.join(ROOT, osp.dirname(config), f'{stem}_*_shapes_demo.py')
     )
-    if len(variants) == 1:
-        return {'config': osp.relpath(variants[0], ROOT), 'options': options}
-    # no 64 px variant: the digits recipe on the shapes folders
-    root = data_root or DATA[dataset]
-    return {'config': config, 'options': data_options(root)}
+    if dataset == 'shapes' and len(variants) == 1:
+        config, root = osp.relpath(variants[0], ROOT), data_root
+    else:  # the digits recipe, on a copy or on the shapes folders
+        root = data_root or DATA[dataset]
+    if not root:  # a shapes variant reading its own folders
+        return {'config': config, 'options': []}
+    # a memory bank sized for the digits is resized for the folder
+    options = data_options(root) + memory_options(config, f'{root}/train')
+    return {'config': config, 'options': options}
 
 
 def run(cmd: List[str], log: str, timeout: float) -> str:
