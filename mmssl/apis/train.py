@@ -305,6 +305,7 @@ def build_train_runner(cfg: Config, notes: Optional[Notes] = None) -> Any:
     from mmssl.engine.runner import (
         TooFewSamplesError,
         build_runner,
+        check_memory_size,
         check_train_dataloader,
     )
     from mmssl.utils.config import UnknownConfigKeyError
@@ -339,6 +340,7 @@ def build_train_runner(cfg: Config, notes: Optional[Notes] = None) -> Any:
         iters = check_train_dataloader(
             runner.train_dataloader, runner.world_size
         )
+        check_memory_size(runner.model, runner.train_dataloader)
     except TooFewSamplesError as exc:
         runner.logger.error(str(exc))
         raise TrainConfigError(str(exc), exit_code=1) from exc

@@ -141,3 +141,52 @@ def test_dry_run_of_an_iteration_loop_names_no_epochs(
     out = capsys.readouterr().out
     assert 'schedule: 5 iterations (iteration-based)\n' in out
     assert 'epochs' not in out.split('schedule:')[1].split('\n')[0]
+
+
+@pytest.mark.parametrize(
+    'config, name',
+    [
+        ('configs/npid/npid_resnet18-w16_1xb64-4e_demo.py', 'NPID'),
+        ('configs/odc/odc_resnet18-w16_1xb64-4e_demo.py', 'ODC'),
+        (
+            'configs/deepcluster/deepcluster_resnet18-w16_1xb64-4e_demo.py',
+            'DeepCluster',
+        ),
+    ],
+)
+def test_memory_bank_of_the_wrong_size_stops_before_training(
+    config, name, demo_data_root, tmp_path
+):
+    """A buffer with one row per image (``model.num_samples``) that does
+    not match the training set stops the run before the first step and
+    names the size to set; the right size builds. (Before, NPID stopped
+    at the first index past the bank, without the size, and a bank too
+    long trained on rows no image updates.)"""
+    from mmssl.apis.train import build_train_runner
+
+    options = {
+        'train_dataloader.dataset.data_root': f'{demo_data_root}/train',
+        'train_dataloader.dataset.indices': 40,
+        'train_dataloader.batch_size': 8,
+        'train_dataloader.num_workers': 0,
+        'train_dataloader.persistent_workers': False,
+    }
+    for num in (1438, 39):  # the demo's digits count; one short
+        cfg = prepare_train_cfg(
+            osp.join(ROOT, config),
+            work_dir=str(tmp_path / f'wd{num}'),
+            cfg_options=dict(options, **{'model.num_samples': num}),
+        )
+        with pytest.raises(TrainConfigError) as info:
+            build_train_runner(cfg)
+        assert f'model.num_samples={num}, but the training set has 40 ' in (
+            str(info.value)
+        )
+        assert name in str(info.value)
+        assert str(info.value).endswith('--cfg-options model.num_samples=40')
+    cfg = prepare_train_cfg(
+        osp.join(ROOT, config),
+        work_dir=str(tmp_path / 'wd40'),
+        cfg_options=dict(options, **{'model.num_samples': 40}),
+    )
+    assert build_train_runner(cfg).model.num_samples == 40

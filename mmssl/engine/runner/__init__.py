@@ -1,5 +1,6 @@
 from .data_check import (
     TooFewSamplesError,
+    check_memory_size,
     check_train_dataloader,
     iterations_per_epoch,
 )
@@ -24,6 +25,7 @@ __all__ = [
     'TooFewSamplesError',
     'TrainingStopped',
     'build_runner',
+    'check_memory_size',
     'check_train_dataloader',
     'cpu_model_wrapper_cfg',
     'exit_status',

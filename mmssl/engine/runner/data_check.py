@@ -91,3 +91,28 @@ def check_train_dataloader(dataloader: Any, world_size: int) -> int:
             'processes, drop_last=False, or more data (e.g. RepeatDataset).'
         )
     return iters
+
+
+def check_memory_size(model: Any, dataloader: Any) -> None:
+    """Stop before training if a per-image buffer does not fit the set.
+
+    NPID's memory bank, ODC's sample memory and DeepCluster's pseudo
+    labels hold one row per training image (``model.num_samples``; the
+    algorithm sets ``sized_by_dataset = True``). Too short, training
+    stops at the first larger index; too long, rows that no image
+    updates join the negatives and clusters.
+
+    Raises:
+        TooFewSamplesError: naming both sizes and the override to use.
+    """
+    model = getattr(model, 'module', model)  # DDP and friends
+    if not getattr(model, 'sized_by_dataset', False):
+        return
+    size, num = len(dataloader.dataset), model.num_samples
+    if size != num:
+        raise TooFewSamplesError(
+            f'model.num_samples={num}, but the training set has {size} '
+            f'images: {type(model).__name__} keeps one row per training '
+            "image. Set it to the set's size: --cfg-options "
+            f'model.num_samples={size}'
+        )

@@ -29,6 +29,10 @@ class DeepCluster(BaseSelfSupervisor):
         num_classes (int): Number of clusters.
     """
 
+    #: ``num_samples`` must equal the training set's size (checked
+    #: before training by ``check_memory_size``)
+    sized_by_dataset = True
+
     def __init__(
         self,
         backbone: dict,

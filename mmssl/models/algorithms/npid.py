@@ -58,6 +58,10 @@ class NPID(BaseSelfSupervisor):
             Defaults to 0.5.
     """
 
+    #: ``num_samples`` must equal the training set's size (checked
+    #: before training by ``check_memory_size``)
+    sized_by_dataset = True
+
     def __init__(
         self,
         backbone: dict,

@@ -165,6 +165,10 @@ class ODC(BaseSelfSupervisor):
         reweight_pow (float): Defaults to 0.5.
     """
 
+    #: ``num_samples`` must equal the training set's size (checked
+    #: before training by ``check_memory_size``)
+    sized_by_dataset = True
+
     def __init__(
         self,
         backbone: dict,
