@@ -53,18 +53,20 @@ with the lr-0 figures above. Notes per demo:
   iteration 110). Sinkhorn-Knopp centering keeps the teacher's targets
   spread over the prototypes, so the loss cannot fall by collapsing; at
   lr 0 the student stays the teacher's copy and the loss only wanders with
-  the crops. The DINO term alone separates as clearly (6.232 -> 5.947 in 5
-  iterations, against 6.232 -> 6.214 at lr 0).
+  the crops. The DINO term alone separates as clearly (iteration 1 -> 5:
+  6.232 -> 5.947, against 6.232 -> 6.214 at lr 0).
 - MAE: the target is per-patch normalised pixels, whose mean square is at
   most 1, the loss of predicting zeros; the loss starts at 1.20 and is
   below 1 from iteration 5 on (0.969, 0.936).
 
 What it does not catch: an encoder that stops learning while the rest
 does. With the backbone frozen (``paramwise_cfg`` ``backbone`` lr_mult 0)
-the decoders alone still pass for MAE (1.180 -> 0.968), EVA, MILAN, CAE
-and MixMIM; BEiT (1.5 %) and BEiT v2 (0.8 %), whose heads are one linear
-layer, fail. Telling the encoder's share apart needs longer runs than the
-suite's budget allows.
+the decoders and heads alone still pass for MAE (1.180 -> 0.968, 18.0 %),
+EVA (31.9 %), MILAN (21.1 %), CAE (8.1 %), MixMIM (8.6 %), SparK (8.4 %)
+and DINOv3 (3.2 %); BEiT (1.5 %) and MaskFeat (3.4 %), whose head or
+neck is one linear layer, and BEiT v2 (0.8 %, a one-layer neck and a
+linear head) fail. Telling the encoder's share apart
+needs longer runs than the suite's budget allows.
 
 Runtime (``pytest -n 0 --durations=0``, one thread, shared 2-core
 machine): 39.6 s of calls for all ten, 46.7 s with pytest's start; SparK
