@@ -57,3 +57,25 @@ def demo_cfg(config: str, data_root: str, work_dir) -> Config:
     cfg.default_hooks.checkpoint = dict(type='CheckpointHook', interval=100)
     cfg.default_hooks.logger = dict(type='LoggerHook', interval=10)
     return cfg
+
+
+class LossCurve(Hook):
+    """Records ``outputs[key]`` (the training loss by default) after every
+    iteration and ends the run after ``iters`` iterations, inside an epoch
+    if need be (mmssl's loops stop at the next iteration boundary); every
+    schedule stays that of the whole run (a 4-epoch demo stopped after 8
+    iterations trains them at the warm-up's learning rates)."""
+
+    priority = 'LOWEST'
+
+    def __init__(self, iters: int, key: str = 'loss'):
+        self.iters = iters
+        self.key = key
+        self.losses = []
+
+    def after_train_iter(
+        self, runner, batch_idx, data_batch=None, outputs=None
+    ):
+        self.losses.append(float(outputs[self.key]))
+        if runner.iter + 1 >= self.iters:  # counted after this hook
+            runner.train_loop.stop_training = True
