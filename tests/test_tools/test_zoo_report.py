@@ -316,3 +316,35 @@ def test_linear_figures_of_another_probe_are_measured_again(
     trained = [c for c in calls if '--checkpoint' in c]
     assert trained[0][trained[0].index('--checkpoint') + 1] == 'w/epoch_10.pth'
     assert zoo.complete(old, args)
+
+
+def test_row_of_an_older_recipe_is_measured_again(monkeypatch, tmp_path):
+    """A row measured with the digits recipe on shapes, before the demo
+    had a shapes sibling, is measured again with the sibling, every
+    stage, not skipped as done nor completed from the old figures."""
+    calls, _ = _fake_tools(monkeypatch, tmp_path)
+    doc = tmp_path / 'zoo.md'
+    doc.write_text('# zoo\n')
+    argv = ['--dataset', 'shapes', '--doc', str(doc)]
+    args = zoo.parse_args([MAE, *argv])
+    old = {
+        'settings': zoo.settings(args),
+        'status': 'done',
+        'trained_config': MAE,  # the digits recipe
+        'random_knn': {'knn/top1': 1.0, 'knn/top5': 2.0},
+        'bnrecal_knn': None,
+        'checkpoint': 'old.pth',
+        'trained_knn': {'knn/top1': 3.0, 'knn/top5': 4.0},
+    }
+    assert zoo.complete(old, args) and zoo.recipe_changed(old, MAE, args)
+    (tmp_path / 'zoo.json').write_text(json.dumps({'shapes': {MAE: old}}))
+    monkeypatch.setattr(zoo, 'write_table', lambda *a, **k: None)
+    zoo.main([MAE, *argv, '--work-root', str(tmp_path / 'w')])
+    row = json.loads((tmp_path / 'zoo.json').read_text())['shapes'][MAE]
+    sibling = 'configs/mae/mae_vit-tiny-p8_1xb64-4e_shapes_demo.py'
+    assert row['trained_config'] == sibling
+    assert row['random_knn']['knn/top1'] == 60.0
+    assert row['trained_knn']['knn/top1'] == 61.0
+    assert row['checkpoint'] != 'old.pth'
+    assert [c[2] for c in calls] == [sibling, sibling, sibling]
+    assert not zoo.recipe_changed(row, MAE, args)

@@ -338,6 +338,15 @@ def load(results_file: str) -> Dict:
         return json.load(f)
 
 
+def recipe_changed(row: Dict, config: str, args) -> bool:
+    """Whether ``row`` was measured with another config than the one
+    its demo trains now (e.g. a shapes sibling added since): then every
+    stage is measured again, none mixed from the two recipes."""
+    trained = row.get('trained_config')
+    now = resolve(config, args.dataset, args.data_root)['config']
+    return trained is not None and trained != now
+
+
 def main(argv=None) -> Dict:
     args = parse_args(argv)
     results_file = args.results or osp.splitext(args.doc)[0] + '.json'
@@ -354,7 +363,11 @@ def main(argv=None) -> Dict:
     configs = [] if args.table_only else args.configs or default_configs()
     for config in configs:
         row = rows.get(config, {})
-        if args.force or row.get('settings') != settings(args):
+        if (
+            args.force
+            or row.get('settings') != settings(args)
+            or recipe_changed(row, config, args)
+        ):
             row = {'settings': settings(args)}
         if complete(row, args):
             print(f'{config}: measured already (--force to redo)')
