@@ -47,6 +47,8 @@ train_dataloader = dict(
         cache_dir='data/ct_cache',
     ),
 )
+# the DINO head (32 prototypes) is the demo's, chosen for its 200 volumes
+# (configs/volumetric/README.md); a larger set may want more
 model = dict(backbone=dict(img_size=96, patch_size=16))
 # no labelled kNN set for your data: no validation
 val_dataloader = None

@@ -35,7 +35,10 @@ class MultiCrop3D(BaseTransform):
     ``flip_prob``, a rotation by k * 90 degrees in a random axis plane with
     ``rot90_prob``, and an intensity jitter ``x * (1 + a) + b`` with
     ``a, b`` uniform in ``+-intensity_scale`` / ``+-intensity_shift`` with
-    ``intensity_prob``.
+    ``intensity_prob``. With ``normalize=True`` each view is then z-scored
+    per channel (its own mean and standard deviation, the view-wise
+    version of MONAI's ``NormalizeIntensityd``), so no view carries its
+    volume's brightness or contrast, and the affine jitter cancels out.
 
     Writes ``results['img']``: a list of ``num_global`` tensors
     (C, G, G, G) followed by ``num_local`` tensors (C, L, L, L).
@@ -53,6 +56,8 @@ class MultiCrop3D(BaseTransform):
             (0.8, 1.25).
         flip_prob, rot90_prob, intensity_prob (float): Probabilities.
         intensity_scale, intensity_shift (float): Jitter ranges.
+        normalize (bool): Z-score every view per channel at the end.
+            Defaults to False.
     """
 
     def __init__(
@@ -69,6 +74,7 @@ class MultiCrop3D(BaseTransform):
         intensity_prob: float = 0.8,
         intensity_scale: float = 0.1,
         intensity_shift: float = 0.1,
+        normalize: bool = False,
     ) -> None:
         require_3d('MultiCrop3D')
         if num_global < 1 or num_local < 0:
@@ -84,6 +90,7 @@ class MultiCrop3D(BaseTransform):
         self.intensity_prob = intensity_prob
         self.intensity_scale = intensity_scale
         self.intensity_shift = intensity_shift
+        self.normalize = bool(normalize)
 
     def _box(self, shape: Sequence[int], scale: Tuple[float, float]):
         share = np.random.uniform(*scale)
@@ -118,6 +125,11 @@ class MultiCrop3D(BaseTransform):
             a = np.random.uniform(-self.intensity_scale, self.intensity_scale)
             b = np.random.uniform(-self.intensity_shift, self.intensity_shift)
             out = out * (1.0 + a) + b
+        if self.normalize:  # per channel, over the voxels of this view
+            flat = out.flatten(1)
+            mean = flat.mean(1).view(-1, 1, 1, 1)
+            std = flat.std(1, unbiased=False).view(-1, 1, 1, 1)
+            out = (out - mean) / std.clamp(min=1e-8)
         return out
 
     def transform(self, results: dict) -> dict:

@@ -109,6 +109,50 @@ def test_flips_rotations_and_intensity():
     torch.testing.assert_close(view, vol * (1 + a) + b)
 
 
+def test_normalize_z_scores_each_view_and_cancels_the_jitter():
+    """normalize=True: every view has mean 0 and standard deviation 1 per
+    channel, and an affine intensity jitter changes nothing."""
+    vol = torch.stack([_vol((1, 8, 8, 8))[0], _vol((1, 8, 8, 8))[0] ** 2])
+    full = dict(
+        global_size=8,
+        local_size=4,
+        num_global=1,
+        num_local=1,
+        global_scale=(1.0, 1.0),
+        aspect=(1.0, 1.0),
+        flip_prob=0.0,
+        rot90_prob=0.0,
+    )
+    plain = MultiCrop3D(**full, intensity_prob=0.0, normalize=True)
+    jitter = MultiCrop3D(
+        **full,
+        intensity_prob=1.0,
+        intensity_scale=0.3,
+        intensity_shift=0.2,
+        normalize=True,
+    )
+    np.random.seed(0)
+    g, loc = plain(dict(img=vol))['img']
+    # the whole volume, z-scored per channel by hand
+    mean = vol.mean(dim=(1, 2, 3), keepdim=True)
+    std = vol.std(dim=(1, 2, 3), keepdim=True, unbiased=False)
+    torch.testing.assert_close(g, (vol - mean) / std)
+    for view in (g, loc):
+        flat = view.flatten(1).double()
+        torch.testing.assert_close(flat.mean(1), torch.zeros(2).double())
+        torch.testing.assert_close(
+            flat.std(1, unbiased=False), torch.ones(2).double()
+        )
+    np.random.seed(0)
+    g_jit, _ = jitter(dict(img=vol))['img']
+    torch.testing.assert_close(g_jit, g, atol=1e-5, rtol=1e-5)
+    # a flat view (std 0) stays finite
+    (flat_view,) = MultiCrop3D(
+        **{**full, 'num_local': 0}, intensity_prob=0.0, normalize=True
+    )(dict(img=torch.full((1, 8, 8, 8), 3.0)))['img']
+    assert torch.equal(flat_view, torch.zeros(1, 8, 8, 8))
+
+
 def test_blockwise_mask_3d_counts_and_boxes():
     np.random.seed(0)
     for target in (0, 5, 30, 64):
