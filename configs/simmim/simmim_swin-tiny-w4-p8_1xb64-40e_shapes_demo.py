@@ -45,7 +45,10 @@ train_dataloader = dict(
 # pixel statistics of data/shapes (all channels): mean ~ 70, std ~ 40
 model = dict(
     data_preprocessor=dict(mean=[70.0, 70.0, 70.0], std=[40.0, 40.0, 40.0]),
-    backbone=dict(img_size=_img_size, patch_size=_patch_size),
+    backbone=dict(
+        img_size=_img_size,
+        patch_cfg=dict(kernel_size=_patch_size, stride=_patch_size),
+    ),
     neck=dict(encoder_stride=2 * _patch_size),  # stage 2 halves the grid
     head=dict(patch_size=_patch_size),
 )
