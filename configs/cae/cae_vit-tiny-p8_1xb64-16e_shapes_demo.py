@@ -51,7 +51,7 @@ model = dict(
     data_preprocessor=dict(mean=[70.0, 70.0, 70.0], std=[40.0, 40.0, 40.0]),
     backbone=dict(img_size=_img_size, patch_size=_patch_size),
 )
-# 16 epochs (736 iterations, ~10 min on one thread): a CAE iteration costs
-# about 3 MAE ones (the tokenizer at 64 px, the momentum teacher, the
+# 16 epochs (736 iterations, ~11 min on one thread): a CAE iteration costs
+# about 3 EVA ones (the tokenizer at 64 px, the momentum teacher, the
 # regressor and decoder)
 train_cfg = dict(max_epochs=16)

@@ -48,6 +48,9 @@ model = dict(
     backbone=dict(
         img_size=_img_size,
         patch_cfg=dict(kernel_size=_patch_size, stride=_patch_size),
+        # a stage-2 map under the 4-token window (images under 64 px, e.g.
+        # the 32 px digits) is padded; at 64 px nothing is
+        pad_small_map=True,
     ),
     neck=dict(encoder_stride=2 * _patch_size),  # stage 2 halves the grid
     head=dict(patch_size=_patch_size),
