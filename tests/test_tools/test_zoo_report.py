@@ -60,6 +60,41 @@ def test_probe_and_shapes_variant_are_chosen_by_backbone():
     assert 'test_dataloader.dataset.query.data_root=data/shapes' in options
 
 
+@pytest.mark.parametrize(
+    'digits, shapes',
+    [
+        (
+            'eva/eva-mae-style_vit-tiny-p4_1xb64-4e_demo.py',
+            'eva/eva-mae-style_vit-tiny-p8_1xb64-40e_shapes_demo.py',
+        ),
+        (
+            'milan/milan_vit-tiny-p4_1xb64-4e_demo.py',
+            'milan/milan_vit-tiny-p8_1xb64-40e_shapes_demo.py',
+        ),
+        (
+            'cae/cae_vit-tiny-p4_1xb64-4e_demo.py',
+            'cae/cae_vit-tiny-p8_1xb64-16e_shapes_demo.py',
+        ),
+        (
+            'maskfeat/maskfeat_vit-tiny-p4_1xb64-4e_demo.py',
+            'maskfeat/maskfeat_vit-tiny-p8_1xb64-40e_shapes_demo.py',
+        ),
+        (
+            'simmim/simmim_swin-tiny-w4_1xb64-16e_demo.py',
+            'simmim/simmim_swin-tiny-w4-p8_1xb64-40e_shapes_demo.py',
+        ),
+    ],
+)
+def test_mim_shapes_rows_train_their_shapes_sibling(digits, shapes):
+    """The shapes row of each MIM demo trains its 64 px / 8 px sibling
+    (the only ``<stem>_*_shapes_demo.py`` in its folder), not the 32 px
+    digits recipe on the shapes folders."""
+    assert zoo.resolve(f'configs/{digits}', 'shapes') == {
+        'config': f'configs/{shapes}',
+        'options': [],
+    }
+
+
 @pytest.mark.parametrize('algo', ['npid', 'odc', 'deepcluster'])
 def test_memory_bank_resized_for_the_folder(algo, demo_data_root, tmp_path):
     """The NPID, ODC and DeepCluster demos size a buffer for the 1438

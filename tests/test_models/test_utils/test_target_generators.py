@@ -64,6 +64,35 @@ def test_stand_in_clip_target_shapes():
     assert not any(p.requires_grad for p in target.parameters())
 
 
+def _token_cosine(feats: torch.Tensor) -> float:
+    """Mean cosine between the patch tokens of one image."""
+    tokens = torch.nn.functional.normalize(feats[:, 1:], dim=-1)
+    return (tokens @ tokens.transpose(1, 2)).mean().item()
+
+
+def test_stand_in_clip_target_residual_gives_each_token_its_patch():
+    """Without the residual the near-uniform random attention gives every
+    token of an image almost the same target; with it, the target is the
+    same attention output plus the projected token (computed here by
+    hand from the module's weights)."""
+    cfg = dict(type='StandInCLIPTarget', img_size=64, patch_size=8)
+    torch.manual_seed(0)
+    plain = MODELS.build(cfg)
+    torch.manual_seed(0)
+    residual = MODELS.build(dict(cfg, residual=True))
+    x = torch.randn(2, 3, 64, 64)
+    feats, attn = plain(x)
+    feats_res, attn_res = residual(x)
+    torch.testing.assert_close(attn_res, attn)
+    tokens = plain.patch_embed(x).flatten(2).transpose(1, 2)
+    cls = plain.cls_token.expand(2, -1, -1)
+    tokens = torch.cat([cls, tokens], dim=1) + plain.pos_embed
+    expected = feats + tokens @ plain.proj.weight.T
+    torch.testing.assert_close(feats_res, expected)
+    assert _token_cosine(feats) > 0.98
+    assert _token_cosine(feats_res) < 0.9
+
+
 def test_mmpretrain_config_base_resolves():
     cfg = load_config_file(
         osp.join(
