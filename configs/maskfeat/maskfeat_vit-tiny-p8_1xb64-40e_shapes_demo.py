@@ -1,6 +1,6 @@
 # MaskFeat demo (maskfeat_vit-tiny-p4_1xb64-4e_demo.py) on the bundled 64 px
 # shapes set instead of the digits, with MAE's shapes recipe
-# (configs/mae/mae_vit-tiny-p8_1xb64-4e_shapes_demo.py): the same ViT-tiny
+# (configs/mae/mae_vit-tiny-p8_1xb64-40e_shapes_demo.py): the same ViT-tiny
 # with 8 px patches on 64 px images (64 tokens, 26 of them, ~40 % as in the
 # paper, masked block-wise), 64 px random resized crops and flips, shapes
 # pixel statistics, kNN on data/shapes/val, and 40 epochs. The digits demo

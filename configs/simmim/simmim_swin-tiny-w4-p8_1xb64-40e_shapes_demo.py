@@ -1,6 +1,6 @@
 # SimMIM demo (simmim_swin-tiny-w4_1xb64-16e_demo.py) on the bundled 64 px
 # shapes set instead of the digits, with MAE's shapes recipe
-# (configs/mae/mae_vit-tiny-p8_1xb64-4e_shapes_demo.py): the same 2-stage
+# (configs/mae/mae_vit-tiny-p8_1xb64-40e_shapes_demo.py): the same 2-stage
 # Swin with 8 px patches on 64 px images (the same 8x8 token grid and 4 px
 # windows of tokens), 60 % of the image masked in 16 px squares (twice the
 # patch, as on the digits), 64 px random resized crops and flips, shapes

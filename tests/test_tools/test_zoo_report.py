@@ -50,7 +50,7 @@ def test_probe_and_shapes_variant_are_chosen_by_backbone():
     assert zoo.probe_config(dinov2, 'digits') is None
     shapes = zoo.resolve(MAE, 'shapes')
     assert shapes == {
-        'config': 'configs/mae/mae_vit-tiny-p8_1xb64-4e_shapes_demo.py',
+        'config': 'configs/mae/mae_vit-tiny-p8_1xb64-40e_shapes_demo.py',
         'options': [],
     }
     # no 64 px variant: the digits recipe, every folder moved to data/shapes
@@ -376,7 +376,7 @@ def test_row_of_an_older_recipe_is_measured_again(monkeypatch, tmp_path):
     monkeypatch.setattr(zoo, 'write_table', lambda *a, **k: None)
     zoo.main([MAE, *argv, '--work-root', str(tmp_path / 'w')])
     row = json.loads((tmp_path / 'zoo.json').read_text())['shapes'][MAE]
-    sibling = 'configs/mae/mae_vit-tiny-p8_1xb64-4e_shapes_demo.py'
+    sibling = 'configs/mae/mae_vit-tiny-p8_1xb64-40e_shapes_demo.py'
     assert row['trained_config'] == sibling
     assert row['random_knn']['knn/top1'] == 60.0
     assert row['trained_knn']['knn/top1'] == 61.0

@@ -1,7 +1,7 @@
 # Linear probe of the demo ViT-tiny on the bundled 64 px shapes set
 # (data/shapes): as linear_vit-tiny-p4_1xb64-5e_demo.py, with 8 px patches
 # on 64 px images (the same 64 tokens; the encoder of
-# configs/mae/mae_vit-tiny-p8_1xb64-4e_shapes_demo.py).
+# configs/mae/mae_vit-tiny-p8_1xb64-40e_shapes_demo.py).
 #   python tools/train.py \
 #       configs/benchmarks/linear_probe/linear_vit-tiny-p8_1xb64-5e_shapes.py \
 #       --cfg-options model.backbone.init_cfg.checkpoint=CKPT

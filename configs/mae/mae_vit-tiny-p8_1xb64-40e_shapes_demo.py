@@ -4,7 +4,7 @@
 # flips, kNN on data/shapes/val. MIM features are judged by the linear
 # probe configs/benchmarks/linear_probe/linear_vit-tiny-p8_1xb64-5e_shapes.py.
 #   python tools/misc/make_shapes_dataset.py data/shapes
-#   python tools/train.py configs/mae/mae_vit-tiny-p8_1xb64-4e_shapes_demo.py
+#   python tools/train.py configs/mae/mae_vit-tiny-p8_1xb64-40e_shapes_demo.py  # 40 epochs
 _base_ = ['./mae_vit-tiny-p4_1xb64-4e_demo.py']
 
 _patch_size = 8
@@ -37,3 +37,7 @@ model = dict(
     neck=dict(patch_size=_patch_size),
     head=dict(patch_size=_patch_size),
 )
+# 40 epochs (1,880 iterations, about 5.5 min on one thread): in the
+# digits demo's 4 the linear probe stays at random init on this set
+# (10.10 against 12.60); in 40 it gains about 6 points (README)
+train_cfg = dict(max_epochs=40)
