@@ -1,18 +1,10 @@
 """Shared fixtures: the demo dataset, made once per test session."""
 
 import os
-import os.path as osp
-import sys
 
 import pytest
 
-ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
-# shared test helpers (``import _dist``), whatever pytest's import mode
-TESTS = osp.dirname(osp.abspath(__file__))
-if TESTS not in sys.path:
-    sys.path.insert(1, TESTS)
+from tests.support.tools import load_tool
 
 # Keep torch from fighting over the CI machine's two cores: one thread per
 # pytest-xdist worker (pyproject.toml runs two), two without workers. The
@@ -42,8 +34,9 @@ def _restore_torch_threads():
 @pytest.fixture(scope='session')
 def demo_data_root(tmp_path_factory) -> str:
     """Folder with the demo digits: ``train/<cls>/*.png``, ``val/...``."""
-    sys.path.insert(0, osp.join(ROOT, 'tools', 'misc'))
-    from make_demo_dataset import make_demo_dataset
+    make_demo_dataset = load_tool(
+        'misc/make_demo_dataset.py'
+    ).make_demo_dataset
 
     root = str(tmp_path_factory.mktemp('demo'))
     make_demo_dataset(root)
@@ -53,8 +46,7 @@ def demo_data_root(tmp_path_factory) -> str:
 @pytest.fixture(scope='session')
 def volume_data_root(tmp_path_factory) -> str:
     """A tiny labelled synthetic volume set (``train/<cls>/*``, ``val``)."""
-    sys.path.insert(0, osp.join(ROOT, 'tools', 'misc'))
-    from make_volume_dataset import make_dataset
+    make_dataset = load_tool('misc/make_volume_dataset.py').make_dataset
 
     root = str(tmp_path_factory.mktemp('volumes'))
     make_dataset(root, size=32, train_per_class=2, val_per_class=1)
@@ -66,8 +58,7 @@ def multichannel_data_root(tmp_path_factory) -> str:
     """A tiny labelled 5-channel 16-bit TIFF set (``train/<cls>/*.tif``,
     ``val/...``; 2 and 1 images per class)."""
     pytest.importorskip('tifffile')
-    sys.path.insert(0, osp.join(ROOT, 'tools', 'misc'))
-    from make_multichannel_dataset import make_dataset
+    make_dataset = load_tool('misc/make_multichannel_dataset.py').make_dataset
 
     root = str(tmp_path_factory.mktemp('multichannel'))
     make_dataset(root, size=32, train_per_class=2, val_per_class=1)
@@ -79,3 +70,13 @@ def _register_modules():
     from mmssl.utils import register_all_modules
 
     register_all_modules()
+
+
+@pytest.fixture(scope='session')
+def messy_root(tmp_path_factory):
+    """A folder of good and broken images (tests.support.messy_files)."""
+    from tests.support.messy_files import make_messy_folder
+
+    root = str(tmp_path_factory.mktemp('messy'))
+    files = make_messy_folder(root)
+    return root, files

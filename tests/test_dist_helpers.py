@@ -8,8 +8,9 @@ import os
 import socket
 import time
 
-import _dist
 import pytest
+
+from tests.support import dist as _dist
 
 
 def _alive(pid: int) -> bool:

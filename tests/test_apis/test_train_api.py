@@ -2,7 +2,6 @@
 
 import importlib.util
 import os.path as osp
-import sys
 
 import pytest
 from mmengine.config import Config
@@ -10,6 +9,7 @@ from mmengine.config import Config
 from mmssl.apis import TrainConfigError, prepare_train_cfg, scale_lr
 from mmssl.apis.train import add_vis_backend
 from mmssl.registry import RUNNERS
+from tests.support.tools import load_tool
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 DEMO = osp.join(ROOT, 'configs/simclr/simclr_resnet18-w16_1xb64-10e_demo.py')
@@ -81,8 +81,7 @@ def _hooks(runner):
 
 def test_prepared_cfg_builds_the_cli_runner(demo_data_root, tmp_path):
     """prepare_train_cfg + RUNNERS.build == tools/train.py (--dry-run)."""
-    sys.path.insert(0, osp.join(ROOT, 'tools'))
-    import train as train_tool
+    train_tool = load_tool('train.py')
 
     options = {
         'train_dataloader.dataset.data_root': f'{demo_data_root}/train',
@@ -123,8 +122,7 @@ def test_dry_run_of_an_iteration_loop_names_no_epochs(
 ):
     """``--max-iters`` builds an iteration-based loop (mmengine gives it
     ``max_epochs == 1``, which the dry run used to print as "1 epochs")."""
-    sys.path.insert(0, osp.join(ROOT, 'tools'))
-    import train as train_tool
+    train_tool = load_tool('train.py')
 
     options = [
         f'train_dataloader.dataset.data_root={demo_data_root}/train',

@@ -10,7 +10,8 @@ interpreter start (torch, mmengine, mmssl imports) serves every tool.
 Before the first case, mmengine's loader for local paths is replaced by one
 that unpickles fully (``weights_only=False``): what stops a payload is then
 the tool's own loading policy, not torch's default or mmssl's import-time
-patching of mmengine.
+patching of mmengine. The caller puts the checkout on ``PYTHONPATH``
+(for ``mmssl`` and ``tests.test_checkpoint.payload``).
 """
 
 import contextlib
@@ -22,10 +23,6 @@ import runpy
 import sys
 import time
 import traceback
-
-HERE = osp.dirname(osp.abspath(__file__))
-sys.path.insert(0, osp.dirname(osp.dirname(HERE)))  # the checkout
-sys.path.insert(0, osp.dirname(HERE))  # tests/, for test_checkpoint
 
 
 def _run(case: dict) -> dict:
@@ -67,7 +64,7 @@ def _run(case: dict) -> dict:
 
 def main(cases_file: str, results_file: str) -> None:
     import mmssl.utils  # noqa: F401  (import-time patching happens here)
-    from test_checkpoint.payload import register_unsafe_scheme
+    from tests.test_checkpoint.payload import register_unsafe_scheme
 
     register_unsafe_scheme('')
     with open(cases_file) as f:

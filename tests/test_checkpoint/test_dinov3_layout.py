@@ -3,7 +3,6 @@ against the independent reference forward in tests/_dinov3_ref.py."""
 
 import pytest
 import torch
-from _dinov3_ref import make_hub_state_dict, ref_dinov3_forward
 
 from mmssl.checkpoint.layouts import (
     dinov3_to_mmssl,
@@ -11,6 +10,7 @@ from mmssl.checkpoint.layouts import (
     mmssl_to_dinov3,
 )
 from mmssl.models.backbones import DINOv3ViT
+from tests.support.dinov3_ref import make_hub_state_dict, ref_dinov3_forward
 
 EMBED, HEADS = 32, 2
 SIZES = [(224, 224), (160, 256)]

@@ -9,7 +9,8 @@ import sys
 
 import pytest
 import torch
-from _dist import file_init_method, init_gloo, spawn
+
+from tests.support.dist import file_init_method, init_gloo, spawn
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 WORLD = 2

@@ -221,7 +221,14 @@ def runs(tmp_path_factory, mmengine_checkpoint):
         capture_output=True,
         text=True,
         timeout=TIMEOUT,
-        env=dict(os.environ, OMP_NUM_THREADS='1'),
+        env=dict(
+            os.environ,
+            OMP_NUM_THREADS='1',
+            # the checkout, for mmssl and tests.test_checkpoint.payload
+            PYTHONPATH=os.pathsep.join(
+                [ROOT, os.environ.get('PYTHONPATH', '')]
+            ),
+        ),
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     with open(results_file) as f:

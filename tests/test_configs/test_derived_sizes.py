@@ -9,13 +9,13 @@ import pytest
 import torch
 from mmengine.dataset import pseudo_collate
 from mmengine.registry import FUNCTIONS
-from test_demo_configs import DEMO_CONFIGS, tiny_demo_cfg
 
 from mmssl.models.utils.derived_sizes import (
     backbone_out_channels,
     resolve_model_sizes,
 )
 from mmssl.registry import DATASETS, MODELS
+from tests.test_configs.test_demo_configs import DEMO_CONFIGS, tiny_demo_cfg
 
 #: The backbone width each override gives (what 'auto' must follow).
 RESNET_DEPTH = 50  # bottleneck blocks: 4x the width of ResNet-18/34

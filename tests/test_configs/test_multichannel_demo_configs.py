@@ -13,7 +13,7 @@ from mmssl.registry import DATASETS, MODELS
 
 pytest.importorskip('tifffile')
 
-from test_demo_configs import (  # noqa: E402
+from tests.test_configs.test_demo_configs import (  # noqa: E402
     repoint_prefixes,
     train_two_iterations,
 )

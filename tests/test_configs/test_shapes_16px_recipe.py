@@ -16,6 +16,7 @@ from mmengine.dataset import Compose
 
 from mmssl.registry import TRANSFORMS
 from mmssl.utils import register_all_modules
+from tests.support.tools import load_tool
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 DEMOS = {  # digits demo -> its shapes sibling
@@ -60,10 +61,7 @@ def test_views_and_knn_images_are_16px_and_the_knn_sees_everything(
 
 @pytest.mark.parametrize('digits_demo', sorted(DEMOS))
 def test_zoo_report_trains_the_16px_recipe_for_the_shapes_row(digits_demo):
-    import sys
-
-    sys.path.insert(0, osp.join(ROOT, 'tools', 'analysis_tools'))
-    import zoo_report
+    zoo_report = load_tool('analysis_tools/zoo_report.py')
 
     assert zoo_report.resolve(digits_demo, 'shapes') == {
         'config': DEMOS[digits_demo],

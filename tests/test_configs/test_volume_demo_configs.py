@@ -4,17 +4,17 @@ vector per volume."""
 
 import glob
 import os.path as osp
-import sys
 
 import pytest
 import torch
 from mmengine.config import Config
 
 from mmssl.registry import DATASETS, MODELS
+from tests.support.tools import load_tool
 
 pytest.importorskip('monai')
 
-from test_demo_configs import (  # noqa: E402
+from tests.test_configs.test_demo_configs import (  # noqa: E402
     repoint_prefixes,
     train_two_iterations,
 )
@@ -30,8 +30,7 @@ VOLUME_DEMOS = sorted(
 
 @pytest.fixture(scope='module')
 def volume_root(tmp_path_factory) -> str:
-    sys.path.insert(0, osp.join(ROOT, 'tools', 'misc'))
-    from make_volume_dataset import make_dataset
+    make_dataset = load_tool('misc/make_volume_dataset.py').make_dataset
 
     root = str(tmp_path_factory.mktemp('volumes'))
     make_dataset(root, size=32, train_per_class=2, val_per_class=1)

@@ -6,9 +6,9 @@ import os.path as osp
 import sys
 
 import pytest
-from _dist import run
 
 from mmssl.extras import require_3d
+from tests.support.dist import run
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 

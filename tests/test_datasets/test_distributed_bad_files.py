@@ -2,7 +2,8 @@
 files: iteration finishes and the bad files are counted across ranks."""
 
 import pytest
-from _dist import file_init_method, init_gloo, spawn
+
+from tests.support.dist import file_init_method, init_gloo, spawn
 
 
 def _worker(rank, world, init_method, root, out):

@@ -73,7 +73,7 @@ def test_bad_files_are_skipped_deterministically(messy_root):
     reasons = {
         osp.relpath(p, root).replace(os.sep, '/'): r for p, r in skipped
     }
-    from messy_files import BAD
+    from tests.support.messy_files import BAD
 
     for rel, why in BAD.items():
         assert why in reasons[rel]

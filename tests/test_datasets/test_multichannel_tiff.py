@@ -10,6 +10,7 @@ import pytest
 
 from mmssl.datasets import ImageFolderDataset
 from mmssl.datasets.transforms import BadImageError, LoadMultiChannelTiff
+from tests.support.tools import load_tool
 
 tifffile = pytest.importorskip('tifffile')
 
@@ -190,8 +191,7 @@ def test_bad_files_skipped_and_named(tmp_path):
 
 
 def test_demo_maker_writes_both_layouts(multichannel_data_root):
-    sys.path.insert(0, osp.join(ROOT, 'tools', 'misc'))
-    from make_multichannel_dataset import CLASSES
+    CLASSES = load_tool('misc/make_multichannel_dataset.py').CLASSES
 
     root = multichannel_data_root
     with tifffile.TiffFile(

@@ -6,9 +6,9 @@ import os
 import numpy as np
 import pytest
 import torch
-from volumes import make_volume_folder, ramp, save_nifti
 
 from mmssl.datasets import VolumeFolderDataset, volume_cache
+from tests.support.volumes import make_volume_folder, ramp, save_nifti
 
 LOAD = [dict(type='LoadVolume')]
 

@@ -5,8 +5,9 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from _dist import file_init_method, init_gloo, spawn
 from mmengine.config import Config
+
+from tests.support.dist import file_init_method, init_gloo, spawn
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 

@@ -190,7 +190,7 @@ def test_gathered_knn_results_do_not_carry_batch_storage():
 
 
 # Added to kill the mutants that survived tools/dev/mutation_test.py (see
-# docs/en/contributing.md).
+# docs/dev/mutation_testing.md).
 def _unit_rows(x):
     return x / x.norm(dim=1, keepdim=True)
 

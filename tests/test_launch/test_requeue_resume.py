@@ -1,15 +1,14 @@
 """tools/train.py after a SLURM requeue: resume by itself, same config only."""
 
 import os.path as osp
-import sys
 
 import pytest
 
+from tests.support.tools import load_tool
+
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 DEMO = osp.join(ROOT, 'configs/simclr/simclr_resnet18-w16_1xb64-10e_demo.py')
-sys.path.insert(0, osp.join(ROOT, 'tools'))
-
-import train as train_tool  # noqa: E402  (tools/train.py)
+train_tool = load_tool('train.py')
 
 
 def _args(data_root, work_dir, *extra):

@@ -11,16 +11,14 @@ import glob
 import os
 import os.path as osp
 import re
-import sys
 import time
 
 import pytest
 import torch
 
-ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
-sys.path.insert(0, osp.join(ROOT, 'tests'))
+from tests.support import slurm as _slurm
 
-import _slurm  # noqa: E402
+ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 
 DEMO = osp.join(ROOT, 'configs/simclr/simclr_resnet18-w16_1xb64-10e_demo.py')
 EPOCHS = 4

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from ._utils import load_tool
+from tests.support.tools import load_tool
 
 bench = load_tool('analysis_tools/benchmark_packing.py')
 

@@ -2,7 +2,7 @@
 
 import time
 
-from ._utils import load_tool
+from tests.support.tools import load_tool
 
 bench = load_tool('analysis_tools/benchmark_pipeline.py')
 

@@ -7,7 +7,7 @@ import os.path as osp
 import pytest
 from mmengine.config import Config
 
-from ._utils import ROOT, load_tool
+from tests.support.tools import ROOT, load_tool
 
 bench = load_tool('analysis_tools/benchmark_train.py')
 DEMO = osp.join(ROOT, 'configs/dinov2/dinov2_vit-tiny-p4_1xb64-10e_demo.py')

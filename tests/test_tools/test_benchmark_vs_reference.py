@@ -4,7 +4,7 @@
 import pytest
 from torch import nn
 
-from ._utils import load_tool
+from tests.support.tools import load_tool
 
 bvr = load_tool('analysis_tools/benchmark_vs_reference.py')
 

@@ -16,8 +16,7 @@ import re
 import pytest
 
 from mmssl.utils.cfg_value import CfgOptionsAction
-
-from ._utils import ROOT, load_tool
+from tests.support.tools import ROOT, load_tool
 
 TOOLS = sorted(
     osp.relpath(p, osp.join(ROOT, 'tools'))

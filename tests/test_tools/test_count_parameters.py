@@ -13,8 +13,7 @@ from mmssl.apis.param_count import (
 )
 from mmssl.registry import MODELS
 from mmssl.utils import load_config
-
-from ._utils import load_tool, tiny_config
+from tests.support.tools import load_tool, tiny_config
 
 
 def _direct(module: nn.Module) -> tuple[int, int]:

@@ -2,13 +2,11 @@ import os.path as osp
 import subprocess
 import sys
 
-ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
-sys.path.insert(0, osp.join(ROOT, 'tools', 'misc'))
-sys.path.insert(0, osp.join(ROOT, 'tools', 'analysis_tools'))
+from tests.support.tools import ROOT, load_tool
 
 
 def test_check_dataset_writes_bad_list(messy_root, tmp_path):
-    import check_dataset
+    check_dataset = load_tool('misc/check_dataset.py')
 
     root, files = messy_root
     out = str(tmp_path / 'bad.txt')
@@ -26,7 +24,7 @@ def test_check_dataset_writes_bad_list(messy_root, tmp_path):
 
 
 def test_browse_dataset_writes_pngs(messy_root, tmp_path):
-    import browse_dataset
+    browse_dataset = load_tool('analysis_tools/browse_dataset.py')
 
     root, _ = messy_root
     out = tmp_path / 'browse'
@@ -51,7 +49,8 @@ def test_browse_dataset_writes_pngs(messy_root, tmp_path):
 
 def test_overlay_mask_tints_masked_patches():
     import numpy as np
-    from browse_dataset import overlay_mask
+
+    overlay_mask = load_tool('analysis_tools/browse_dataset.py').overlay_mask
 
     img = np.zeros((4, 4, 3), np.uint8)
     mask = np.array([[True, False], [False, False]])

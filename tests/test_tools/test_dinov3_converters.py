@@ -4,11 +4,10 @@ a code-running pickle, and the way back."""
 
 import pytest
 import torch
-from _dinov3_ref import make_hub_state_dict, ref_dinov3_forward
 
 from mmssl.models.backbones import DINOv3ViT
-
-from ._utils import load_tool
+from tests.support.dinov3_ref import make_hub_state_dict, ref_dinov3_forward
+from tests.support.tools import load_tool
 
 EMBED, DEPTH, HEADS, REGS = 32, 2, 2, 4
 
@@ -130,7 +129,7 @@ def test_training_checkpoint_and_hf_safetensors(tmp_path):
 
 
 def test_refuses_code_running_pickle_and_bad_keys(tmp_path, capsys):
-    from test_checkpoint.payload import save_payload_checkpoint
+    from tests.test_checkpoint.payload import save_payload_checkpoint
 
     sd = make_hub_state_dict(embed=EMBED, depth=DEPTH, heads=HEADS)
     marker = tmp_path / 'ran'

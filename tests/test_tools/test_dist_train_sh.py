@@ -6,7 +6,8 @@ import textwrap
 
 import pytest
 import torch
-from _dist import run_retrying_port_clash
+
+from tests.support.dist import run_retrying_port_clash
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 DEMO = 'configs/simclr/simclr_resnet18-w16_1xb64-10e_demo.py'

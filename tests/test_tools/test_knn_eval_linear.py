@@ -7,8 +7,7 @@ from mmengine.dataset import default_collate
 
 from mmssl.evaluation import fit_linear_probe
 from mmssl.evaluation.functional import topk_accuracy
-
-from ._utils import load_tool
+from tests.support.tools import load_tool
 
 MAE = 'configs/mae/mae_vit-tiny-p4_1xb64-4e_demo.py'
 

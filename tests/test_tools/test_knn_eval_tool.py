@@ -5,8 +5,7 @@ import torch
 
 from mmssl.registry import MODELS
 from mmssl.utils import load_config
-
-from ._utils import load_tool, tiny_config
+from tests.support.tools import load_tool, tiny_config
 
 
 def _model(seed: int):

@@ -6,7 +6,8 @@ import stat
 import sys
 
 import pytest
-from _dist import reserved_port, run
+
+from tests.support.dist import reserved_port, run
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 SCRIPTS = ['dist_train.sh', 'dist_test.sh', 'slurm_train.sh', 'slurm_test.sh']

@@ -13,8 +13,7 @@ from mmssl.visualization.mim_reconstruction import (
     mim_reconstruct,
     mim_style,
 )
-
-from ._utils import load_tool, tiny_config
+from tests.support.tools import load_tool, tiny_config
 
 
 def test_mae_norm_pix_unnormalised_with_patch_stats():

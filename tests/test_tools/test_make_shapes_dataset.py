@@ -11,11 +11,11 @@ import cv2
 import numpy as np
 import pytest
 
+from tests.support.tools import load_tool
+
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 TOOL = osp.join(ROOT, 'tools/misc/make_shapes_dataset.py')
-sys.path.insert(0, osp.join(ROOT, 'tools/misc'))
-
-import make_shapes_dataset as shapes  # noqa: E402
+shapes = load_tool('misc/make_shapes_dataset.py')
 
 
 def _digest(folder: str) -> dict:
@@ -44,12 +44,23 @@ def test_layout_counts_and_sizes(tmp_path):
             assert img.shape == (48, 48, 3)
 
 
+def _cli(*args: str, workers: int = 2) -> subprocess.CompletedProcess:
+    out = subprocess.run(
+        [sys.executable, TOOL, *args, '--workers', str(workers)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ, OMP_NUM_THREADS='1'),
+    )
+    assert out.returncode == 0, out.stderr
+    return out
+
+
 def test_same_bytes_on_every_run_and_worker_count(tmp_path):
     a, b = str(tmp_path / 'a'), str(tmp_path / 'b')
     shapes.make_shapes_dataset(a, 32, train_per_class=2, val_per_class=1)
-    shapes.make_shapes_dataset(
-        b, 32, train_per_class=2, val_per_class=1, workers=2
-    )
+    # two spawned workers: run as a script, so they can import its module
+    _cli(b, '--size', '32', '--train-per-class', '2', '--val-per-class', '1')
     da, db = _digest(a), _digest(b)
     assert len(da) == 30 and da == db
     # different images differ (the seed is per image, not per class)
@@ -93,34 +104,24 @@ def test_raw_pixels_do_not_give_the_class_away(tmp_path):
     # The point of this set: nearest neighbours on raw pixels stay near
     # chance (10 %); 3000/1000 images give 16.1 %.
     shapes.make_shapes_dataset(
-        str(tmp_path), 32, train_per_class=30, val_per_class=10, workers=2
+        str(tmp_path), 32, train_per_class=30, val_per_class=10
     )
     top1 = shapes.raw_pixel_knn(str(tmp_path), k=10)
     assert 0.0 <= top1 < 35.0
 
 
 def test_cli_reports_counts_and_the_floor(tmp_path):
-    out = subprocess.run(
-        [
-            sys.executable,
-            TOOL,
-            str(tmp_path),
-            '--size',
-            '32',
-            '--train-per-class',
-            '2',
-            '--val-per-class',
-            '1',
-            '--workers',
-            '1',
-            '--report',
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=dict(os.environ, OMP_NUM_THREADS='1'),
+    out = _cli(
+        str(tmp_path),
+        '--size',
+        '32',
+        '--train-per-class',
+        '2',
+        '--val-per-class',
+        '1',
+        '--report',
+        workers=1,
     )
-    assert out.returncode == 0, out.stderr
     assert 'Wrote 20 train and 10 val images of 32x32 px in 10 classes' in (
         out.stdout
     )

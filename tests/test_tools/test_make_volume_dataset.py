@@ -2,15 +2,14 @@
 
 import os
 import os.path as osp
-import sys
 
 import numpy as np
 import pytest
 
-ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
-sys.path.insert(0, osp.join(ROOT, 'tools/misc'))
+from tests.support.tools import load_tool
 
-import make_volume_dataset as vols  # noqa: E402
+ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+vols = load_tool('misc/make_volume_dataset.py')
 
 
 def test_layout_counts_shapes_and_determinism(tmp_path):

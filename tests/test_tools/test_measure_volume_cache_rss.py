@@ -3,7 +3,7 @@ the data across ranks, the unsharded one a copy per rank."""
 
 import pytest
 
-from ._utils import load_tool
+from tests.support.tools import load_tool
 
 
 @pytest.mark.slow

@@ -5,8 +5,7 @@ import torch
 from monai.networks.nets import SwinUNETR, ViT
 
 from mmssl.models.backbones import SwinViT3D, VisionTransformer3D
-
-from ._utils import load_tool
+from tests.support.tools import load_tool
 
 SWIN = dict(feature_size=12, depths=(1, 1, 1, 1), num_heads=(1, 1, 2, 2))
 VIT = dict(arch=dict(embed_dims=32, num_layers=2, num_heads=4), img_size=16)

@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 
 from mmssl.visualization.images import CHANNEL_COLORS, channels_to_rgb
-
-from ._utils import ROOT, load_tool
+from tests.support.tools import ROOT, load_tool
 
 tifffile = pytest.importorskip('tifffile')
 

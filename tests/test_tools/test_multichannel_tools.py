@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from mmengine.config import Config
 
-from ._utils import ROOT, load_tool
+from tests.support.tools import ROOT, load_tool
 
 tifffile = pytest.importorskip('tifffile')
 

@@ -8,14 +8,13 @@ import pickle
 import pytest
 import torch
 from mmengine.logging import HistoryBuffer, MessageHub
-from test_checkpoint.payload import save_payload_checkpoint
 
 from mmssl.apis import publish_checkpoint
 from mmssl.checkpoint import UnsafeCheckpointError, load_checkpoint
 from mmssl.registry import MODELS
 from mmssl.utils import load_config
-
-from ._utils import load_tool, tiny_config
+from tests.support.tools import load_tool, tiny_config
+from tests.test_checkpoint.payload import save_payload_checkpoint
 
 
 def _training_checkpoint(path, model, cfg_text):

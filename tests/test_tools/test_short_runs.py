@@ -10,15 +10,14 @@ the lr the iteration trained with).
 import glob
 import json
 import os.path as osp
-import sys
 
 import pytest
 
+from tests.support.tools import load_tool
+
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 DINOV2 = osp.join(ROOT, 'configs/dinov2/dinov2_vit-tiny-p4_1xb64-10e_demo.py')
-sys.path.insert(0, osp.join(ROOT, 'tools'))
-
-import train as train_tool  # noqa: E402  (tools/train.py)
+train_tool = load_tool('train.py')
 
 LR, START, ETA_MIN = 1e-3, 1e-3 * 1e-3, 1e-6
 # cosine over 2 iterations, second one: eta_min + (lr - eta_min) / 2

@@ -14,7 +14,7 @@ import cv2
 import numpy as np
 import pytest
 
-from ._utils import ROOT, load_tool, tiny_config
+from tests.support.tools import ROOT, load_tool, tiny_config
 
 CORRUPT = 'a_corrupt.jpg'  # sorted first in its folder
 
@@ -176,10 +176,7 @@ def test_tsne_on_bad_folders(bad_folder, tmp_path, capsys):
 
 
 def test_browse_dataset_on_bad_folder(bad_folder, tmp_path, capsys):
-    import sys
-
-    sys.path.insert(0, osp.join(ROOT, 'tools', 'analysis_tools'))
-    import browse_dataset
+    browse_dataset = load_tool('analysis_tools/browse_dataset.py')
 
     root, _, _ = bad_folder
     folder = osp.join(root, 'train')
@@ -269,10 +266,7 @@ def test_browse_dataset_custom_dataset_skips_bad_files(
     bad_folder, tmp_path, capsys
 ):
     """A plain mmcv LoadImageFromFile config is read robustly too."""
-    import sys
-
-    sys.path.insert(0, osp.join(ROOT, 'tools', 'analysis_tools'))
-    import browse_dataset
+    browse_dataset = load_tool('analysis_tools/browse_dataset.py')
 
     root, train, _ = bad_folder
     folder = osp.join(root, 'train', 'cat')

@@ -10,12 +10,12 @@ import sys
 import pytest
 import torch
 
+from tests.support.tools import load_tool
+
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 DEMO = osp.join(ROOT, 'configs/simclr/simclr_resnet18-w16_1xb64-10e_demo.py')
-sys.path.insert(0, osp.join(ROOT, 'tools'))
-
-import test as test_tool  # noqa: E402  (tools/test.py)
-import train as train_tool  # noqa: E402  (tools/train.py)
+test_tool = load_tool('test.py')
+train_tool = load_tool('train.py')
 
 
 def _small(root, batch=4, indices=8):

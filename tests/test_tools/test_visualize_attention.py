@@ -12,8 +12,7 @@ from mmssl.visualization.attention import (
     cls_attention_maps,
     last_block_attention,
 )
-
-from ._utils import load_tool, tiny_config
+from tests.support.tools import load_tool, tiny_config
 
 
 def test_attention_is_what_the_block_used():

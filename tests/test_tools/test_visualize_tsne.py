@@ -8,8 +8,7 @@ import pytest
 import torch
 
 from mmssl.visualization.tsne import select_features
-
-from ._utils import load_tool, tiny_config
+from tests.support.tools import load_tool, tiny_config
 
 
 def test_select_features():

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from ._utils import load_tool
+from tests.support.tools import load_tool
 
 zoo = load_tool('analysis_tools/zoo_report.py')
 MAE = 'configs/mae/mae_vit-tiny-p4_1xb64-4e_demo.py'

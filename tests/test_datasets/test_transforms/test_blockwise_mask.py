@@ -79,7 +79,7 @@ def test_stack_contract_after_packing():
 
 
 # Added to kill the mutants that survived tools/dev/mutation_test.py (see
-# docs/en/contributing.md). The block rule is driven by scripted draws:
+# docs/dev/mutation_testing.md). The block rule is driven by scripted draws:
 # ``uniform(low, high)`` returns ``low + f * (high - low)`` for the next
 # scripted fraction ``f`` (and fails when the script is used up, so any
 # extra draw fails the test); ``randint`` returns its largest value, which

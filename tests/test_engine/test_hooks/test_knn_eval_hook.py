@@ -6,13 +6,13 @@ import os.path as osp
 import pytest
 import torch
 import torch.nn.functional as F
-from _dist import file_init_method, init_gloo, spawn
 from mmengine.config import Config
 from mmengine.runner import Runner
 from torch import nn
 
 from mmssl.engine.hooks import KNNEvalHook
 from mmssl.engine.runner import build_runner
+from tests.support.dist import file_init_method, init_gloo, spawn
 
 CFG = osp.join(
     osp.dirname(__file__), '..', '..', 'data', 'configs', 'simclr_tiny.py'

@@ -3,10 +3,10 @@ skip on every rank together when only one rank sees the NaN."""
 
 import pytest
 import torch
-from _dist import file_init_method, init_gloo, spawn
 from mmengine.optim import build_optim_wrapper
 
 from mmssl.engine.optimizers import NaNGuardOptimWrapper
+from tests.support.dist import file_init_method, init_gloo, spawn
 
 
 def _wrapper(model, **kw):
@@ -155,7 +155,7 @@ def test_nan_on_one_rank_skips_the_step_on_every_rank(tmp_path):
 
 
 # Added to kill the mutants that survived tools/dev/mutation_test.py (see
-# docs/en/contributing.md).
+# docs/dev/mutation_testing.md).
 def test_skip_decided_by_the_all_reduced_flag(monkeypatch):
     """A finite loss here but a NaN on another rank: this rank skips too.
 

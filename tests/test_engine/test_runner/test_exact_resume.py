@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 import torch
 from mmengine.hooks import Hook
-from resume_utils import max_abs_diff, resume_from, tiny_cfg, train
 
 from mmssl.checkpoint import torch_load_safe
 from mmssl.engine.runner import (
     ResumableEpochBasedTrainLoop,
     ResumableIterBasedTrainLoop,
 )
+from tests.support.resume import max_abs_diff, resume_from, tiny_cfg, train
 
 MAE = 'configs/mae/mae_vit-tiny-p4_1xb64-4e_demo.py'
 SIMCLR = 'configs/simclr/simclr_resnet18-w16_1xb64-10e_demo.py'

@@ -13,7 +13,8 @@ learning rate and the batch indices of the resumed iterations.
 import os.path as osp
 
 import pytest
-from resume_utils import (
+
+from tests.support.resume import (
     DEMO_CONFIGS,
     max_abs_diff,
     resume_from,

@@ -10,7 +10,8 @@ its update count included) must match the straight run.
 """
 
 import pytest
-from resume_utils import max_abs_diff, resume_from, tiny_cfg, train
+
+from tests.support.resume import max_abs_diff, resume_from, tiny_cfg, train
 
 DEMO = 'configs/dinov2/dinov2_vit-tiny-p4_1xb64-10e_demo.py'
 

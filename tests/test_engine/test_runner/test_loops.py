@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 import torch
 from mmengine.runner import EpochBasedTrainLoop, IterBasedTrainLoop
-from resume_utils import tiny_cfg, train
 from torch.utils.data import DataLoader
 
 from mmssl.checkpoint import torch_load_safe
@@ -19,6 +18,7 @@ from mmssl.engine.runner import (
 from mmssl.engine.runner.loops import resumable_loop_cfg
 from mmssl.engine.runner.rng import get_rng_state
 from mmssl.registry import LOOPS
+from tests.support.resume import tiny_cfg, train
 
 
 def _loop(n=10, batch=2):

@@ -16,11 +16,11 @@ import sys
 import time
 
 import pytest
-from _dist import reserved_port
-from _procs import Proc, run, train_cmd
 
 from mmssl.checkpoint import load_checkpoint
 from mmssl.launch import LOCK_NAME
+from tests.support.dist import reserved_port
+from tests.support.procs import Proc, run, train_cmd
 
 pytestmark = pytest.mark.slow
 

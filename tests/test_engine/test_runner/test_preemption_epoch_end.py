@@ -7,7 +7,6 @@ signal landed in the last iteration."""
 
 import os.path as osp
 import signal
-import sys
 import types
 
 import pytest
@@ -16,10 +15,7 @@ from mmengine.hooks import Hook
 
 from mmssl.engine.runner import build_runner
 from mmssl.engine.runner.preemption import TrainingStopped
-
-ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
-sys.path.insert(0, osp.join(ROOT, 'test_configs'))
-from test_demo_configs import tiny_demo_cfg  # noqa: E402
+from tests.test_configs.test_demo_configs import tiny_demo_cfg
 
 DEMO = 'configs/simclr/simclr_resnet18-w16_1xb64-10e_demo.py'
 

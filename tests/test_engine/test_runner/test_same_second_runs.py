@@ -10,10 +10,10 @@ import os.path as osp
 import types
 
 from mmengine.logging import MMLogger
-from resume_utils import tiny_cfg
 
 from mmssl.engine.runner import build_runner
 from mmssl.engine.runner.runner import unique_timestamp
+from tests.support.resume import tiny_cfg
 
 DEMO = 'configs/simclr/simclr_resnet18-w16_1xb64-10e_demo.py'
 

@@ -12,9 +12,10 @@ import os.path as osp
 
 import pytest
 import torch
-from _dist import file_init_method, init_gloo, spawn
 from mmengine.config import Config
 from mmengine.hooks import Hook
+
+from tests.support.dist import file_init_method, init_gloo, spawn
 
 ROOT = osp.dirname(
     osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))

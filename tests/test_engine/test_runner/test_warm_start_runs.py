@@ -4,9 +4,9 @@ block unfrozen, and an exact resume in the middle of the schedule."""
 
 import pytest
 import torch
-from resume_utils import max_abs_diff, resume_from, tiny_cfg, train
 
 from mmssl.checkpoint import torch_load_safe
+from tests.support.resume import max_abs_diff, resume_from, tiny_cfg, train
 
 DEMO = 'configs/dinov2/dinov2_vit-tiny-p4_1xb64-10e_demo.py'
 

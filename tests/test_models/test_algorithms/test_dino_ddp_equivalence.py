@@ -14,8 +14,9 @@ import os.path as osp
 
 import pytest
 import torch
-from _dist import file_init_method, init_gloo, spawn
 from mmpretrain.structures import DataSample
+
+from tests.support.dist import file_init_method, init_gloo, spawn
 
 K = 16
 B = 3  # images per rank

@@ -6,12 +6,12 @@ import os.path as osp
 
 import pytest
 import torch
-from _dist import file_init_method, init_gloo, spawn
-from _learns import StopAfter
 from mmengine.config import Config
 from mmengine.hooks import Hook
 
 from mmssl.engine.runner import build_runner
+from tests.support.dist import file_init_method, init_gloo, spawn
+from tests.support.learns import StopAfter
 
 ROOT = osp.dirname(
     osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))

@@ -6,7 +6,8 @@ import pytest
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
-from _dist import file_init_method, init_gloo, spawn
+
+from tests.support.dist import file_init_method, init_gloo, spawn
 
 
 def _worker(rank: int, init_method: str, out_dir: str) -> None:

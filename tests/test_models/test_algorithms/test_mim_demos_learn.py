@@ -12,9 +12,9 @@ evaluation, so that stopping after epoch k gives the same figure.
 """
 
 import pytest
-from _learns import StopAfter, demo_cfg, one_thread  # noqa: F401
 
 from mmssl.engine.runner import build_runner
+from tests.support.learns import StopAfter, demo_cfg, one_thread  # noqa: F401
 
 
 def _cfg(config, data_root, work_dir, opts):

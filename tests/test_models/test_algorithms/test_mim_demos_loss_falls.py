@@ -75,9 +75,9 @@ machine): 39.6 s of calls for all ten, 46.7 s with pytest's start; SparK
 """
 
 import pytest
-from _learns import LossCurve, demo_cfg, one_thread  # noqa: F401
 
 from mmssl.engine.runner import build_runner
+from tests.support.learns import LossCurve, demo_cfg, one_thread  # noqa: F401
 
 K = 2  # iterations averaged at each end of the curve
 

@@ -10,11 +10,11 @@ docs/en/model_zoo.md, "BatchNorm demos".
 
 import pytest
 import torch
-from _learns import StopAfter, demo_cfg, one_thread  # noqa: F401
 from torch.utils.data import DataLoader
 
 from mmssl.engine.runner import build_runner
 from mmssl.evaluation.bn_recalibration import recalibrate_batchnorm
+from tests.support.learns import StopAfter, demo_cfg, one_thread  # noqa: F401
 
 
 def _recalibrated_baseline(config, data_root, work_dir) -> float:

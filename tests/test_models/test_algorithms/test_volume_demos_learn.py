@@ -3,13 +3,13 @@ on the synthetic volume set is far above the same network at random init
 (configs/volumetric/README.md)."""
 
 import os.path as osp
-import sys
 
 import pytest
-from _learns import StopAfter, one_thread  # noqa: F401
 from mmengine.config import Config
 
 from mmssl.engine.runner import build_runner
+from tests.support.learns import StopAfter, one_thread  # noqa: F401
+from tests.support.tools import load_tool
 
 pytest.importorskip('monai')
 
@@ -23,8 +23,7 @@ SIMCLR3D = 'configs/volumetric/simclr3d_vit-tiny-p8_1xb32-30e_demo.py'
 def full_volume_root(tmp_path_factory) -> str:
     """The demo's own set (make_volume_dataset.py defaults: 200 train and
     100 val volumes of 32^3), about 3 s to write."""
-    sys.path.insert(0, osp.join(ROOT, 'tools', 'misc'))
-    from make_volume_dataset import make_dataset
+    make_dataset = load_tool('misc/make_volume_dataset.py').make_dataset
 
     root = str(tmp_path_factory.mktemp('volumes_full'))
     make_dataset(root)

@@ -8,7 +8,8 @@ import json
 
 import pytest
 import torch
-from _dist import file_init_method, init_gloo, spawn
+
+from tests.support.dist import file_init_method, init_gloo, spawn
 
 BATCH = 4  # split 2 + 2 over the ranks
 

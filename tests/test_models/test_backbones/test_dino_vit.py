@@ -6,11 +6,11 @@ import copy
 import pytest
 import torch
 import torch.nn.functional as F
-from _dist import file_init_method, init_gloo, spawn
 
 from mmssl.models.backbones import DINOVisionTransformer, count_dino_vit_params
 from mmssl.models.utils.activation_checkpoint import selective_cp_available
 from mmssl.registry import MODELS
+from tests.support.dist import file_init_method, init_gloo, spawn
 
 TINY = dict(embed_dims=32, num_layers=2, num_heads=4)
 

@@ -216,7 +216,7 @@ def test_koleo_matches_naive_and_batch_one():
 
 # ---------------------------------------------------------------------------
 # Added to kill the mutants that survived tools/dev/mutation_test.py; each
-# one is listed in docs/en/contributing.md.
+# one is listed in docs/dev/mutation_testing.md.
 
 
 def _naive_dino_sk(student, teacher, t_temp, s_temp, iters):

@@ -7,7 +7,7 @@ from mmssl.models.losses.centering import sinkhorn_knopp
 
 
 # Added to kill the mutants that survived tools/dev/mutation_test.py (see
-# docs/en/contributing.md).
+# docs/dev/mutation_testing.md).
 @pytest.mark.parametrize('dtype', [torch.bfloat16, torch.float64])
 def test_sinkhorn_targets_are_float32_for_any_input_dtype(dtype):
     torch.manual_seed(0)

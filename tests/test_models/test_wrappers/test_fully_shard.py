@@ -8,7 +8,8 @@ import os.path as osp
 
 import pytest
 import torch
-from _dist import file_init_method, init_gloo, spawn
+
+from tests.support.dist import file_init_method, init_gloo, spawn
 
 K = 16
 B = 2  # images per rank

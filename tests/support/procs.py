@@ -9,9 +9,7 @@ import threading
 import time
 from typing import Dict, List, Optional
 
-ROOT = osp.dirname(
-    osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
-)
+ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 CONFIG = osp.join(ROOT, 'tests', 'data', 'configs', 'simclr_tiny_iters.py')
 
 

@@ -3,7 +3,7 @@ pointed at the test's data, and a hook that stops a demo early with its
 schedules unchanged.
 
 Import ``one_thread`` into a test module to make it autouse there
-(``from _learns import StopAfter, one_thread  # noqa: F401``).
+(``from tests.support.learns import StopAfter, one_thread  # noqa: F401``).
 """
 
 import os.path as osp
@@ -13,7 +13,7 @@ import torch
 from mmengine.config import Config
 from mmengine.hooks import Hook
 
-ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
+ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 
 
 @pytest.fixture(autouse=True)

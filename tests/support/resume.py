@@ -13,9 +13,7 @@ from mmengine.runner import Runner
 
 from mmssl.registry import DATASETS
 
-ROOT = osp.dirname(
-    osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
-)
+ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 DEMO_CONFIGS = sorted(
     osp.relpath(p, ROOT)
     for p in glob.glob(
