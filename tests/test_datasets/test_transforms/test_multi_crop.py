@@ -540,3 +540,62 @@ def test_resize_auto_box_average_removes_a_nyquist_pattern():
     roi = np.tile(np.array([0.0, 100.0], np.float32), (20, 10))
     out = MultiCrop(interpolation='auto')._resize(roi, (8, 8))
     np.testing.assert_allclose(out, 50.0, atol=1e-4)
+
+
+def _coordinate_png(path, h: int, w: int) -> None:
+    """A PNG whose pixel (r, c) is (B, G, R) = (r, c, 77): every pixel
+    says where in the image it was."""
+    import cv2
+
+    rows, cols = np.mgrid[:h, :w]
+    img = np.stack([rows, cols, np.full_like(rows, 77)], -1)
+    assert cv2.imwrite(str(path), img.astype(np.uint8))
+
+
+def test_transform_draws_each_view_with_its_own_scale(tmp_path):
+    """Through ``transform`` on an image read from a file: the share of
+    the image each view shows lies in ``global_scale`` for the global
+    views and in ``local_scale`` for the local ones. The views are
+    upsampled by nearest neighbour, so each shows every row and column of
+    its crop, and the coordinates it holds give the crop's size."""
+    from mmssl.datasets.transforms import LoadImageRobust
+
+    h, w = 200, 250
+    _coordinate_png(tmp_path / 'coords.png', h, w)
+    load = LoadImageRobust()
+    global_scale, local_scale = (0.4, 1.0), (0.05, 0.3)
+    mc = MultiCrop(
+        num_global_crops=2,
+        num_local_crops=4,
+        global_size=256,  # >= the longest crop side (250)
+        local_size=160,  # >= sqrt(0.3 * h * w * 4 / 3) = 142
+        global_scale=global_scale,
+        local_scale=local_scale,
+        interpolation='nearest',
+        **PLAIN,
+    )
+    np.random.seed(0)
+    shares = {'global': [], 'local': []}
+    shown, sizes = [], []
+    for _ in range(15):
+        results = load(dict(img_path=str(tmp_path / 'coords.png')))
+        views = mc.transform(results)['img']
+        assert len(views) == 6
+        for i, view in enumerate(views):
+            assert (view[..., 2] == 77).all()  # no colour change
+            rows, cols = view[..., 0].astype(int), view[..., 1].astype(int)
+            ch = rows.max() - rows.min() + 1
+            cw = cols.max() - cols.min() + 1
+            shown.append(len(np.unique(rows)) * len(np.unique(cols)))
+            sizes.append(ch * cw)
+            kind = 'global' if i < 2 else 'local'
+            shares[kind].append(ch * cw / (h * w))
+    for kind, (lo, hi) in (('global', global_scale), ('local', local_scale)):
+        # rounding of the crop's sides moves its share by < 1 %
+        outside = [s for s in shares[kind] if not lo - 0.01 <= s <= hi + 0.01]
+        assert not outside, (kind, outside)
+    # the two ranges were both drawn from, not only their overlap's edge
+    assert min(shares['global']) < 0.7 and max(shares['local']) > 0.15
+    # every row and column of each crop is in its view, once: the sizes
+    # above are the crops' own
+    assert shown == sizes
