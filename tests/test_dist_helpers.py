@@ -1,4 +1,4 @@
-"""The helpers of tests/_dist.py keep their promises: a failing or hung
+"""The helpers of tests/support/dist.py keep their promises: a failing or hung
 rank fails the test clearly and leaves no process behind, a port clash of a
 launcher is retried, a reserved port is refused to others but usable by
 torch's TCPStore."""

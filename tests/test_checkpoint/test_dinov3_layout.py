@@ -1,5 +1,5 @@
 """DINOv3 hub / HF transformers <-> mmssl layouts, checked numerically
-against the independent reference forward in tests/_dinov3_ref.py."""
+against the independent reference forward in tests/support/dinov3_ref.py."""
 
 import pytest
 import torch

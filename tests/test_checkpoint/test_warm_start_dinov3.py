@@ -2,9 +2,9 @@
 
 The warm-start tests in test_warm_start.py check the DINOv3 dispatch with a
 stand-in converter; this one goes through the real layout module and the
-real backbone: a synthetic hub checkpoint (tests/_dinov3_ref.py) is loaded
-by ``model.warm_start`` with ``format='auto'`` into the DINOv3 demo
-config's model (patch 16, like the released files), and the student, the
+real backbone: a synthetic hub checkpoint (tests/support/dinov3_ref.py)
+is loaded by ``model.warm_start`` with ``format='auto'`` into the DINOv3
+demo config's model (patch 16, like the released files), and the student, the
 teacher and the Gram teacher then compute the reference features.
 """
 

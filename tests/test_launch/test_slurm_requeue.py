@@ -1,6 +1,6 @@
 """A real SLURM job: SIGUSR1, save, requeue, automatic resume.
 
-Starts the one-node test cluster of tests/_slurm.py, runs
+Starts the one-node test cluster of tests/support/slurm.py, runs
 tools/slurm_train.sh with 2 CPU tasks from a batch job submitted with
 ``--requeue``, sends ``scancel --signal=USR1`` in the middle of training,
 and checks that the job saved, requeued itself, resumed without
