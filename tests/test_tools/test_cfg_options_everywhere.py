@@ -113,7 +113,7 @@ def test_tool_parses_cfg_options_like_train(rel, monkeypatch):
 
 def test_tools_merge_like_train(capsys):
     """Typos stop a tool with a did-you-mean; dict values merge."""
-    from ._utils import tiny_config
+    from tests.support.tools import tiny_config
 
     tool = load_tool('analysis_tools/count_parameters.py')
     cfg = tiny_config('simclr_tiny')
