@@ -9,7 +9,9 @@
 # entries below with `_base_.pop('_small_data_200e')`: mmengine allows a
 # key in one base only, and the recipe already sets these.
 _small_data_200e = dict(
-    train_dataloader=dict(batch_size=64, dataset=dict(data_root='data/custom')),
+    train_dataloader=dict(
+        batch_size=64, dataset=dict(data_root='data/custom')
+    ),
     param_scheduler=[
         dict(
             type='LinearLR',
