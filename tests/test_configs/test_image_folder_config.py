@@ -13,6 +13,7 @@ import pytest
 
 from mmssl.utils.config import merge_cfg_options
 from mmssl.utils.config_compat import load_config_file
+from mmssl.utils.config_keys import check_top_level_keys
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 FOLDER = osp.join(ROOT, 'configs', 'custom', 'image_folder.py')
@@ -43,7 +44,10 @@ def test_the_recipes_read_imagenet_folders():
 @pytest.mark.parametrize('recipe', RECIPES, ids=osp.basename)
 def test_only_the_dataset_changes(recipe, monkeypatch):
     monkeypatch.setenv('RECIPE', osp.join(ROOT, recipe))
-    folder = load_config_file(FOLDER).to_dict()
+    cfg = load_config_file(FOLDER)
+    # SSLRunner's check: keys of the recipe's mmpretrain base are known
+    check_top_level_keys(list(cfg.keys()), cfg.filename)
+    folder = cfg.to_dict()
     ref = load_config_file(osp.join(ROOT, recipe)).to_dict()
     name = osp.basename(recipe)[: -len('.py')]
     assert folder.pop('work_dir') == f'work_dirs/{name}_folder'
