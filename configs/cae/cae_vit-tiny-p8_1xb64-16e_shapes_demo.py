@@ -11,44 +11,28 @@
 # configs/benchmarks/linear_probe/linear_vit-tiny-p8_1xb64-5e_shapes.py.
 #   python tools/misc/make_shapes_dataset.py data/shapes
 #   python tools/train.py configs/cae/cae_vit-tiny-p8_1xb64-16e_shapes_demo.py
-_base_ = ['./cae_vit-tiny-p4_1xb64-4e_demo.py']
+_base_ = [
+    './cae_vit-tiny-p4_1xb64-4e_demo.py',
+    '../_base_/datasets/shapes_64px_mim.py',
+]
+__shapes = _base_.pop('_shapes_64px')  # noqa: F821
 
 _img_size = 64
 _patch_size = 8
 _shapes_root = 'data/shapes'
-val_dataloader = dict(
-    dataset=dict(
-        bank=dict(data_root=_shapes_root), query=dict(data_root=_shapes_root)
-    )
-)
+val_dataloader = __shapes['val_dataloader']
 test_dataloader = val_dataloader
 
-train_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(
-        type='RandomResizedCropAndInterpolationWithTwoPic',
-        size=_img_size,
-        second_size=_img_size,
-        interpolation='bicubic',
-        second_interpolation='bicubic',
-        scale=(0.5, 1.0),
-    ),
-    dict(
-        type='BEiTMaskGenerator',
-        input_size=(_img_size // _patch_size, _img_size // _patch_size),
-        num_masking_patches=24,
-        max_num_patches=None,
-        min_num_patches=4,
-    ),
-    dict(type='PackInputs'),
-]
+train_pipeline = __shapes['two_pic_pipeline']
 train_dataloader = dict(
-    dataset=dict(data_root='data/shapes/train', pipeline=train_pipeline)
+    dataset=dict(
+        data_root=__shapes['train_data_root'], pipeline=train_pipeline
+    )
 )
 # pixel statistics of data/shapes (all channels): mean ~ 70, std ~ 40; the
 # tokenizer's second image keeps DALL-E's [-1, 1] scaling
 model = dict(
-    data_preprocessor=dict(mean=[70.0, 70.0, 70.0], std=[40.0, 40.0, 40.0]),
+    data_preprocessor=__shapes['data_preprocessor'],
     backbone=dict(img_size=_img_size, patch_size=_patch_size),
 )
 # 16 epochs (736 iterations, ~11 min on one thread): a CAE iteration costs

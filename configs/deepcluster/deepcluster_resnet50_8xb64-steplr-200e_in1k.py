@@ -6,10 +6,6 @@ _base_ = [
     'mmpretrain::_base_/datasets/imagenet_bs512_mae.py',
     '../_base_/default_runtime.py',
 ]
-default_scope = 'mmssl'
-# mmssl's runner (run fractions, atomic checkpoints, signals), also for a
-# generic mmengine tool that builds this config with RUNNERS.build.
-runner_type = 'SSLRunner'
 train_dataloader = dict(batch_size=64, num_workers=8)
 
 _extract_pipeline = [

@@ -24,43 +24,21 @@
 # lr x0.2, weight decay 0.04 -> 0.4.
 #   python tools/train.py configs/dinov2/dinov2_vit-s14_1xb64-200e_custom-small.py \
 #       --cfg-options train_dataloader.dataset.data_root=/data/cells
-_base_ = './dinov2_vit-s14_8xb128-100e_in1k.py'
-train_dataloader = dict(batch_size=64, dataset=dict(data_root='data/custom'))
+_base_ = [
+    './dinov2_vit-s14_8xb128-100e_in1k.py',
+    '../_base_/schedules/small_data_200e.py',
+]
 model = dict(
     head=dict(n_prototypes=16384),
     loss=dict(out_dim=16384),
     ibot_loss=dict(out_dim=16384),
 )
 optim_wrapper = dict(optimizer=dict(lr=0.004 * (64 / 1024) ** 0.5))
-# the recipe's warm-ups in epochs: 10 (lr), 30 (teacher temperature), 1
-# (frozen last layer) = 5%, 15% and 0.5% of the 200-epoch run
-param_scheduler = [
-    dict(
-        type='LinearLR',
-        start_factor=1e-6,
-        by_epoch=True,
-        begin=0,
-        end='5%',
-        convert_to_iter_based=True,
-    ),
-    dict(
-        type='CosineAnnealingLR',
-        eta_min=1e-6,
-        by_epoch=True,
-        begin='5%',
-        end='100%',
-        convert_to_iter_based=True,
-    ),
-    dict(
-        type='CosineAnnealingParamScheduler',
-        param_name='weight_decay',
-        eta_min_ratio=10.0,
-        by_epoch=True,
-        begin=0,
-        end='100%',
-        convert_to_iter_based=True,
-    ),
-]
+# the small-data schedule (configs/_base_/schedules/small_data_200e.py)
+__small = _base_.pop('_small_data_200e')  # noqa: F821
+train_dataloader = __small['train_dataloader']
+param_scheduler = __small['param_scheduler']
+# DINOv2's momentum and per-iteration temperature warm-up
 custom_hooks = [
     dict(type='BadFileSummaryHook', interval=50),
     dict(type='TeacherEMAHook', momentum=0.992, end_momentum=1.0),
@@ -73,6 +51,6 @@ custom_hooks = [
     ),
     dict(type='FreezeLastLayerHook', freeze_epochs='0.5%'),
 ]
-train_cfg = dict(max_epochs=200)
-default_hooks = dict(checkpoint=dict(interval='2.5%'))
+train_cfg = __small['train_cfg']
+default_hooks = __small['default_hooks']
 auto_scale_lr = dict(base_batch_size=64, rule='sqrt')

@@ -20,50 +20,16 @@
 # 0.04 -> 0.4, no layer-wise lr decay.
 #   python tools/train.py configs/ibot/ibot_vit-s16_1xb64-200e_custom-small.py \
 #       --cfg-options train_dataloader.dataset.data_root=/data/my_images
-_base_ = './ibot_vit-s16_8xb128-100e_in1k.py'
-train_dataloader = dict(batch_size=64, dataset=dict(data_root='data/custom'))
+_base_ = [
+    './ibot_vit-s16_8xb128-100e_in1k.py',
+    '../_base_/schedules/small_data_200e.py',
+]
 optim_wrapper = dict(optimizer=dict(lr=0.0005 * 64 / 256))
-# the recipe's warm-ups in epochs: 10 (lr), 30 (teacher temperature), 1
-# (frozen last layer) = 5%, 15% and 0.5% of the 200-epoch run
-param_scheduler = [
-    dict(
-        type='LinearLR',
-        start_factor=1e-6,
-        by_epoch=True,
-        begin=0,
-        end='5%',
-        convert_to_iter_based=True,
-    ),
-    dict(
-        type='CosineAnnealingLR',
-        eta_min=1e-6,
-        by_epoch=True,
-        begin='5%',
-        end='100%',
-        convert_to_iter_based=True,
-    ),
-    dict(
-        type='CosineAnnealingParamScheduler',
-        param_name='weight_decay',
-        eta_min_ratio=10.0,
-        by_epoch=True,
-        begin=0,
-        end='100%',
-        convert_to_iter_based=True,
-    ),
-]
-custom_hooks = [
-    dict(type='BadFileSummaryHook', interval=50),
-    dict(type='TeacherEMAHook', momentum=0.9995, end_momentum=1.0),
-    dict(
-        type='TeacherTempWarmupHook',
-        warmup_temp=0.04,
-        temp=0.07,
-        warmup_epochs='15%',
-        by_epoch=True,
-    ),
-    dict(type='FreezeLastLayerHook', freeze_epochs='0.5%'),
-]
-train_cfg = dict(max_epochs=200)
-default_hooks = dict(checkpoint=dict(interval='2.5%'))
+# the small-data schedule (configs/_base_/schedules/small_data_200e.py)
+__small = _base_.pop('_small_data_200e')  # noqa: F821
+train_dataloader = __small['train_dataloader']
+param_scheduler = __small['param_scheduler']
+custom_hooks = __small['custom_hooks']
+train_cfg = __small['train_cfg']
+default_hooks = __small['default_hooks']
 auto_scale_lr = dict(base_batch_size=64, rule='linear')

@@ -6,9 +6,9 @@ _base_ = (
     'mmpretrain::itpn/itpn-clip-b_hivit-base-p16_8xb256-amp-coslr-300e_in1k.py'
 )
 
+# configs/_base_/default_runtime.py's scope and runner, over the mmpretrain
+# base's (mmengine takes a key from one base only, so they are restated)
 default_scope = 'mmssl'
-# mmssl's runner (run fractions, atomic checkpoints, signals), also for a
-# generic mmengine tool that builds this config with RUNNERS.build.
 runner_type = 'SSLRunner'
 
 # The target is a pretrained CLIP ViT-B/16; PretrainedCLIPTarget checks that its checkpoint

@@ -4,9 +4,9 @@
 #   bash tools/dist_train.sh configs/mff/mff_vit-base-p16_8xb512-amp-coslr-300e_in1k.py 8
 _base_ = 'mmpretrain::mff/mff_vit-base-p16_8xb512-amp-coslr-300e_in1k.py'
 
+# configs/_base_/default_runtime.py's scope and runner, over the mmpretrain
+# base's (mmengine takes a key from one base only, so they are restated)
 default_scope = 'mmssl'
-# mmssl's runner (run fractions, atomic checkpoints, signals), also for a
-# generic mmengine tool that builds this config with RUNNERS.build.
 runner_type = 'SSLRunner'
 
 # MFF + feature extraction on whole images (mmpretrain's MFF.extract_feat

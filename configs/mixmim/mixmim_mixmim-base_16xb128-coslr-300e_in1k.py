@@ -4,9 +4,9 @@
 #   bash tools/dist_train.sh configs/mixmim/mixmim_mixmim-base_16xb128-coslr-300e_in1k.py 8
 _base_ = 'mmpretrain::mixmim/mixmim_mixmim-base_16xb128-coslr-300e_in1k.py'
 
+# configs/_base_/default_runtime.py's scope and runner, over the mmpretrain
+# base's (mmengine takes a key from one base only, so they are restated)
 default_scope = 'mmssl'
-# mmssl's runner (run fractions, atomic checkpoints, signals), also for a
-# generic mmengine tool that builds this config with RUNNERS.build.
 runner_type = 'SSLRunner'
 
 # Input sizes that follow the backbone ('auto', resolved when the model is

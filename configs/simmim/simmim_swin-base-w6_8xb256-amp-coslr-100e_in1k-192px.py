@@ -4,9 +4,9 @@
 #   bash tools/dist_train.sh configs/simmim/simmim_swin-base-w6_8xb256-amp-coslr-100e_in1k-192px.py 8
 _base_ = 'mmpretrain::simmim/simmim_swin-base-w6_8xb256-amp-coslr-100e_in1k-192px.py'
 
+# configs/_base_/default_runtime.py's scope and runner, over the mmpretrain
+# base's (mmengine takes a key from one base only, so they are restated)
 default_scope = 'mmssl'
-# mmssl's runner (run fractions, atomic checkpoints, signals), also for a
-# generic mmengine tool that builds this config with RUNNERS.build.
 runner_type = 'SSLRunner'
 
 # Input sizes that follow the backbone ('auto', resolved when the model is

@@ -6,9 +6,9 @@ _base_ = (
     'mmpretrain::spark/spark_sparse-resnet50_8xb512-amp-coslr-800e_in1k.py'
 )
 
+# configs/_base_/default_runtime.py's scope and runner, over the mmpretrain
+# base's (mmengine takes a key from one base only, so they are restated)
 default_scope = 'mmssl'
-# mmssl's runner (run fractions, atomic checkpoints, signals), also for a
-# generic mmengine tool that builds this config with RUNNERS.build.
 runner_type = 'SSLRunner'
 
 # Input sizes that follow the backbone ('auto', resolved when the model is

@@ -7,9 +7,9 @@ _base_ = [
     '../_base_/datasets/imagenet_contrastive_views_hue_safe.py',
 ]
 
+# configs/_base_/default_runtime.py's scope and runner, over the mmpretrain
+# base's (mmengine takes a key from one base only, so they are restated)
 default_scope = 'mmssl'
-# mmssl's runner (run fractions, atomic checkpoints, signals), also for a
-# generic mmengine tool that builds this config with RUNNERS.build.
 runner_type = 'SSLRunner'
 
 # The inherited pipeline with HueSafeColorJitter for ColorJitter (mmcv 2.2's

@@ -19,7 +19,9 @@ Allowed at the top level:
 """
 
 import ast
+import os
 import os.path as osp
+import re
 from typing import Iterable, List, Optional, Set
 
 from .config import RUNNER_KNOWN_KEYS, UnknownConfigKeyError, _suggest
@@ -59,11 +61,20 @@ CONVENTIONAL_VARIABLES = frozenset(
 )
 
 
+#: mmengine's ``{{$NAME:default}}`` placeholder for an environment variable
+_ENV_PLACEHOLDER = re.compile(r'\{\{[\'"]?\s*\$(\w+)\s*:\s*(.*?)\s*[\'"]?\}\}')
+
+
 def _base_entries(filename: str) -> List[str]:
-    """The ``_base_`` entries a config file assigns (read with ast)."""
+    """The ``_base_`` entries a config file assigns (read with ast), with
+    environment placeholders filled in as mmengine fills them (e.g.
+    ``_base_ = '{{$RECIPE:}}'`` in configs/custom/image_folder.py)."""
     try:
         with open(filename, encoding='utf-8') as f:
-            tree = ast.parse(f.read(), filename)
+            text = _ENV_PLACEHOLDER.sub(
+                lambda m: os.environ.get(m.group(1), m.group(2)), f.read()
+            )
+            tree = ast.parse(text, filename)
     except (OSError, SyntaxError, ValueError):
         return []
     for node in tree.body:

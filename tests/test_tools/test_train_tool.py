@@ -263,16 +263,23 @@ def test_vis_without_its_package_names_the_install(monkeypatch, capsys):
 
 
 @pytest.mark.slow
-def test_mmpretrain_inherited_config_trains_resized(demo_data_root, tmp_path):
+def test_mmpretrain_inherited_config_trains_resized(
+    demo_data_root, tmp_path, monkeypatch
+):
     """A config built on an ``mmpretrain::`` base (its dicts carry
     ``_scope_='mmpretrain'``) for ViT-B with AMP (AmpOptimWrapper asserts a
     GPU) and persistent workers (torch refuses them with num_workers=0)
     trains one iteration on the CPU with ``arch=deit-tiny`` as its only
-    model change."""
-    config = osp.join(
-        ROOT,
-        'configs/mocov3/mocov3_vit-base-p16_16xb256-amp-coslr-300e_custom.py',
+    model change, on a plain folder (configs/custom/image_folder.py with
+    the recipe named by RECIPE)."""
+    monkeypatch.setenv(
+        'RECIPE',
+        osp.join(
+            ROOT,
+            'configs/mocov3/mocov3_vit-base-p16_16xb256-amp-coslr-300e_in1k.py',
+        ),
     )
+    config = osp.join(ROOT, 'configs/custom/image_folder.py')
     wd = tmp_path / 'wd'
     proc = _run_train(
         [config, '--work-dir', str(wd), '--max-iters', '1', '--cfg-options']

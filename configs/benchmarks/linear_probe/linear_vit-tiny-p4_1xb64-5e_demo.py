@@ -13,7 +13,7 @@
 # Random-init baseline: model.backbone.init_cfg=None.
 _base_ = [
     '../../_base_/datasets/demo_linear.py',
-    '../../_base_/default_runtime.py',
+    '../../_base_/schedules/linear_probe_5e.py',  # SGD, cosine, 5 epochs
 ]
 
 _num_classes = 10
@@ -45,32 +45,4 @@ model = dict(
         loss=dict(type='CrossEntropyLoss'),
     ),
 )
-
-optim_wrapper = dict(
-    type='OptimWrapper',
-    optimizer=dict(type='SGD', lr=0.1, momentum=0.9, weight_decay=0.0),
-)
-_max_epochs = 5  # the schedule and intervals below are run fractions
-param_scheduler = [
-    dict(
-        type='CosineAnnealingLR',
-        by_epoch=True,
-        begin=0,
-        end='100%',
-        convert_to_iter_based=True,
-    )
-]
-train_cfg = dict(
-    type='EpochBasedTrainLoop',
-    max_epochs=_max_epochs,
-    val_interval='100%',
-)
-val_cfg = dict()
-test_cfg = dict()
-auto_scale_lr = dict(base_batch_size=64)
-default_hooks = dict(
-    logger=dict(interval=10),
-    checkpoint=dict(type='CheckpointHook', interval='100%'),
-)
-randomness = dict(seed=0)
-custom_hooks = [dict(type='PretrainedInitHook')]
+optim_wrapper = dict(optimizer=dict(lr=0.1))

@@ -81,15 +81,15 @@ def test_hue_jitter_runs_for_negative_draws():
 @pytest.mark.parametrize(
     'config',
     [
-        'configs/simclr/simclr_resnet50_16xb256-coslr-200e_custom.py',
-        'configs/mocov2/mocov2_resnet50_8xb32-coslr-200e_custom.py',
-        'configs/mocov3/mocov3_vit-base-p16_16xb256-amp-coslr-300e_custom.py',
-        'configs/mocov3/mocov3_resnet50_8xb512-amp-coslr-100e_custom.py',
-        'configs/byol/byol_resnet50_16xb256-coslr-200e_custom.py',
-        'configs/barlowtwins/barlowtwins_resnet50_8xb256-coslr-300e_custom.py',
-        'configs/densecl/densecl_resnet50_8xb32-coslr-200e_custom.py',
-        'configs/simsiam/simsiam_resnet50_8xb32-coslr-100e_custom.py',
-        'configs/swav/swav_resnet50_8xb32-mcrop-coslr-200e_custom-224px-96px.py',
+        'configs/simclr/simclr_resnet50_16xb256-coslr-200e_in1k.py',
+        'configs/mocov2/mocov2_resnet50_8xb32-coslr-200e_in1k.py',
+        'configs/mocov3/mocov3_vit-base-p16_16xb256-amp-coslr-300e_in1k.py',
+        'configs/mocov3/mocov3_resnet50_8xb512-amp-coslr-100e_in1k.py',
+        'configs/byol/byol_resnet50_16xb256-coslr-200e_in1k.py',
+        'configs/barlowtwins/barlowtwins_resnet50_8xb256-coslr-300e_in1k.py',
+        'configs/densecl/densecl_resnet50_8xb32-coslr-200e_in1k.py',
+        'configs/simsiam/simsiam_resnet50_8xb32-coslr-100e_in1k.py',
+        'configs/swav/swav_resnet50_8xb32-mcrop-coslr-200e_in1k-224px-96px.py',
     ],
 )
 def test_custom_recipes_run_their_pipeline(config, tmp_path):

@@ -1,0 +1,56 @@
+# The small-data schedule of the DINO, iBOT and DINOv2 ViT-S presets
+# (*_1xb64-200e_custom-small.py: one GPU x 64, 5k-50k images, 200
+# epochs). The recipe's warm-ups keep their length in epochs: 10 (lr), 30
+# (teacher temperature), 1 (frozen last layer) = 5%, 15% and 0.5% of the
+# run; teacher momentum 0.9995 -> 1 (DINO's advice for small batches);
+# a checkpoint every 5 epochs (2.5%). Why these values: the "Small-data
+# preset: why these values" section of configs/dino/README.md.
+# A preset inherits its ImageNet recipe and this file, and takes the
+# entries below with `_base_.pop('_small_data_200e')`: mmengine allows a
+# key in one base only, and the recipe already sets these.
+_small_data_200e = dict(
+    train_dataloader=dict(
+        batch_size=64, dataset=dict(data_root='data/custom')
+    ),
+    param_scheduler=[
+        dict(
+            type='LinearLR',
+            start_factor=1e-6,
+            by_epoch=True,
+            begin=0,
+            end='5%',
+            convert_to_iter_based=True,
+        ),
+        dict(
+            type='CosineAnnealingLR',
+            eta_min=1e-6,
+            by_epoch=True,
+            begin='5%',
+            end='100%',
+            convert_to_iter_based=True,
+        ),
+        dict(
+            type='CosineAnnealingParamScheduler',
+            param_name='weight_decay',
+            eta_min_ratio=10.0,
+            by_epoch=True,
+            begin=0,
+            end='100%',
+            convert_to_iter_based=True,
+        ),
+    ],
+    custom_hooks=[
+        dict(type='BadFileSummaryHook', interval=50),
+        dict(type='TeacherEMAHook', momentum=0.9995, end_momentum=1.0),
+        dict(
+            type='TeacherTempWarmupHook',
+            warmup_temp=0.04,
+            temp=0.07,
+            warmup_epochs='15%',
+            by_epoch=True,
+        ),
+        dict(type='FreezeLastLayerHook', freeze_epochs='0.5%'),
+    ],
+    train_cfg=dict(max_epochs=200),
+    default_hooks=dict(checkpoint=dict(interval='2.5%')),
+)
