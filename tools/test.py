@@ -28,7 +28,7 @@ from mmssl.checkpoint import (  # noqa: E402
     loading_policy,
     trust_from_args,
 )
-from mmssl.utils.cfg_value import CfgOptionsAction  # noqa: E402
+from mmssl.config.values import CfgOptionsAction  # noqa: E402
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -76,8 +76,8 @@ def main(argv=None) -> dict:
     args = parse_args(argv)
     from mmssl.engine.runner import build_runner, setup_distributed_cfg
     from mmssl.utils import register_all_modules
-    from mmssl.utils.config import UnknownConfigKeyError, merge_cfg_options
-    from mmssl.utils.config_compat import load_config_file
+    from mmssl.config.options import UnknownConfigKeyError, merge_cfg_options
+    from mmssl.config.reading import load_config_file
 
     register_all_modules()
     for path, what in (

@@ -25,7 +25,7 @@ ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from mmssl.utils.cfg_value import CfgOptionsAction  # noqa: E402
+from mmssl.config.values import CfgOptionsAction  # noqa: E402
 
 #: Flags passed on to :func:`mmssl.apis.prepare_train_cfg` as keywords.
 PREPARE_ARGS = (

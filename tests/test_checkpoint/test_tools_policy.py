@@ -29,7 +29,7 @@ from mmssl.checkpoint.layouts import (
     mmssl_to_timm,
 )
 from mmssl.registry import MODELS
-from mmssl.utils import load_config
+from mmssl.config import load_config
 
 from .payload import save_payload_checkpoint
 

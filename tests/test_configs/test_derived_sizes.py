@@ -11,7 +11,7 @@ from mmengine.dataset import pseudo_collate
 from mmengine.registry import FUNCTIONS
 from test_demo_configs import DEMO_CONFIGS, tiny_demo_cfg
 
-from mmssl.models.utils.derived_sizes import (
+from mmssl.config.derived_sizes import (
     backbone_out_channels,
     resolve_model_sizes,
 )

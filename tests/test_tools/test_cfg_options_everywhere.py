@@ -15,7 +15,7 @@ import re
 
 import pytest
 
-from mmssl.utils.cfg_value import CfgOptionsAction
+from mmssl.config.values import CfgOptionsAction
 
 from ._utils import ROOT, load_tool
 

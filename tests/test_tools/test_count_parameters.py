@@ -12,7 +12,7 @@ from mmssl.apis.param_count import (
     find_blocks,
 )
 from mmssl.registry import MODELS
-from mmssl.utils import load_config
+from mmssl.config import load_config
 
 from ._utils import load_tool, tiny_config
 

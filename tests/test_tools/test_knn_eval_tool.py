@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from mmssl.registry import MODELS
-from mmssl.utils import load_config
+from mmssl.config import load_config
 
 from ._utils import load_tool, tiny_config
 

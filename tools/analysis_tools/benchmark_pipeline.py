@@ -197,7 +197,7 @@ def warm_page_cache(paths) -> None:
 
 
 def main(argv=None):
-    from mmssl.utils.cli import add_cfg_options_arguments, load_tool_config
+    from mmssl.config.cli import add_cfg_options_arguments, load_tool_config
 
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('config')

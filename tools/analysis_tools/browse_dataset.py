@@ -108,7 +108,7 @@ def save_sample(data: dict, path: str, bgr: bool = True) -> None:
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    from mmssl.utils.cli import add_cfg_options_arguments
+    from mmssl.config.cli import add_cfg_options_arguments
 
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('config')
@@ -176,7 +176,7 @@ def _samples(dataset, n: int):
 def main(argv=None):
     args = parse_args(argv)
     from mmssl.utils import register_all_modules
-    from mmssl.utils.cli import load_tool_config
+    from mmssl.config.cli import load_tool_config
 
     register_all_modules()
     cfg = load_tool_config(args.config, args.cfg_options, args.allow_new_keys)

@@ -19,7 +19,7 @@ import sys
 
 
 def parse_args(argv=None):
-    from mmssl.utils.cli import add_cfg_options_arguments
+    from mmssl.config.cli import add_cfg_options_arguments
 
     parser = argparse.ArgumentParser(
         description='Count total and trainable parameters of a config.'
@@ -107,7 +107,7 @@ def main(argv=None) -> str:
     )
     from mmssl.registry import MODELS
     from mmssl.utils import register_all_modules
-    from mmssl.utils.cli import load_tool_config
+    from mmssl.config.cli import load_tool_config
 
     register_all_modules()
     out = []

@@ -33,7 +33,7 @@ import sys
 
 def parse_args(argv=None):
     from mmssl.checkpoint import add_trusted_argument
-    from mmssl.utils.cli import add_cfg_options_arguments
+    from mmssl.config.cli import add_cfg_options_arguments
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('config', help='config file')
@@ -178,7 +178,7 @@ def main(argv=None) -> dict:
     from mmssl.checkpoint import exit_on_untrusted, trust_from_args
     from mmssl.evaluation.folders import config_loader
     from mmssl.utils import find_backbone
-    from mmssl.utils.cli import load_tool_config
+    from mmssl.config.cli import load_tool_config
     from mmssl.visualization.attention import _last_block
     from mmssl.visualization.images import (
         list_images,

@@ -36,7 +36,7 @@ import numpy as np
 
 def parse_args(argv=None):
     from mmssl.checkpoint import add_trusted_argument
-    from mmssl.utils.cli import add_cfg_options_arguments
+    from mmssl.config.cli import add_cfg_options_arguments
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('config', help='config file')
@@ -244,7 +244,7 @@ def main(argv=None) -> dict:
     from mmssl.apis import init_model
     from mmssl.checkpoint import exit_on_untrusted, trust_from_args
     from mmssl.evaluation import extract_features
-    from mmssl.utils.cli import load_tool_config
+    from mmssl.config.cli import load_tool_config
     from mmssl.visualization.tsne import plot_embedding, run_tsne
 
     cfg = load_tool_config(args.config, args.cfg_options, args.allow_new_keys)

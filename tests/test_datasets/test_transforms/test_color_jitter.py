@@ -12,7 +12,7 @@ from mmssl.datasets.transforms import HueSafeColorJitter
 from mmssl.datasets.transforms.color_jitter import adjust_hue
 from mmssl.registry import TRANSFORMS
 from mmssl.utils import register_all_modules
-from mmssl.utils.config_compat import load_config_file
+from mmssl.config.reading import load_config_file
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.dirname(__file__))))
 

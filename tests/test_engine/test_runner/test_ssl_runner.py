@@ -17,7 +17,7 @@ from torch import nn
 from mmssl.checkpoint import UnsafeCheckpointError, load_checkpoint
 from mmssl.engine.runner import SSLRunner, build_runner
 from mmssl.registry import RUNNERS
-from mmssl.utils.config_compat import load_config_file
+from mmssl.config.reading import load_config_file
 
 ROOT = osp.dirname(
     osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from mmssl.registry import MODELS
-from mmssl.utils.config_compat import load_config_file
+from mmssl.config.reading import load_config_file
 
 ROOT = osp.dirname(
     osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
