@@ -74,10 +74,10 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def main(argv=None) -> dict:
     args = parse_args(argv)
-    from mmssl.engine.runner import build_runner, setup_distributed_cfg
-    from mmssl.utils import register_all_modules
     from mmssl.config.options import UnknownConfigKeyError, merge_cfg_options
     from mmssl.config.reading import load_config_file
+    from mmssl.engine.runner import build_runner, setup_distributed_cfg
+    from mmssl.utils import register_all_modules
 
     register_all_modules()
     for path, what in (

@@ -15,9 +15,9 @@ import torch
 from _dinov3_ref import PATCH, make_hub_state_dict, ref_dinov3_forward
 
 from mmssl.checkpoint.warm_start import WarmStartError
+from mmssl.config.reading import load_config_file
 from mmssl.registry import MODELS
 from mmssl.utils import register_all_modules
-from mmssl.config.reading import load_config_file
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 DEMO = osp.join(ROOT, 'configs/dinov3/dinov3_vit-tiny-p4_1xb64-10e_demo.py')

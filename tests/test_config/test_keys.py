@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from mmssl.config.options import UnknownConfigKeyError
 from mmssl.config.keys import check_top_level_keys, foreign_base_keys
+from mmssl.config.options import UnknownConfigKeyError
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 DEMO = osp.join(ROOT, 'configs/simclr/simclr_resnet18-w16_1xb64-10e_demo.py')

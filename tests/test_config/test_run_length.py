@@ -7,8 +7,8 @@ import os.path as osp
 import pytest
 from mmengine.registry import PARAM_SCHEDULERS
 
-from mmssl.engine.hooks import FreezeLastLayerHook, TeacherTempWarmupHook
-from mmssl.engine.runner import SSLRunner
+from mmssl.config.options import merge_cfg_options
+from mmssl.config.reading import load_config_file
 from mmssl.config.run_length import (
     boundary,
     parse_fraction,
@@ -16,8 +16,8 @@ from mmssl.config.run_length import (
     set_run_length,
 )
 from mmssl.config.scheduler_steps import schedulers_for_run
-from mmssl.config.options import merge_cfg_options
-from mmssl.config.reading import load_config_file
+from mmssl.engine.hooks import FreezeLastLayerHook, TeacherTempWarmupHook
+from mmssl.engine.runner import SSLRunner
 
 ROOT = osp.dirname(
     osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))

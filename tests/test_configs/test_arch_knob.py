@@ -44,9 +44,6 @@ import torch
 from mmengine.dataset import Compose, pseudo_collate
 from mmengine.registry import FUNCTIONS
 
-from mmssl.datasets.transforms.mixed_resolution_crop import (
-    size_index_scope,
-)
 from mmssl.config.derived_sizes import (
     MODEL_SIZE_KEYS,
     SIZE_KEYS,
@@ -54,8 +51,11 @@ from mmssl.config.derived_sizes import (
     backbone_out_channels,
     resolve_model_sizes,
 )
-from mmssl.registry import MODELS, TRANSFORMS
 from mmssl.config.reading import load_config_file
+from mmssl.datasets.transforms.mixed_resolution_crop import (
+    size_index_scope,
+)
+from mmssl.registry import MODELS, TRANSFORMS
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 RESNETS = ('ResNet', 'ResNetV1c', 'ResNetV1d', 'ResNet_CIFAR', 'SparseResNet')

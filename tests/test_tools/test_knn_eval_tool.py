@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from mmssl.registry import MODELS
 from mmssl.config import load_config
+from mmssl.registry import MODELS
 
 from ._utils import load_tool, tiny_config
 

@@ -12,8 +12,8 @@ from test_checkpoint.payload import save_payload_checkpoint
 
 from mmssl.apis import publish_checkpoint
 from mmssl.checkpoint import UnsafeCheckpointError, load_checkpoint
-from mmssl.registry import MODELS
 from mmssl.config import load_config
+from mmssl.registry import MODELS
 
 from ._utils import load_tool, tiny_config
 

@@ -175,8 +175,8 @@ def _samples(dataset, n: int):
 
 def main(argv=None):
     args = parse_args(argv)
-    from mmssl.utils import register_all_modules
     from mmssl.config.cli import load_tool_config
+    from mmssl.utils import register_all_modules
 
     register_all_modules()
     cfg = load_tool_config(args.config, args.cfg_options, args.allow_new_keys)

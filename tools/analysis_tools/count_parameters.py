@@ -105,9 +105,9 @@ def main(argv=None) -> str:
         format_table,
         parameter_table,
     )
+    from mmssl.config.cli import load_tool_config
     from mmssl.registry import MODELS
     from mmssl.utils import register_all_modules
-    from mmssl.config.cli import load_tool_config
 
     register_all_modules()
     out = []

@@ -176,9 +176,9 @@ def main(argv=None) -> dict:
     args = parse_args(argv)
     from mmssl.apis import init_model
     from mmssl.checkpoint import exit_on_untrusted, trust_from_args
+    from mmssl.config.cli import load_tool_config
     from mmssl.evaluation.folders import config_loader
     from mmssl.utils import find_backbone
-    from mmssl.config.cli import load_tool_config
     from mmssl.visualization.attention import _last_block
     from mmssl.visualization.images import (
         list_images,

@@ -243,8 +243,8 @@ def main(argv=None) -> dict:
     args = parse_args(argv)
     from mmssl.apis import init_model
     from mmssl.checkpoint import exit_on_untrusted, trust_from_args
-    from mmssl.evaluation import extract_features
     from mmssl.config.cli import load_tool_config
+    from mmssl.evaluation import extract_features
     from mmssl.visualization.tsne import plot_embedding, run_tsne
 
     cfg = load_tool_config(args.config, args.cfg_options, args.allow_new_keys)

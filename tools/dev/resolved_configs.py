@@ -25,8 +25,8 @@ sys.path.insert(
     0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 )
 
-from mmssl.config.reading import load_config_file  # noqa: E402
 from mmssl.config.diff import _flatten  # noqa: E402
+from mmssl.config.reading import load_config_file  # noqa: E402
 
 
 def resolve_all(paths: List[str]) -> Dict[str, object]:
