@@ -93,7 +93,7 @@ HOOKS = Registry(
 LOG_PROCESSORS = Registry(
     'log processor',
     parent=MMPRETRAIN_LOG_PROCESSORS,
-    locations=['mmssl.engine'],
+    locations=['mmssl.engine', 'mmssl.config'],
 )
 
 OPTIMIZERS = Registry(

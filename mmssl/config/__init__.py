@@ -17,7 +17,7 @@ from .diff import config_differences
 from .keys import check_top_level_keys
 from .options import UnknownConfigKeyError, merge_cfg_options
 from .reading import load_config, load_config_file
-from .resolve import resolve
+from .resolve import UnresolvedLogProcessor, resolve
 from .rewrite import auto_scale_lr_in_cfg, enable_amp_in_cfg
 from .run_length import resolve_run_fractions, set_run_length
 from .scheduler_steps import schedulers_for_run
@@ -26,6 +26,7 @@ from .values import CfgOptionsAction, parse_cfg_value
 __all__ = [
     'CfgOptionsAction',
     'UnknownConfigKeyError',
+    'UnresolvedLogProcessor',
     'add_cfg_options_arguments',
     'auto_scale_lr_in_cfg',
     'check_top_level_keys',

@@ -162,11 +162,10 @@ class SSLRunner(RunLifecycleMixin, CheckpointingMixin, Runner):
             runner.logger.warning(amp)
         for note in notes:
             runner.logger.info(note)
-        if notes or amp:
-            # The work dir's config copy shows what was used; the
-            # checkpoints store the config as written, so that a resume
-            # or requeue compares like with like.
-            runner.cfg = copy.deepcopy(cfg)
+        # The work dir's config copy shows what was used; the checkpoints
+        # store the config as written, so that a resume or requeue compares
+        # like with like.
+        runner.cfg = copy.deepcopy(cfg)
         return runner
 
     def build_model(self, model: Union[nn.Module, Dict]) -> nn.Module:
