@@ -18,17 +18,13 @@ import os
 import os.path as osp
 import sys
 
-ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
-
-from mmssl.checkpoint import (  # noqa: E402
+from mmssl.checkpoint import (
     add_trusted_argument,
     exit_on_untrusted,
     loading_policy,
     trust_from_args,
 )
-from mmssl.config.values import CfgOptionsAction  # noqa: E402
+from mmssl.config.values import CfgOptionsAction
 
 
 def parse_args(argv=None) -> argparse.Namespace:

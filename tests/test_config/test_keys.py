@@ -48,7 +48,7 @@ def test_train_cli_refuses_an_unknown_key(tmp_path):
         "output_dir = 'runs/mine'\n"
         '_my_note = 1  # private: allowed\n'
     )
-    env = {k: v for k, v in os.environ.items() if k != 'PYTHONPATH'}
+    env = dict(os.environ, PYTHONPATH=ROOT)  # this checkout's mmssl
     proc = subprocess.run(
         [
             sys.executable,

@@ -25,14 +25,9 @@ import argparse
 import os
 import os.path as osp
 import statistics
-import sys
 import time
 
 import numpy as np
-
-ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
 
 
 def make_synthetic(folder: str, num: int, size=(1080, 1920)) -> None:

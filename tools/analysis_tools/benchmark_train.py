@@ -31,14 +31,9 @@ it runs over gloo.
 import argparse
 import json
 import os
-import os.path as osp
-import sys
 import tempfile
 
-ROOT = osp.abspath(osp.join(osp.dirname(__file__), '..', '..'))
-sys.path.insert(0, ROOT)
-
-from mmssl.config.cli import add_cfg_options_arguments  # noqa: E402
+from mmssl.config.cli import add_cfg_options_arguments
 
 
 def parse_args(argv=None):

@@ -15,13 +15,8 @@ are drawn as a colour composite: channel 0 blue, 1 green, 2 red,
 import argparse
 import os
 import os.path as osp
-import sys
 
 import numpy as np
-
-ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
 
 
 def _to_hwc(t, bgr=True):

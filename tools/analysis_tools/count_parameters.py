@@ -8,12 +8,6 @@ The model is built on the ``meta`` device (no memory, no initialisation),
 so even ViT-g configs are counted in about a second.
 """
 
-import os.path as _osp
-import sys
-
-# run from a checkout without installing mmssl
-sys.path.insert(0, _osp.abspath(_osp.join(_osp.dirname(__file__), '..', '..')))
-
 import argparse
 import sys
 

@@ -19,12 +19,6 @@ maps over the image. The backbone is the teacher's when the algorithm
 has one. Only ViT backbones are supported; others raise a clear error.
 """
 
-import os.path as _osp
-import sys
-
-# run from a checkout without installing mmssl
-sys.path.insert(0, _osp.abspath(_osp.join(_osp.dirname(__file__), '..', '..')))
-
 import argparse
 import os
 import os.path as osp

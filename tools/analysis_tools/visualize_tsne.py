@@ -19,12 +19,6 @@ skipped and named. Writes ``tsne.png``,
 ``tsne.npy`` (N, 2) into the work dir.
 """
 
-import os.path as _osp
-import sys
-
-# run from a checkout without installing mmssl
-sys.path.insert(0, _osp.abspath(_osp.join(_osp.dirname(__file__), '..', '..')))
-
 import argparse
 import copy
 import os

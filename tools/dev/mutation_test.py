@@ -75,9 +75,8 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import mutation_report as report  # noqa: E402
-from lift_decorators import lift_source  # noqa: E402
+from mmssl.analysis import mutation_report as report
+from mmssl.analysis.lift_decorators import lift_source
 
 ROOT = Path(__file__).resolve().parents[2]
 

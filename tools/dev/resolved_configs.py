@@ -21,12 +21,8 @@ import pickle
 import sys
 from typing import Dict, List
 
-sys.path.insert(
-    0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
-)
-
-from mmssl.config.diff import _flatten  # noqa: E402
-from mmssl.config.reading import load_config_file  # noqa: E402
+from mmssl.config.diff import _flatten
+from mmssl.config.reading import load_config_file
 
 
 def resolve_all(paths: List[str]) -> Dict[str, object]:

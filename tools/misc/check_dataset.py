@@ -18,10 +18,6 @@ from multiprocessing import Pool
 
 from tqdm import tqdm
 
-ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
-
 _LOADER = None
 #: Loading transforms whose options a config passes on to the check.
 _LOADERS = ('LoadImageRobust', 'LoadMultiChannelTiff')

@@ -15,12 +15,6 @@ patch's mean and variance. Pass ``none`` as CKPT to use a randomly
 initialised model.
 """
 
-import os.path as _osp
-import sys
-
-# run from a checkout without installing mmssl
-sys.path.insert(0, _osp.abspath(_osp.join(_osp.dirname(__file__), '..', '..')))
-
 import argparse
 import os
 import os.path as osp
