@@ -43,7 +43,7 @@ from .keys import check_top_level_keys
 from .run_length import resolve_run_fractions
 
 UNRESOLVED_MESSAGE = (
-    'This config has not been resolved: it is made for mmssl\'s SSLRunner '
+    "This config has not been resolved: it is made for mmssl's SSLRunner "
     "(runner_type='SSLRunner'), which mmengine's Runner.from_cfg ignores; "
     "its run fractions ('10%') and 'auto' neck/head sizes would reach the "
     'model as strings. Build the runner with '
