@@ -130,6 +130,8 @@ def check_dependencies(
         raise ImportError(
             'mmssl found incompatible dependencies:\n  '
             + '\n  '.join(problems)
+            + '\nFrom a checkout, `pip install -e .` installs mmssl with '
+            'the supported versions (the tools import the installed mmssl).'
         )
     return next(iter(stack_of.values()))
 

@@ -93,7 +93,7 @@ HOOKS = Registry(
 LOG_PROCESSORS = Registry(
     'log processor',
     parent=MMPRETRAIN_LOG_PROCESSORS,
-    locations=['mmssl.engine'],
+    locations=['mmssl.engine', 'mmssl.config'],
 )
 
 OPTIMIZERS = Registry(
@@ -143,14 +143,16 @@ def _build_model(cfg, registry, default_args=None):
     """mmengine's model build, after filling ``'auto'`` neck/head sizes.
 
     ``MODELS.build(cfg.model)`` from Python then accepts the same configs
-    as the runner (:mod:`mmssl.models.utils.derived_sizes`).
+    as the runner. The filling is the function registered as
+    ``resolve_model_sizes`` in :data:`FUNCTIONS`
+    (:mod:`mmssl.config.derived_sizes`), found through the registry's
+    locations like any registered object: this module imports nothing of
+    mmssl, and mmssl.config imports it.
     """
     from mmengine.registry.build_functions import build_model_from_cfg
 
-    from mmssl.models.utils.derived_sizes import resolve_model_sizes
-
     if isinstance(cfg, dict):
-        cfg = resolve_model_sizes(cfg)
+        cfg = FUNCTIONS.get('resolve_model_sizes')(cfg)
     return build_model_from_cfg(cfg, registry, default_args)
 
 
@@ -212,7 +214,7 @@ VISBACKENDS = Registry(
 FUNCTIONS = Registry(
     'function',
     parent=MMENGINE_FUNCTIONS,
-    locations=['mmssl.utils'],
+    locations=['mmssl.utils', 'mmssl.config'],
 )
 
 INFERENCERS = Registry(

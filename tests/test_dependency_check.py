@@ -54,6 +54,7 @@ def test_missing_and_unsupported_name_the_fix():
         f'{mmssl.__version__}: pip install "mmcv-lite>=2.0.0,<2.4.0"'
     ) in text
     assert text.count('\n  ') == 2  # mmpretrain 1.2.0 is fine
+    assert 'pip install -e .' in text  # what a checkout needs
 
 
 @pytest.mark.parametrize(

@@ -33,7 +33,7 @@ before = snapshot()
 import mmssl
 from mmssl.utils import register_all_modules
 register_all_modules()
-from mmssl.utils.config_compat import load_config_file
+from mmssl.config.reading import load_config_file
 cfg = load_config_file(
     'configs/mocov2/mocov2_resnet50_8xb32-coslr-200e_in1k.py')
 assert cfg.model.type == 'MoCo', cfg.model.type

@@ -18,17 +18,13 @@ import os
 import os.path as osp
 import sys
 
-ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
-
-from mmssl.checkpoint import (  # noqa: E402
+from mmssl.checkpoint import (
     add_trusted_argument,
     exit_on_untrusted,
     loading_policy,
     trust_from_args,
 )
-from mmssl.utils.cfg_value import CfgOptionsAction  # noqa: E402
+from mmssl.config.values import CfgOptionsAction
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -74,10 +70,10 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def main(argv=None) -> dict:
     args = parse_args(argv)
+    from mmssl.config.options import UnknownConfigKeyError, merge_cfg_options
+    from mmssl.config.reading import load_config_file
     from mmssl.engine.runner import build_runner, setup_distributed_cfg
     from mmssl.utils import register_all_modules
-    from mmssl.utils.config import UnknownConfigKeyError, merge_cfg_options
-    from mmssl.utils.config_compat import load_config_file
 
     register_all_modules()
     for path, what in (

@@ -20,12 +20,7 @@ import os
 import os.path as osp
 import sys
 
-# Work from a checkout without installing mmssl.
-ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
-
-from mmssl.utils.cfg_value import CfgOptionsAction  # noqa: E402
+from mmssl.config.values import CfgOptionsAction
 
 #: Flags passed on to :func:`mmssl.apis.prepare_train_cfg` as keywords.
 PREPARE_ARGS = (

@@ -29,7 +29,10 @@ env_cfg = dict(
 vis_backends = [dict(type='LocalVisBackend')]
 visualizer = dict(type='UniversalVisualizer', vis_backends=vis_backends)
 
-log_processor = dict(window_size=10)
+# mmssl.config.resolve (SSLRunner.from_cfg) turns this into mmengine's
+# LogProcessor; mmengine's plain Runner.from_cfg stops here at once, with
+# a message naming build_runner, instead of failing in the model build.
+log_processor = dict(type='UnresolvedLogProcessor', window_size=10)
 log_level = 'INFO'
 load_from = None
 resume = False

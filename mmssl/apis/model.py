@@ -54,8 +54,9 @@ def init_model(
         loading_policy,
         unwrap_state_dict,
     )
+    from mmssl.config import load_config
     from mmssl.registry import MODELS
-    from mmssl.utils import load_config, register_all_modules
+    from mmssl.utils import register_all_modules
 
     register_all_modules()
     cfg = (

@@ -57,8 +57,8 @@ def requeued_resume(cfg: Config) -> Tuple[bool, Optional[str], str]:
             the message names the keys that differ.
     """
     from mmssl.checkpoint import load_checkpoint, load_runner_state
+    from mmssl.config.diff import config_differences
     from mmssl.launch import find_newest_checkpoint
-    from mmssl.utils.config_diff import config_differences
 
     ckpt = find_newest_checkpoint(cfg.work_dir)
     if ckpt is None:

@@ -47,9 +47,9 @@ def load_train_cfg(
     Raises:
         TrainConfigError: Missing file or bad option key.
     """
+    from mmssl.config.options import UnknownConfigKeyError, merge_cfg_options
+    from mmssl.config.reading import load_config_file
     from mmssl.utils import register_all_modules
-    from mmssl.utils.config import UnknownConfigKeyError, merge_cfg_options
-    from mmssl.utils.config_compat import load_config_file
 
     register_all_modules()
     if isinstance(config, str):
@@ -131,7 +131,7 @@ def prepare_train_cfg(
     from mmssl.engine.runner import setup_distributed_cfg
 
     notes = [] if notes is None else notes
-    from mmssl.engine.runner.run_length import set_run_length
+    from mmssl.config.run_length import set_run_length
 
     cfg = load_train_cfg(config, cfg_options, allow_new_keys, notes)
     try:
@@ -178,7 +178,7 @@ def _add(notes: Optional[Notes], level: int, lines: List[str]) -> None:
 
 
 def _amp(cfg: Config, cuda: bool) -> str:
-    from mmssl.apis.cfg_rewrite import enable_amp_in_cfg
+    from mmssl.config.rewrite import enable_amp_in_cfg
 
     return enable_amp_in_cfg(cfg, cuda)
 
@@ -223,7 +223,7 @@ def scale_lr(
     Returns:
         list[str]: Log lines (empty when nothing is scaled).
     """
-    from mmssl.apis.cfg_rewrite import auto_scale_lr_in_cfg
+    from mmssl.config.rewrite import auto_scale_lr_in_cfg
 
     auto = cfg.get('auto_scale_lr') or {}
     if rule in (None, False) and not auto.get('enable', False):
@@ -302,13 +302,13 @@ def build_train_runner(cfg: Config, notes: Optional[Notes] = None) -> Any:
     """
     import torch
 
+    from mmssl.config.options import UnknownConfigKeyError
     from mmssl.engine.runner import (
         TooFewSamplesError,
         build_runner,
         check_memory_size,
         check_train_dataloader,
     )
-    from mmssl.utils.config import UnknownConfigKeyError
 
     notes = list(notes or [])
     try:

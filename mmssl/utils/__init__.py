@@ -1,9 +1,7 @@
-from .model_loading import load_config
 from .model_parts import find_backbone
 from .setup_env import register_all_modules
 
 __all__ = [
     'register_all_modules',
-    'load_config',
     'find_backbone',
 ]

@@ -12,9 +12,9 @@ import torch
 
 from mmssl.apis import init_model
 from mmssl.checkpoint import UnsafeCheckpointError
+from mmssl.config import load_config
 from mmssl.models.utils import PretrainedCLIPTarget, PretrainedVQKDTarget
 from mmssl.registry import MODELS
-from mmssl.utils import load_config
 
 from .payload import TEST_SCHEME, save_payload_checkpoint
 

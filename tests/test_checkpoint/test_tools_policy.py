@@ -28,8 +28,8 @@ from mmssl.checkpoint.layouts import (
     mmssl_to_dinov2,
     mmssl_to_timm,
 )
+from mmssl.config import load_config
 from mmssl.registry import MODELS
-from mmssl.utils import load_config
 
 from .payload import save_payload_checkpoint
 

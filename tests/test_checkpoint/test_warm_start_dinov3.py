@@ -14,9 +14,9 @@ import pytest
 import torch
 
 from mmssl.checkpoint.warm_start import WarmStartError
+from mmssl.config.reading import load_config_file
 from mmssl.registry import MODELS
 from mmssl.utils import register_all_modules
-from mmssl.utils.config_compat import load_config_file
 from tests.support.dinov3_ref import (
     PATCH,
     make_hub_state_dict,
@@ -34,7 +34,7 @@ def _model(checkpoint: str, **warm):
     model_cfg.backbone.patch_size = PATCH
     model_cfg.backbone.layer_scale_init_value = 1e-5  # hub files have ls
     model_cfg.warm_start = dict(checkpoint=checkpoint, format='auto', **warm)
-    from mmssl.models.utils.derived_sizes import resolve_model_sizes
+    from mmssl.config.derived_sizes import resolve_model_sizes
 
     model = MODELS.build(resolve_model_sizes(model_cfg))
     return model

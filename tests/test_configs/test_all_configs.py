@@ -13,9 +13,9 @@ import os.path as osp
 import pytest
 import torch
 
+from mmssl.config.keys import check_top_level_keys
+from mmssl.config.reading import load_config_file
 from mmssl.registry import MODELS
-from mmssl.utils.config_compat import load_config_file
-from mmssl.utils.config_keys import check_top_level_keys
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 CONFIGS = sorted(

@@ -4,7 +4,7 @@
 arch table has no ``tiny``) or ``model.backbone.depth=18`` (ResNet; 50
 for a ResNet-18 config) alone must give a model that runs: its neck and
 head input sizes follow the backbone (``'auto'``,
-:mod:`mmssl.models.utils.derived_sizes`). For each ImageNet, custom-data
+:mod:`mmssl.config.derived_sizes`). For each ImageNet, custom-data
 and linear-probe config this builds the resized model on the CPU and
 runs one loss on two random images that went through the config's own
 training pipeline (no files are read).
@@ -44,18 +44,18 @@ import torch
 from mmengine.dataset import Compose, pseudo_collate
 from mmengine.registry import FUNCTIONS
 
-from mmssl.datasets.transforms.mixed_resolution_crop import (
-    size_index_scope,
-)
-from mmssl.models.utils.derived_sizes import (
+from mmssl.config.derived_sizes import (
     MODEL_SIZE_KEYS,
     SIZE_KEYS,
     _build_backbone,
     backbone_out_channels,
     resolve_model_sizes,
 )
+from mmssl.config.reading import load_config_file
+from mmssl.datasets.transforms.mixed_resolution_crop import (
+    size_index_scope,
+)
 from mmssl.registry import MODELS, TRANSFORMS
-from mmssl.utils.config_compat import load_config_file
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 RESNETS = ('ResNet', 'ResNetV1c', 'ResNetV1d', 'ResNet_CIFAR', 'SparseResNet')

@@ -24,8 +24,8 @@ from mmengine.config import Config
 from mmengine.hooks import Hook
 
 from mmssl.checkpoint import load_checkpoint
+from mmssl.config.run_length import resolve_run_fractions
 from mmssl.engine.runner import build_runner
-from mmssl.engine.runner.run_length import resolve_run_fractions
 from mmssl.registry import DATASETS, MODELS
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))

@@ -10,7 +10,7 @@ import torch
 from mmengine.dataset import pseudo_collate
 from mmengine.registry import FUNCTIONS
 
-from mmssl.models.utils.derived_sizes import (
+from mmssl.config.derived_sizes import (
     backbone_out_channels,
     resolve_model_sizes,
 )

@@ -5,7 +5,7 @@ import os.path as osp
 
 import pytest
 
-from mmssl.utils.config_compat import load_config_file
+from mmssl.config.reading import load_config_file
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 USERS = sorted(

@@ -85,7 +85,7 @@ def test_max_epochs_alone_rescales_the_probe(name):
     """`--max-epochs 2`: the cosine, the evaluation and the checkpoint
     interval all follow (they were written against 5 or 100 epochs)."""
     from mmssl.apis import prepare_train_cfg
-    from mmssl.engine.runner.run_length import resolve_run_fractions
+    from mmssl.config.run_length import resolve_run_fractions
 
     cfg = prepare_train_cfg(osp.join(PROBES, name), max_epochs=2)
     resolve_run_fractions(cfg)

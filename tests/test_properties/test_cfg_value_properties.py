@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mmssl.utils.cfg_value import CfgOptionsAction, parse_cfg_value
+from mmssl.config.values import CfgOptionsAction, parse_cfg_value
 
 # any code point, lone surrogates too
 CHARS = st.characters()

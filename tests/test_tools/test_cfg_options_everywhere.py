@@ -15,7 +15,7 @@ import re
 
 import pytest
 
-from mmssl.utils.cfg_value import CfgOptionsAction
+from mmssl.config.values import CfgOptionsAction
 from tests.support.tools import ROOT, load_tool
 
 TOOLS = sorted(

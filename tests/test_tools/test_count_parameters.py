@@ -11,8 +11,8 @@ from mmssl.apis.param_count import (
     dino_vit_presets,
     find_blocks,
 )
+from mmssl.config import load_config
 from mmssl.registry import MODELS
-from mmssl.utils import load_config
 from tests.support.tools import load_tool, tiny_config
 
 

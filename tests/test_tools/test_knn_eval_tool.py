@@ -3,8 +3,8 @@
 import pytest
 import torch
 
+from mmssl.config import load_config
 from mmssl.registry import MODELS
-from mmssl.utils import load_config
 from tests.support.tools import load_tool, tiny_config
 
 

@@ -11,8 +11,8 @@ from mmengine.logging import HistoryBuffer, MessageHub
 
 from mmssl.apis import publish_checkpoint
 from mmssl.checkpoint import UnsafeCheckpointError, load_checkpoint
+from mmssl.config import load_config
 from mmssl.registry import MODELS
-from mmssl.utils import load_config
 from tests.support.tools import load_tool, tiny_config
 from tests.test_checkpoint.payload import save_payload_checkpoint
 

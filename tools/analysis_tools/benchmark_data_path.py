@@ -29,15 +29,10 @@ import gc
 import os
 import os.path as osp
 import statistics
-import sys
 import tempfile
 import time
 
 import numpy as np
-
-ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
 
 
 def make_16bit_pngs(folder: str, num: int, size=(2056, 2124)) -> list:

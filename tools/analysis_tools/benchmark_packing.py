@@ -17,16 +17,12 @@ Examples::
 """
 
 import argparse
-import os.path as osp
 import statistics
-import sys
 import time
 
 import torch
 
-sys.path.insert(0, osp.abspath(osp.join(osp.dirname(__file__), '..', '..')))
-
-from mmssl.models.backbones import (  # noqa: E402
+from mmssl.models.backbones import (
     DINOv3ViT,
     DINOVisionTransformer,
 )

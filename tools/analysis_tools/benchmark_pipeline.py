@@ -25,14 +25,9 @@ import argparse
 import os
 import os.path as osp
 import statistics
-import sys
 import time
 
 import numpy as np
-
-ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
 
 
 def make_synthetic(folder: str, num: int, size=(1080, 1920)) -> None:
@@ -197,7 +192,7 @@ def warm_page_cache(paths) -> None:
 
 
 def main(argv=None):
-    from mmssl.utils.cli import add_cfg_options_arguments, load_tool_config
+    from mmssl.config.cli import add_cfg_options_arguments, load_tool_config
 
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('config')

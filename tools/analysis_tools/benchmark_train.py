@@ -31,14 +31,9 @@ it runs over gloo.
 import argparse
 import json
 import os
-import os.path as osp
-import sys
 import tempfile
 
-ROOT = osp.abspath(osp.join(osp.dirname(__file__), '..', '..'))
-sys.path.insert(0, ROOT)
-
-from mmssl.utils.cli import add_cfg_options_arguments  # noqa: E402
+from mmssl.config.cli import add_cfg_options_arguments
 
 
 def parse_args(argv=None):
@@ -118,9 +113,9 @@ def apply_fsdp(cfg, amp: bool) -> str:
 
 
 def prepare_cfg(args, cuda: bool):
-    from mmssl.apis.cfg_rewrite import enable_amp_in_cfg
-    from mmssl.utils.config import merge_cfg_options
-    from mmssl.utils.config_compat import load_config_file
+    from mmssl.config.options import merge_cfg_options
+    from mmssl.config.reading import load_config_file
+    from mmssl.config.rewrite import enable_amp_in_cfg
 
     cfg = load_config_file(args.config)
     merge_cfg_options(cfg, args.cfg_options, args.allow_new_keys)

@@ -13,15 +13,11 @@ Example::
 """
 
 import argparse
-import os.path as osp
-import sys
 import time
 
 import torch
 
-sys.path.insert(0, osp.abspath(osp.join(osp.dirname(__file__), '..', '..')))
-
-from mmssl.models.backbones import DINOVisionTransformer  # noqa: E402
+from mmssl.models.backbones import DINOVisionTransformer
 
 
 def parse_args(argv=None):

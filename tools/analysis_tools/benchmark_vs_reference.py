@@ -51,24 +51,19 @@ import argparse
 import os
 import os.path as osp
 import statistics
-import sys
 import time
 
 import torch
 
-ROOT = osp.abspath(osp.join(osp.dirname(__file__), '..', '..'))
-sys.path.insert(0, ROOT)
-sys.path.insert(0, osp.dirname(osp.abspath(__file__)))
-
-from reference_dinov2 import (  # noqa: E402
+from mmssl.analysis.reference_dinov2 import (
     ReferenceStep,
     init_single_process_group,
     load_reference,
     reference_vit_small,
 )
+from mmssl.models.utils.drop_path import DROP_PATH_MODES
 
-from mmssl.models.utils.drop_path import DROP_PATH_MODES  # noqa: E402
-
+ROOT = osp.abspath(osp.join(osp.dirname(__file__), '..', '..'))
 CONFIG = osp.join(ROOT, 'configs/dinov2/dinov2_vit-s14_8xb128-100e_in1k.py')
 VARIANTS = ('plain', 'compile', 'packed', 'compile+packed')
 

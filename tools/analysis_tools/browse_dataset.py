@@ -15,13 +15,8 @@ are drawn as a colour composite: channel 0 blue, 1 green, 2 red,
 import argparse
 import os
 import os.path as osp
-import sys
 
 import numpy as np
-
-ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
 
 
 def _to_hwc(t, bgr=True):
@@ -108,7 +103,7 @@ def save_sample(data: dict, path: str, bgr: bool = True) -> None:
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    from mmssl.utils.cli import add_cfg_options_arguments
+    from mmssl.config.cli import add_cfg_options_arguments
 
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('config')
@@ -175,8 +170,8 @@ def _samples(dataset, n: int):
 
 def main(argv=None):
     args = parse_args(argv)
+    from mmssl.config.cli import load_tool_config
     from mmssl.utils import register_all_modules
-    from mmssl.utils.cli import load_tool_config
 
     register_all_modules()
     cfg = load_tool_config(args.config, args.cfg_options, args.allow_new_keys)

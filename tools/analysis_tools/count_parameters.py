@@ -8,18 +8,12 @@ The model is built on the ``meta`` device (no memory, no initialisation),
 so even ViT-g configs are counted in about a second.
 """
 
-import os.path as _osp
-import sys
-
-# run from a checkout without installing mmssl
-sys.path.insert(0, _osp.abspath(_osp.join(_osp.dirname(__file__), '..', '..')))
-
 import argparse
 import sys
 
 
 def parse_args(argv=None):
-    from mmssl.utils.cli import add_cfg_options_arguments
+    from mmssl.config.cli import add_cfg_options_arguments
 
     parser = argparse.ArgumentParser(
         description='Count total and trainable parameters of a config.'
@@ -105,9 +99,9 @@ def main(argv=None) -> str:
         format_table,
         parameter_table,
     )
+    from mmssl.config.cli import load_tool_config
     from mmssl.registry import MODELS
     from mmssl.utils import register_all_modules
-    from mmssl.utils.cli import load_tool_config
 
     register_all_modules()
     out = []

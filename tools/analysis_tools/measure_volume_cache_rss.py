@@ -23,12 +23,9 @@ import json
 import multiprocessing as mp
 import os
 import os.path as osp
-import sys
 import tempfile
 from datetime import timedelta
 from typing import List, Optional
-
-sys.path.insert(0, osp.abspath(osp.join(osp.dirname(__file__), '..', '..')))
 
 MODES = ('none', 'memory', 'memory-unsharded', 'disk')
 

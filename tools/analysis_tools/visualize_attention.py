@@ -19,12 +19,6 @@ maps over the image. The backbone is the teacher's when the algorithm
 has one. Only ViT backbones are supported; others raise a clear error.
 """
 
-import os.path as _osp
-import sys
-
-# run from a checkout without installing mmssl
-sys.path.insert(0, _osp.abspath(_osp.join(_osp.dirname(__file__), '..', '..')))
-
 import argparse
 import os
 import os.path as osp
@@ -33,7 +27,7 @@ import sys
 
 def parse_args(argv=None):
     from mmssl.checkpoint import add_trusted_argument
-    from mmssl.utils.cli import add_cfg_options_arguments
+    from mmssl.config.cli import add_cfg_options_arguments
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('config', help='config file')
@@ -176,9 +170,9 @@ def main(argv=None) -> dict:
     args = parse_args(argv)
     from mmssl.apis import init_model
     from mmssl.checkpoint import exit_on_untrusted, trust_from_args
+    from mmssl.config.cli import load_tool_config
     from mmssl.evaluation.folders import config_loader
     from mmssl.utils import find_backbone
-    from mmssl.utils.cli import load_tool_config
     from mmssl.visualization.attention import _last_block
     from mmssl.visualization.images import (
         list_images,

@@ -19,12 +19,6 @@ skipped and named. Writes ``tsne.png``,
 ``tsne.npy`` (N, 2) into the work dir.
 """
 
-import os.path as _osp
-import sys
-
-# run from a checkout without installing mmssl
-sys.path.insert(0, _osp.abspath(_osp.join(_osp.dirname(__file__), '..', '..')))
-
 import argparse
 import copy
 import os
@@ -36,7 +30,7 @@ import numpy as np
 
 def parse_args(argv=None):
     from mmssl.checkpoint import add_trusted_argument
-    from mmssl.utils.cli import add_cfg_options_arguments
+    from mmssl.config.cli import add_cfg_options_arguments
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('config', help='config file')
@@ -243,8 +237,8 @@ def main(argv=None) -> dict:
     args = parse_args(argv)
     from mmssl.apis import init_model
     from mmssl.checkpoint import exit_on_untrusted, trust_from_args
+    from mmssl.config.cli import load_tool_config
     from mmssl.evaluation import extract_features
-    from mmssl.utils.cli import load_tool_config
     from mmssl.visualization.tsne import plot_embedding, run_tsne
 
     cfg = load_tool_config(args.config, args.cfg_options, args.allow_new_keys)

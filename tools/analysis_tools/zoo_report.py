@@ -50,18 +50,20 @@ import sys
 import time
 from typing import Dict, List, Optional
 
-ROOT = osp.abspath(osp.join(osp.dirname(__file__), '..', '..'))
-sys.path.insert(0, ROOT)  # this checkout's mmssl, as in the subprocesses
-sys.path.insert(0, osp.dirname(osp.abspath(__file__)))
-from zoo_probes import (  # noqa: E402,F401
+from mmssl.analysis.zoo_probes import (  # noqa: F401
     FROZEN,
     PROBES,
+    ROOT,
     choose_probe,
     has_batchnorm,
     memory_options,
     probe_config,
 )
-from zoo_table import NOT_MEASURED, table, write_table  # noqa: E402,F401
+from mmssl.analysis.zoo_table import (  # noqa: F401
+    NOT_MEASURED,
+    table,
+    write_table,
+)
 
 DATA = {'digits': 'data/demo', 'shapes': 'data/shapes'}
 

@@ -38,7 +38,7 @@ What mutmut 3 needs, and how this script provides it (mutmut 3.8):
   bodies are mutated (module constants, class attributes and non-literal
   default arguments are not), and a function with any decorator other than
   ``@staticmethod``/``@classmethod`` is skipped entirely. In the copy,
-  ``tools/dev/lift_decorators.py`` rewrites ``@torch.no_grad()`` and a few
+  ``mmssl/analysis/lift_decorators.py`` rewrites ``@torch.no_grad()`` and a few
   other pure decorators into ``f = deco(f_lifted)``, so that Sinkhorn-Knopp,
   the centre update and the checkpoint context managers are mutated too;
   their mutants are named ``..._lifted__mutmut_N``.
@@ -75,9 +75,8 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import mutation_report as report  # noqa: E402
-from lift_decorators import lift_source  # noqa: E402
+from mmssl.analysis import mutation_report as report
+from mmssl.analysis.lift_decorators import lift_source
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -9,7 +9,7 @@ unchanged. Dump before the edit, compare after it::
     python tools/dev/resolved_configs.py compare /tmp/before.pkl configs
 
 ``compare`` prints one line per config whose resolved dict changed (the
-differing dotted keys, via :func:`mmssl.utils.config_diff._flatten`), one
+differing dotted keys, via :func:`mmssl.config.diff._flatten`), one
 line per config that appeared or vanished, and exits 1 when any did.
 Files under ``_base_`` folders are skipped: they are not run on their own.
 """
@@ -21,12 +21,8 @@ import pickle
 import sys
 from typing import Dict, List
 
-sys.path.insert(
-    0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
-)
-
-from mmssl.utils.config_compat import load_config_file  # noqa: E402
-from mmssl.utils.config_diff import _flatten  # noqa: E402
+from mmssl.config.diff import _flatten
+from mmssl.config.reading import load_config_file
 
 
 def resolve_all(paths: List[str]) -> Dict[str, object]:

@@ -19,11 +19,9 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, osp.abspath(osp.join(osp.dirname(__file__), '..', '..')))
-
-from mmssl.datasets.image_index import scan_images  # noqa: E402
-from mmssl.datasets.transforms import LoadMultiChannelTiff  # noqa: E402
-from mmssl.datasets.transforms.loading import BadImageError  # noqa: E402
+from mmssl.datasets.image_index import scan_images
+from mmssl.datasets.transforms import LoadMultiChannelTiff
+from mmssl.datasets.transforms.loading import BadImageError
 
 
 def parse_args(argv=None) -> argparse.Namespace:

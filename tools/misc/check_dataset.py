@@ -18,10 +18,6 @@ from multiprocessing import Pool
 
 from tqdm import tqdm
 
-ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
-
 _LOADER = None
 #: Loading transforms whose options a config passes on to the check.
 _LOADERS = ('LoadImageRobust', 'LoadMultiChannelTiff')
@@ -82,7 +78,7 @@ def collect(target: str, cfg_options=None, allow_new_keys=False):
     if osp.isdir(target):
         ds_cfg = dict(type='ImageFolderDataset', data_root=target)
     else:
-        from mmssl.utils.cli import load_tool_config
+        from mmssl.config.cli import load_tool_config
 
         cfg = load_tool_config(target, cfg_options, allow_new_keys)
         ds_cfg = cfg.train_dataloader.dataset.to_dict()
@@ -111,7 +107,7 @@ def check(paths, loader_cfg, workers=1):
 
 
 def main(argv=None):
-    from mmssl.utils.cli import add_cfg_options_arguments
+    from mmssl.config.cli import add_cfg_options_arguments
 
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('target', help='config file or image folder')

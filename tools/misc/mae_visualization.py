@@ -15,12 +15,6 @@ patch's mean and variance. Pass ``none`` as CKPT to use a randomly
 initialised model.
 """
 
-import os.path as _osp
-import sys
-
-# run from a checkout without installing mmssl
-sys.path.insert(0, _osp.abspath(_osp.join(_osp.dirname(__file__), '..', '..')))
-
 import argparse
 import os
 import os.path as osp
@@ -29,7 +23,7 @@ import sys
 
 def parse_args(argv=None):
     from mmssl.checkpoint import add_trusted_argument
-    from mmssl.utils.cli import add_cfg_options_arguments
+    from mmssl.config.cli import add_cfg_options_arguments
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('img', help='image file or folder')
@@ -111,7 +105,7 @@ def main(argv=None) -> str | list:
     args = parse_args(argv)
     from mmssl.apis import init_model
     from mmssl.checkpoint import exit_on_untrusted, trust_from_args
-    from mmssl.utils.cli import load_tool_config
+    from mmssl.config.cli import load_tool_config
     from mmssl.visualization.images import (
         list_images,
         output_stem,

@@ -35,7 +35,8 @@ import os.path as osp
 from typing import Tuple
 
 import numpy as np
-from labelled_set import parse_args, run, write_labelled_set
+
+from mmssl.datasets.labelled_set import parse_args, run, write_labelled_set
 
 CLASSES = ('ab-cd', 'ac-bd', 'ad-bc')
 #: marker pairs (channel indices) of the two kinds of cell in each class

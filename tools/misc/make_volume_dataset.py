@@ -22,7 +22,8 @@ import os.path as osp
 from typing import Tuple
 
 import numpy as np
-from labelled_set import parse_args, run, write_labelled_set
+
+from mmssl.datasets.labelled_set import parse_args, run, write_labelled_set
 
 CLASSES = ('sphere', 'cube', 'ellipsoid', 'torus')
 

@@ -7,13 +7,9 @@ OUT.pth holds plain tensors, numbers and strings (``state_dict``,
 ``load_from`` or into publish_model.py. Needs no process group.
 """
 
+import argparse
 import os.path as _osp
 import sys
-
-# run from a checkout without installing mmssl
-sys.path.insert(0, _osp.abspath(_osp.join(_osp.dirname(__file__), '..', '..')))
-
-import argparse  # noqa: E402
 
 
 def main(argv=None) -> None:

@@ -20,20 +20,17 @@ Example::
 """
 
 import os.path as osp
-import sys
 from typing import List, Optional
 
-sys.path.insert(0, osp.abspath(osp.join(osp.dirname(__file__), '..', '..')))
-
-from mmssl.checkpoint import add_prefix  # noqa: E402
-from mmssl.checkpoint.cli import (  # noqa: E402
+from mmssl.checkpoint import add_prefix
+from mmssl.checkpoint.cli import (
     NO_STRICT_OPTION,
     PREFIX_OPTION,
     Converted,
     convert_main,
     vit_meta,
 )
-from mmssl.checkpoint.layouts import DINOV2_MARKER, dinov2_to_mmssl  # noqa: E402
+from mmssl.checkpoint.layouts import DINOV2_MARKER, dinov2_to_mmssl
 
 
 def _convert(args, state: dict) -> Converted:

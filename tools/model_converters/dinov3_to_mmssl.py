@@ -23,13 +23,10 @@ Example::
 """
 
 import os.path as osp
-import sys
 from typing import List, Optional
 
-sys.path.insert(0, osp.abspath(osp.join(osp.dirname(__file__), '..', '..')))
-
-from mmssl.checkpoint import add_prefix  # noqa: E402
-from mmssl.checkpoint.cli import (  # noqa: E402
+from mmssl.checkpoint import add_prefix
+from mmssl.checkpoint.cli import (
     NO_STRICT_OPTION,
     PREFIX_OPTION,
     Converted,
@@ -37,7 +34,7 @@ from mmssl.checkpoint.cli import (  # noqa: E402
     read_state_dict,
     vit_meta,
 )
-from mmssl.checkpoint.layouts import (  # noqa: E402
+from mmssl.checkpoint.layouts import (
     DINOV3_MARKER,
     HF_DINOV3_MARKER,
     dinov3_to_mmssl,

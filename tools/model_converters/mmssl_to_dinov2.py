@@ -14,14 +14,10 @@ Example::
         work_dirs/dinov2_vit-s14/epoch_100.pth dinov2_vits14_mine.pth
 """
 
-import os.path as osp
-import sys
 from typing import List, Optional
 
-sys.path.insert(0, osp.abspath(osp.join(osp.dirname(__file__), '..', '..')))
-
-from mmssl.checkpoint.cli import Converted, convert_main  # noqa: E402
-from mmssl.checkpoint.layouts import MMSSL_MARKER, mmssl_to_dinov2  # noqa: E402
+from mmssl.checkpoint.cli import Converted, convert_main
+from mmssl.checkpoint.layouts import MMSSL_MARKER, mmssl_to_dinov2
 
 
 def _convert(args, state: dict) -> Converted:

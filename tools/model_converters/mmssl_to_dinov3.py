@@ -14,14 +14,10 @@ Example::
         work_dirs/dinov3_vit-s16/iter_100000.pth dinov3_vits16_mine.pth
 """
 
-import os.path as osp
-import sys
 from typing import List, Optional
 
-sys.path.insert(0, osp.abspath(osp.join(osp.dirname(__file__), '..', '..')))
-
-from mmssl.checkpoint.cli import Converted, convert_main  # noqa: E402
-from mmssl.checkpoint.layouts import MMSSL_MARKER, mmssl_to_dinov3  # noqa: E402
+from mmssl.checkpoint.cli import Converted, convert_main
+from mmssl.checkpoint.layouts import MMSSL_MARKER, mmssl_to_dinov3
 
 
 def _convert(args, state: dict) -> Converted:

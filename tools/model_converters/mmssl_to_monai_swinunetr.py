@@ -18,17 +18,13 @@ Example::
         work_dirs/swinunetr3d/epoch_100.pth swin_encoder_monai.pt
 """
 
-import os.path as osp
-import sys
 from typing import List, Optional
 
-sys.path.insert(0, osp.abspath(osp.join(osp.dirname(__file__), '..', '..')))
-
-from mmssl.checkpoint.cli import Converted, convert_main  # noqa: E402
-from mmssl.checkpoint.layouts.monai import (  # noqa: E402
+from mmssl.checkpoint.cli import Converted, convert_main
+from mmssl.checkpoint.layouts.monai import (
     mmssl_to_monai_swinvit,
 )
-from mmssl.models.backbones.swin_vit3d import SWIN_VIT_MARKER  # noqa: E402
+from mmssl.models.backbones.swin_vit3d import SWIN_VIT_MARKER
 
 
 def _convert(args, state: dict) -> Converted:

@@ -21,14 +21,10 @@ Example::
         work_dirs/dino3d_vit-s16/epoch_100.pth vit3d_monai.pt
 """
 
-import os.path as osp
-import sys
 from typing import List, Optional
 
-sys.path.insert(0, osp.abspath(osp.join(osp.dirname(__file__), '..', '..')))
-
-from mmssl.checkpoint.cli import Converted, convert_main  # noqa: E402
-from mmssl.checkpoint.layouts.monai import (  # noqa: E402
+from mmssl.checkpoint.cli import Converted, convert_main
+from mmssl.checkpoint.layouts.monai import (
     VIT3D_MARKER,
     mmssl_to_monai_vit,
 )

@@ -16,14 +16,10 @@ Example::
         work_dirs/dinov2_vit-s14/epoch_100.pth vit_small_patch14_mine.pth
 """
 
-import os.path as osp
-import sys
 from typing import List, Optional
 
-sys.path.insert(0, osp.abspath(osp.join(osp.dirname(__file__), '..', '..')))
-
-from mmssl.checkpoint.cli import Converted, convert_main  # noqa: E402
-from mmssl.checkpoint.layouts import MMSSL_MARKER, mmssl_to_timm  # noqa: E402
+from mmssl.checkpoint.cli import Converted, convert_main
+from mmssl.checkpoint.layouts import MMSSL_MARKER, mmssl_to_timm
 
 
 def _convert(args, state: dict) -> Converted:

@@ -15,12 +15,6 @@ as is; a file that pickles other objects is refused unless ``--trusted``
 (only for files you trust; docs/en/checkpoints.md).
 """
 
-import os.path as _osp
-import sys
-
-# run from a checkout without installing mmssl
-sys.path.insert(0, _osp.abspath(_osp.join(_osp.dirname(__file__), '..', '..')))
-
 import argparse
 import sys
 

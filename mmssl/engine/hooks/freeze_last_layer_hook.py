@@ -22,7 +22,7 @@ class FreezeLastLayerHook(Hook):
     ``freeze_epochs`` may be fractional (e.g. resolved from a run fraction
     such as ``'1%'`` by ``SSLRunner``): the parameters are frozen for
     ``freeze_epochs * iterations per epoch`` iterations, placed like every
-    schedule point (:func:`mmssl.engine.runner.run_length.boundary`:
+    schedule point (:func:`mmssl.config.run_length.boundary`:
     rounded, at least one iteration in a run of two or more, none in a
     1-iteration run).
 
@@ -81,7 +81,7 @@ class FreezeLastLayerHook(Hook):
             return runner.iter < self.freeze_iters
         if float(self.freeze_epochs).is_integer():
             return runner.epoch < self.freeze_epochs
-        from mmssl.engine.runner.run_length import boundary
+        from mmssl.config.run_length import boundary
 
         steps = boundary(
             self.freeze_epochs * len(runner.train_dataloader),

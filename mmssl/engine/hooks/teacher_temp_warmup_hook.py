@@ -33,9 +33,9 @@ class TeacherTempWarmupHook(Hook):
     so exact after a resume; logged as ``teacher_temp``.
 
     ``warmup_epochs`` may be a run fraction such as ``'30%'`` (resolved by
-    ``SSLRunner``, see :mod:`mmssl.engine.runner.run_length`); fractional
+    ``SSLRunner``, see :mod:`mmssl.config.run_length`); fractional
     epochs become whole iterations as every schedule point does
-    (:func:`~mmssl.engine.runner.run_length.boundary`). In an
+    (:func:`~mmssl.config.run_length.boundary`). In an
     iteration-based loop use ``warmup_iters`` (a fraction of ``max_iters``
     becomes that).
 
@@ -84,7 +84,7 @@ class TeacherTempWarmupHook(Hook):
             return warmup_value(
                 runner.epoch, self.warmup_epochs, self.warmup_temp, self.temp
             )
-        from mmssl.engine.runner.run_length import boundary
+        from mmssl.config.run_length import boundary
 
         iters_per_epoch = len(runner.train_dataloader)
         return warmup_value(

@@ -21,19 +21,16 @@ from torch import nn
 from mmssl.checkpoint.warm_start import (
     SCHEDULE_KEYS as WARM_START_SCHEDULE_KEYS,
 )
+from mmssl.config import resolve, resolve_model_sizes, schedulers_for_run
 from mmssl.datasets.worker_seed import seed_worker
 from mmssl.engine.optimizers.cpu_amp_optim_wrapper import amp_on_cpu
-from mmssl.models.utils.derived_sizes import resolve_model_sizes
 from mmssl.registry import RUNNERS
-from mmssl.utils.config_keys import check_top_level_keys
 
 from .checkpointing import LOOP_STATE_KEY, CheckpointingMixin
 from .console import shorten_console, warnings_on_rank_zero_only
 from .distributed import cpu_model_wrapper_cfg
 from .lifecycle import RunLifecycleMixin
 from .loops import resumable_loop_cfg
-from .run_length import resolve_run_fractions
-from .scheduler_steps import schedulers_for_run
 from .sharded_checkpoints import sharded_checkpoints_wanted
 
 __all__ = ['LOOP_STATE_KEY', 'SSLRunner', 'build_runner', 'unique_timestamp']
@@ -113,11 +110,10 @@ class SSLRunner(RunLifecycleMixin, CheckpointingMixin, Runner):
     * **One run per work dir.** Rank 0 holds ``mmssl-run.lock`` in the
       work dir while training (:mod:`mmssl.launch.lock`); a second run
       there raises :class:`~mmssl.launch.lock.WorkDirBusyError`.
-    * **Config checks and derived values** (:meth:`from_cfg`): an unknown
-      top-level key is an error (:mod:`mmssl.utils.config_keys`); run
-      fractions such as ``end='10%'`` become epochs or iterations of
-      this run (:mod:`.run_length`); ``'auto'`` neck/head sizes follow
-      the backbone (:mod:`mmssl.models.utils.derived_sizes`).
+    * **Config checks and derived values** (:meth:`from_cfg`):
+      :func:`mmssl.config.resolve` refuses an unknown top-level key and
+      turns run fractions such as ``end='10%'`` and ``'auto'`` neck/head
+      sizes into numbers for this run.
     """
 
     # ------------------------------------------------------------ build
@@ -146,15 +142,16 @@ class SSLRunner(RunLifecycleMixin, CheckpointingMixin, Runner):
 
     @classmethod
     def from_cfg(cls, cfg) -> 'SSLRunner':
-        """Check and resolve ``cfg`` (a copy), then build the runner.
+        """Resolve a copy of ``cfg`` (:func:`mmssl.config.resolve`), then
+        build the runner.
 
         Raises:
             UnknownConfigKeyError: For an unknown top-level key.
-            ValueError: For a run fraction that cannot be resolved.
+            ValueError: For a run fraction or an ``'auto'`` size that
+                cannot be resolved.
         """
-        check_top_level_keys(list(cfg.keys()), getattr(cfg, 'filename', None))
         resolved = copy.deepcopy(cfg)
-        notes = resolve_run_fractions(resolved)
+        notes = resolve(resolved)
         amp = (
             None
             if torch.cuda.is_available()
@@ -163,13 +160,12 @@ class SSLRunner(RunLifecycleMixin, CheckpointingMixin, Runner):
         runner = super().from_cfg(resolved)
         if amp:
             runner.logger.warning(amp)
-        if notes:
-            runner.logger.info('run fractions: ' + '; '.join(notes))
-        if notes or amp:
-            # The work dir's config copy shows what was used; the
-            # checkpoints store the config as written, so that a resume
-            # or requeue compares like with like.
-            runner.cfg = copy.deepcopy(cfg)
+        for note in notes:
+            runner.logger.info(note)
+        # The work dir's config copy shows what was used; the checkpoints
+        # store the config as written, so that a resume or requeue compares
+        # like with like.
+        runner.cfg = copy.deepcopy(cfg)
         return runner
 
     def build_model(self, model: Union[nn.Module, Dict]) -> nn.Module:
@@ -179,7 +175,7 @@ class SSLRunner(RunLifecycleMixin, CheckpointingMixin, Runner):
         return super().build_model(model)
 
     def build_param_scheduler(self, scheduler):
-        """mmengine's, after :func:`~.scheduler_steps.schedulers_for_run`.
+        """mmengine's, after :func:`mmssl.config.schedulers_for_run`.
 
         Fractional epochs become whole iterations, empty phases of a short
         run are dropped and one-step warm-ups get the step that ends them;

@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 from mmpretrain.models.selfsup.base import BaseSelfSupervisor
 
-from mmssl.models.utils.derived_sizes import AUTO, backbone_out_channels
+from mmssl.config.derived_sizes import AUTO, backbone_out_channels
 from mmssl.models.utils.volume_pretext import cutout_volumes, random_rotations
 from mmssl.registry import MODELS
 

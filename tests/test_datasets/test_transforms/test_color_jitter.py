@@ -8,11 +8,11 @@ import pytest
 from mmengine.dataset import Compose
 from mmengine.registry import init_default_scope
 
+from mmssl.config.reading import load_config_file
 from mmssl.datasets.transforms import HueSafeColorJitter
 from mmssl.datasets.transforms.color_jitter import adjust_hue
 from mmssl.registry import TRANSFORMS
 from mmssl.utils import register_all_modules
-from mmssl.utils.config_compat import load_config_file
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.dirname(__file__))))
 

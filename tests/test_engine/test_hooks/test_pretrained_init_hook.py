@@ -7,9 +7,9 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from mmssl.config import load_config
 from mmssl.engine.hooks import PretrainedInitHook
 from mmssl.registry import MODELS
-from mmssl.utils import load_config
 
 ROOT = osp.dirname(
     osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))

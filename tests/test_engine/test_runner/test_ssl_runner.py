@@ -15,9 +15,9 @@ from mmengine.runner import IterBasedTrainLoop
 from torch import nn
 
 from mmssl.checkpoint import UnsafeCheckpointError, load_checkpoint
+from mmssl.config.reading import load_config_file
 from mmssl.engine.runner import SSLRunner, build_runner
 from mmssl.registry import RUNNERS
-from mmssl.utils.config_compat import load_config_file
 
 ROOT = osp.dirname(
     osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))

@@ -104,7 +104,7 @@ def test_warmstart_config_takes_a_hub_vit_s14_file(tmp_path):
     from torch import nn
 
     from mmssl.checkpoint.warm_start import apply_warm_start
-    from mmssl.utils.config_compat import load_config_file
+    from mmssl.config.reading import load_config_file
 
     cfg = load_config_file('configs/dinov2/dinov2_vit-s14_warmstart_custom.py')
     assert cfg.model.warm_start.head_iters == 1000

@@ -32,7 +32,7 @@ def test_swin_vit3d_outputs():
 
 
 def test_swin_vit3d_auto_neck_size_is_the_last_output():
-    from mmssl.models.utils.derived_sizes import resolve_model_sizes
+    from mmssl.config.derived_sizes import resolve_model_sizes
 
     cfg = dict(
         type='SimCLR3D',

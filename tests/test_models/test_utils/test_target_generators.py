@@ -5,8 +5,8 @@ import os.path as osp
 import pytest
 import torch
 
+from mmssl.config.reading import load_config_file
 from mmssl.registry import MODELS
-from mmssl.utils.config_compat import load_config_file
 
 ROOT = osp.dirname(
     osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))

@@ -24,7 +24,7 @@ import os.path as osp
 import re
 from typing import Iterable, List, Optional, Set
 
-from .config import RUNNER_KNOWN_KEYS, UnknownConfigKeyError, _suggest
+from .options import RUNNER_KNOWN_KEYS, UnknownConfigKeyError, _suggest
 
 #: mmssl's own top-level keys (read by SSLRunner and tools/train.py).
 MMSSL_KEYS = frozenset(
@@ -114,7 +114,7 @@ def foreign_base_keys(filename: Optional[str], _seen=None) -> Set[str]:
         if not isinstance(base, str):
             continue
         if '::' in base:
-            from .config_compat import load_config_file
+            from .reading import load_config_file
 
             path = _package_config_path(base)
             if path is not None:
@@ -127,7 +127,7 @@ def foreign_base_keys(filename: Optional[str], _seen=None) -> Set[str]:
 
 def _package_config_path(base: str) -> Optional[str]:
     """``'mmpretrain::mae/x.py'`` -> the file in the installed package."""
-    from .config_compat import _get_installed_path
+    from .reading import _get_installed_path
 
     package, rel = base.split('::', 1)
     try:

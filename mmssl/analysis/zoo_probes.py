@@ -3,7 +3,8 @@
 import os.path as osp
 from typing import List, Optional
 
-ROOT = osp.abspath(osp.join(osp.dirname(__file__), '..', '..'))
+#: The repository root (the demo and probe configs are read from it).
+ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 
 PROBES = {  # (backbone type, patch size or None) -> probe config per set
     ('ResNet_CIFAR', None): {

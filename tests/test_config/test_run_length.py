@@ -7,17 +7,17 @@ import os.path as osp
 import pytest
 from mmengine.registry import PARAM_SCHEDULERS
 
-from mmssl.engine.hooks import FreezeLastLayerHook, TeacherTempWarmupHook
-from mmssl.engine.runner import SSLRunner
-from mmssl.engine.runner.run_length import (
+from mmssl.config.options import merge_cfg_options
+from mmssl.config.reading import load_config_file
+from mmssl.config.run_length import (
     boundary,
     parse_fraction,
     resolve_run_fractions,
     set_run_length,
 )
-from mmssl.engine.runner.scheduler_steps import schedulers_for_run
-from mmssl.utils.config import merge_cfg_options
-from mmssl.utils.config_compat import load_config_file
+from mmssl.config.scheduler_steps import schedulers_for_run
+from mmssl.engine.hooks import FreezeLastLayerHook, TeacherTempWarmupHook
+from mmssl.engine.runner import SSLRunner
 
 ROOT = osp.dirname(
     osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))

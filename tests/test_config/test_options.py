@@ -7,18 +7,18 @@ import pytest
 import torch
 from mmengine.config import Config, DictAction
 
-from mmssl.apis.cfg_rewrite import (
-    auto_scale_lr_in_cfg,
-    enable_amp_in_cfg,
-    lr_scale_factor,
-)
-from mmssl.utils.cfg_value import CfgOptionsAction, parse_cfg_value
-from mmssl.utils.config import (
+from mmssl.config.options import (
     UnknownConfigKeyError,
     check_cfg_option_key,
     merge_cfg_options,
     substituted_variable_warnings,
 )
+from mmssl.config.rewrite import (
+    auto_scale_lr_in_cfg,
+    enable_amp_in_cfg,
+    lr_scale_factor,
+)
+from mmssl.config.values import CfgOptionsAction, parse_cfg_value
 
 DEMO = 'configs/simclr/simclr_resnet18-w16_1xb64-10e_demo.py'
 

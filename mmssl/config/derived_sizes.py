@@ -32,6 +32,8 @@ from typing import Any, Dict, Optional
 import torch
 from torch import nn
 
+from mmssl.registry import FUNCTIONS, MODELS
+
 AUTO = 'auto'
 #: Argument names that hold a neck's or head's input size
 #: (``decoder_embed_dim`` where a decoder must keep the encoder's width:
@@ -72,8 +74,6 @@ def backbone_out_channels(backbone: nn.Module) -> int:
 def _plain_vit_width(backbone_cfg: Dict) -> Optional[int]:
     """``embed_dims`` of a single-stage (ViT-like) backbone from its arch
     table, without building it; None when that cannot be read."""
-    from mmssl.registry import MODELS
-
     try:
         cls = MODELS.get(backbone_cfg['type'])
     except Exception:  # an unknown type: the build will say so
@@ -91,8 +91,6 @@ def _plain_vit_width(backbone_cfg: Dict) -> Optional[int]:
 
 
 def _build_backbone(backbone_cfg: Dict) -> nn.Module:
-    from mmssl.registry import MODELS
-
     cfg = copy.deepcopy(backbone_cfg)
     cfg.pop('init_cfg', None)  # never load weights for a size
     try:
@@ -122,8 +120,6 @@ def backbone_arch_settings(backbone_cfg: Dict) -> Dict:
         ValueError: The arch is neither a dict nor a name in the
             backbone's arch table.
     """
-    from mmssl.registry import MODELS
-
     arch = backbone_cfg.get('arch')
     if isinstance(arch, str):
         zoo = getattr(MODELS.get(backbone_cfg['type']), 'arch_zoo', None)
@@ -156,6 +152,7 @@ def _fill(part: Dict, size: int, backbone_cfg: Dict) -> None:
             _fill(value, size, backbone_cfg)
 
 
+@FUNCTIONS.register_module()
 def resolve_model_sizes(model_cfg: Dict) -> Dict:
     """A copy of ``model_cfg`` with the ``'auto'`` sizes filled in.
 

@@ -4,7 +4,7 @@ import os.path as osp
 
 from mmengine.config import Config
 
-from mmssl.utils.config_diff import config_differences
+from mmssl.config.diff import config_differences
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 DEMO = osp.join(ROOT, 'configs/simclr/simclr_resnet18-w16_1xb64-10e_demo.py')

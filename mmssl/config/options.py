@@ -7,8 +7,8 @@ argument the component's class accepts, or the user opts in with
 ``allow_new_keys``); otherwise the error names the key and the nearest
 existing keys.
 
-Values are parsed by :mod:`mmssl.utils.cfg_value`; the learning-rate
-and AMP rewrites of ``tools/train.py`` are in :mod:`mmssl.apis.cfg_rewrite`.
+Values are parsed by :mod:`mmssl.config.values`; the learning-rate
+and AMP rewrites of ``tools/train.py`` are in :mod:`mmssl.config.rewrite`.
 """
 
 import copy

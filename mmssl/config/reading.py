@@ -1,4 +1,6 @@
-"""Load configs whose ``_base_`` names another package without
+"""Reading config files: :func:`load_config` (a file plus
+``--cfg-options``) and :func:`load_config_file`, which also loads configs
+whose ``_base_`` names another package without
 ``pkg_resources``.
 
 mmengine 0.10.7 finds the installed folder of the package named in a
@@ -105,3 +107,41 @@ def load_config_file(filename: str, **kwargs: Any):
 
     with package_lookup():
         return Config.fromfile(filename, **kwargs)
+
+
+def load_config(
+    config: str,
+    cfg_options: dict | None = None,
+    allow_new_keys: bool = False,
+):
+    """Read a config file and apply ``--cfg-options`` overrides.
+
+    The file is read with :func:`load_config_file` (``mmpretrain::`` bases
+    work without ``pkg_resources``) and the overrides merged with
+    :func:`mmssl.config.options.merge_cfg_options`, as tools/train.py
+    does: a key the config lacks is an error unless ``allow_new_keys``.
+    Notes are logged as warnings.
+
+    Returns:
+        mmengine.Config: The config, not yet resolved
+        (:func:`mmssl.config.resolve`).
+
+    Raises:
+        FileNotFoundError: when ``config`` is not a file.
+        UnknownConfigKeyError, IndexError, TypeError: for a bad key, see
+            :func:`mmssl.config.options.merge_cfg_options`.
+    """
+    from mmengine.logging import print_log
+
+    from .options import merge_cfg_options
+
+    if not osp.isfile(config):
+        raise FileNotFoundError(f'Config file not found: {config}')
+    cfg = load_config_file(config)
+    if cfg_options:
+        from mmssl.utils.setup_env import register_all_modules
+
+        register_all_modules()  # the key check looks classes up
+    for note in merge_cfg_options(cfg, cfg_options, allow_new_keys):
+        print_log(note, logger='current', level=30)
+    return cfg

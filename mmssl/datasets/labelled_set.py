@@ -1,10 +1,10 @@
-"""What the synthetic labelled-set makers share (not a script).
+"""What the synthetic labelled-set makers share.
 
-``make_multichannel_dataset.py`` and ``make_volume_dataset.py`` write
+``tools/misc/make_multichannel_dataset.py`` and
+``tools/misc/make_volume_dataset.py`` write
 ``OUT/{train,val}/<class>/<index>.<ext>`` with one seed per file
 (``--seed``, split, class, index), so a set is the same on every machine,
-and take the same command line. Imported by those scripts from this
-folder.
+and take the same command line.
 """
 
 import argparse

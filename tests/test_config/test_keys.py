@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from mmssl.utils.config import UnknownConfigKeyError
-from mmssl.utils.config_keys import check_top_level_keys, foreign_base_keys
+from mmssl.config.keys import check_top_level_keys, foreign_base_keys
+from mmssl.config.options import UnknownConfigKeyError
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 DEMO = osp.join(ROOT, 'configs/simclr/simclr_resnet18-w16_1xb64-10e_demo.py')
@@ -48,7 +48,7 @@ def test_train_cli_refuses_an_unknown_key(tmp_path):
         "output_dir = 'runs/mine'\n"
         '_my_note = 1  # private: allowed\n'
     )
-    env = {k: v for k, v in os.environ.items() if k != 'PYTHONPATH'}
+    env = dict(os.environ, PYTHONPATH=ROOT)  # this checkout's mmssl
     proc = subprocess.run(
         [
             sys.executable,

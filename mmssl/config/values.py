@@ -5,7 +5,7 @@ written ``dict(a=1)``) and quoted strings are parsed; anything else stays
 a string. Unlike mmengine's ``DictAction`` this keeps spaces inside
 strings and lets ``"'1'"`` stay the string ``'1'``; bare comma lists
 (``a,b``) still become lists, as in mmengine. The key checks and the merge
-are in :mod:`mmssl.utils.config`.
+are in :mod:`mmssl.config.options`.
 """
 
 import argparse
