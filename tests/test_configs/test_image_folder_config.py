@@ -11,9 +11,9 @@ import os.path as osp
 
 import pytest
 
-from mmssl.utils.config import merge_cfg_options
-from mmssl.utils.config_compat import load_config_file
-from mmssl.utils.config_keys import check_top_level_keys
+from mmssl.config.keys import check_top_level_keys
+from mmssl.config.options import merge_cfg_options
+from mmssl.config.reading import load_config_file
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 FOLDER = osp.join(ROOT, 'configs', 'custom', 'image_folder.py')
