@@ -274,3 +274,30 @@ def test_amp_wrapper_defaults_and_skip(monkeypatch):
     assert torch.equal(model.weight, w0)
     with pytest.raises(RuntimeError, match='max_consecutive_skips=2'):
         wrapper.update_params(model(torch.ones(2, 3)).sum() * float('inf'))
+
+
+def test_fused_optimizer_skips_on_the_device_and_reports_at_interval():
+    """Fused AdamW: the skip flag goes to the kernel; grad_norm and
+    nan_skips reach the message hub every log_interval steps only."""
+    from mmengine.logging import MessageHub
+
+    hub = MessageHub.get_instance('nan_guard_device_test')
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 1)
+    opt = torch.optim.AdamW(model.parameters(), lr=0.1, fused=True)
+    wrapper = NaNGuardOptimWrapper(
+        optimizer=opt, clip_grad=dict(max_norm=100.0), log_interval=2
+    )
+    x = torch.randn(4, 3)
+    hub.update_info('iter', 0)
+    wrapper.update_params(model(x).sum())
+    assert 'train/grad_norm' not in hub.log_scalars  # not read yet
+    w1 = model.weight.detach().clone()
+    hub.update_info('iter', 1)
+    wrapper.update_params(model(x).sum() * float('nan'))
+    assert torch.equal(model.weight, w1)
+    assert opt.state[model.weight]['step'].item() == 1  # state untouched
+    assert wrapper.skip_flag.item() == 1.0 and wrapper.total_skips == 1
+    # read at iteration 1 (interval 2): the norm of the NaN step's grads
+    assert hub.get_scalar('train/nan_skips').current() == 1
+    assert 'train/grad_norm' in hub.log_scalars
