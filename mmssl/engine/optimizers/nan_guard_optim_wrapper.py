@@ -29,13 +29,14 @@ class NaNGuardMixin:
 
     - on the device, with an optimiser that takes a ``found_inf`` flag
       (torch's fused Adam, AdamW, SGD, which
-      ``LayerDecayOptimWrapperConstructor`` picks where torch has them)
-      and no loss scaler: the flag goes to the fused kernel, which skips
-      the update; the counts are device tensors (``skip_flag`` is this
-      step's), read by the host only every ``log_interval`` iterations
-      (the logger's, set by ``LogIntervalHook``), where the warning, the
-      ``nan_skips`` and ``grad_norm`` scalars and the stop happen. No
-      host sync in the step;
+      ``LayerDecayOptimWrapperConstructor`` picks where torch has them):
+      the flag goes to the fused kernel (through the loss scaler's own
+      inf check under AMP), which skips the update; the counts are
+      device tensors (``skip_flag`` is this step's), read by the host
+      only every ``log_interval`` iterations (the logger's, set by
+      ``LogIntervalHook``), where the warning, the ``nan_skips`` and
+      ``grad_norm`` scalars and the stop happen. No host sync in the
+      step;
     - on the host otherwise (one sync per step): the step is not called.
     """
 
@@ -89,10 +90,30 @@ class NaNGuardMixin:
         return bool(self._nonfinite_flag(loss).item() == 0)
 
     def _decides_on_device(self) -> bool:
-        return bool(
-            getattr(self.optimizer, '_step_supports_amp_scaling', False)
-            and getattr(self, 'loss_scaler', None) is None
-        )
+        return bool(getattr(self.optimizer, '_step_supports_amp_scaling', 0))
+
+    def _step_unless(self, flag: torch.Tensor, **step_kwargs) -> None:
+        """Optimiser step that the fused kernel skips where ``flag`` is 1.
+
+        With an enabled loss scaler (``AmpOptimWrapper``) the flag joins
+        the scaler's own inf check after unscaling, so the scaler skips
+        the step (and lowers the scale, as for inf gradients)."""
+        scaler = getattr(self, 'loss_scaler', None)
+        if scaler is None or not scaler.is_enabled():
+            self.optimizer.found_inf = flag
+            try:
+                return self.step(**step_kwargs)
+            finally:
+                del self.optimizer.found_inf
+        scaler.unscale_(self.optimizer)
+        state = scaler._per_optimizer_states[id(self.optimizer)]
+        for found in state['found_inf_per_device'].values():
+            # the fused kernels skip where found_inf == 1 (not > 0)
+            torch.maximum(found, flag.to(found), out=found)
+        if self.clip_grad_kwargs:
+            self._clip_grad()
+        scaler.step(self.optimizer, **step_kwargs)
+        scaler.update(getattr(self, '_scale_update_param', None))
 
     def _clip_grad(self) -> None:
         """Clip; keep the norm on the device (published at log time)."""
@@ -151,11 +172,7 @@ class NaNGuardMixin:
             self._pending = pending
             return
         self._pending = None
-        self.optimizer.found_inf = pending
-        try:
-            self.step(**(step_kwargs or {}))
-        finally:
-            del self.optimizer.found_inf
+        self._step_unless(pending, **(step_kwargs or {}))
         self.zero_grad(**(zero_kwargs or {}))
         if not torch.is_tensor(self._total):
             zero = torch.zeros((), device=pending.device)

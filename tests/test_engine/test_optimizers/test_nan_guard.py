@@ -301,3 +301,32 @@ def test_fused_optimizer_skips_on_the_device_and_reports_at_interval():
     # read at iteration 1 (interval 2): the norm of the NaN step's grads
     assert hub.get_scalar('train/nan_skips').current() == 1
     assert 'train/grad_norm' in hub.log_scalars
+
+
+def test_amp_scaler_skips_a_nan_loss_on_the_device(monkeypatch):
+    """Under AMP the flag joins the loss scaler's inf check (a CPU
+    GradScaler stands in for the CUDA one): the NaN step is skipped and
+    the scale lowered; a finite step then updates."""
+    import warnings
+
+    import mmengine.optim.optimizer.amp_optimizer_wrapper as amp
+
+    from mmssl.engine.optimizers import NaNGuardAmpOptimWrapper
+
+    monkeypatch.setattr(amp, 'is_cuda_available', lambda: True)
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 1)
+    opt = torch.optim.AdamW(model.parameters(), lr=0.1, fused=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        wrapper = NaNGuardAmpOptimWrapper(
+            optimizer=opt, clip_grad=dict(max_norm=1.0), log_interval=50
+        )
+    wrapper.loss_scaler = torch.amp.GradScaler('cpu', init_scale=4.0)
+    w0 = model.weight.detach().clone()
+    wrapper.update_params(model(torch.ones(2, 3)).sum() * float('nan'))
+    assert torch.equal(model.weight, w0)
+    assert wrapper.total_skips == 1 and wrapper.loss_scaler.get_scale() == 2
+    wrapper.update_params(model(torch.ones(2, 3)).sum())
+    assert not torch.equal(model.weight, w0)
+    assert wrapper.total_skips == 1 and not wrapper.last_step_skipped
