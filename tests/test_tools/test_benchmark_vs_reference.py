@@ -55,3 +55,17 @@ def test_backbone_rows_use_their_mode(monkeypatch):
         'reference',
     ]
     assert built == pytest.approx({'fixed': 0.4, 'fixed_stochastic': 0.4})
+
+
+def test_arch_and_checkpointing_switches():
+    import os.path as osp
+
+    args = bvr.parse_args(
+        ['--reference-root', 'x', '--arch', 'large', '--with-cp', 'selective']
+    )  # fmt: skip
+    assert bvr.with_cp(args) == 'selective'
+    assert bvr.with_cp(bvr.parse_args(['--reference-root', 'x'])) is False
+    for arch in ('small', 'large'):  # the mmssl side's recipe of each
+        assert osp.isfile(bvr.CONFIG.format(arch[0]))
+    with pytest.raises(SystemExit):
+        bvr.parse_args(['--reference-root', 'x', '--arch', 'giant'])

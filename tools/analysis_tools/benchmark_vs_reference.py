@@ -64,12 +64,12 @@ from reference_dinov2 import (  # noqa: E402
     ReferenceStep,
     init_single_process_group,
     load_reference,
-    reference_vit_small,
+    reference_vit,
 )
 
 from mmssl.models.utils.drop_path import DROP_PATH_MODES  # noqa: E402
 
-CONFIG = osp.join(ROOT, 'configs/dinov2/dinov2_vit-s14_8xb128-100e_in1k.py')
+CONFIG = osp.join(ROOT, 'configs/dinov2/dinov2_vit-{}14_8xb128-100e_in1k.py')
 VARIANTS = ('plain', 'compile', 'packed', 'compile+packed')
 
 
@@ -112,6 +112,18 @@ def parse_args(argv=None):
         'runs on a shared machine: time spent descheduled is not counted)',
     )
     parser.add_argument(
+        '--arch',
+        choices=['small', 'large'],
+        default='small',
+        help='ViT-S/14 or ViT-L/14 on both sides',
+    )
+    parser.add_argument(
+        '--with-cp',
+        choices=['none', 'full', 'selective'],
+        default='none',
+        help="mmssl's activation checkpointing (the reference has none)",
+    )
+    parser.add_argument(
         '--compile-backend',
         default=None,
         help='torch.compile backend of the compile variants (inductor)',
@@ -131,6 +143,11 @@ def make_crops(batch, seed, device='cpu'):
     glob = [x.to(device) for x in glob]
     loc = [x.to(device) for x in loc]
     return glob, loc, masks.to(device)
+
+
+def with_cp(args):
+    """``with_cp`` of mmssl's backbone."""
+    return False if args.with_cp == 'none' else args.with_cp
 
 
 def compile_cfg(variant, backend):
@@ -161,7 +178,8 @@ def backbone_fns(ref, args):
     for variant, mode in rows(args):
         torch.manual_seed(args.seed)
         ours = DINOVisionTransformer(
-            arch='small',
+            arch=args.arch,
+            with_cp=with_cp(args),
             img_size=224,
             drop_path_rate=args.drop_path,
             drop_path_mode=mode,
@@ -173,7 +191,8 @@ def backbone_fns(ref, args):
         fns[name_of(variant, mode)] = mmssl_backbone_fn(
             ours, (g, local), 'packed' in variant
         )
-    theirs = reference_vit_small(ref, args.drop_path).train().to(args.device)
+    theirs = reference_vit(ref, args.drop_path, args.arch)
+    theirs = theirs.train().to(args.device)
 
     def run_theirs():
         loss = sum(
@@ -206,7 +225,8 @@ def build_mmssl_step(args, variant='plain', mode='bernoulli'):
     from mmssl.utils import register_all_modules
 
     register_all_modules()
-    cfg = Config.fromfile(CONFIG)
+    cfg = Config.fromfile(CONFIG.format(args.arch[0]))
+    cfg.model.backbone.with_cp = with_cp(args)
     if args.step_drop_path is not None:
         cfg.model.backbone.drop_path_rate = args.step_drop_path
     cfg.model.backbone.drop_path_mode = mode
@@ -222,9 +242,12 @@ def build_mmssl_step(args, variant='plain', mode='bernoulli'):
     wrapper = build_optim_wrapper(model, cfg.optim_wrapper)
     glob, loc, masks = make_crops(args.batch, args.seed, args.device)
     per_image = masks.view(2, args.batch, 16, 16).transpose(0, 1)
+    # the masked-patch buffer holds exactly the masked patches (as the
+    # reference side's index): equal work, static shapes
+    bound = int(masks.sum())
     samples = []
     for b in range(args.batch):
-        sample = DataSample()
+        sample = DataSample(metainfo=dict(num_masked_max=bound))
         sample.set_field(per_image[b], 'mask', field_type='data')
         samples.append(sample)
     inputs = glob + loc
@@ -246,7 +269,9 @@ def step_fns(ref, args):
             args, variant, mode
         )
     crops = make_crops(args.batch, args.seed, args.device)
-    fns['reference'] = ReferenceStep(ref, crops, drop_path, args.device)
+    fns['reference'] = ReferenceStep(
+        ref, crops, drop_path, args.device, args.arch
+    )
     return fns, drop_path
 
 
@@ -269,6 +294,7 @@ def interleave(fns, repeats, warmup, device='cpu', amp=False, clock='wall'):
     kind = 'cuda' if cuda else 'cpu'
     names = list(fns)
     times = {n: [] for n in names}
+    peaks = {n: 0 for n in names}  # bytes above what was allocated before
     for i in range(warmup + repeats):
         order = names if i % 2 == 0 else names[::-1]
         for name in order:
@@ -278,18 +304,31 @@ def interleave(fns, repeats, warmup, device='cpu', amp=False, clock='wall'):
                 else contextlib.nullcontext()
             )
             sync()
+            if cuda:
+                before = torch.cuda.memory_allocated()
+                torch.cuda.reset_peak_memory_stats()
             start = now()
             with ctx:
                 fns[name]()
             sync()
             if i >= warmup:
                 times[name].append(now() - start)
+            if cuda:
+                extra = torch.cuda.max_memory_allocated() - before
+                peaks[name] = max(peaks[name], extra)
         if i >= warmup:  # partial results survive an interrupted run
             print(
                 f'repeat {i - warmup + 1}: '
                 + ', '.join(f'{n} {times[n][-1]:.3f} s' for n in names),
                 flush=True,
             )
+    if cuda:
+        print(
+            'peak CUDA memory during a call, above what was allocated '
+            'before it (activations, gradients, temporaries): '
+            + ', '.join(f'{n} {peaks[n] / 2**30:.2f} GiB' for n in names),
+            flush=True,
+        )
     return times
 
 
@@ -347,6 +386,7 @@ def main(argv=None):
         where = f'{device} ({torch.cuda.get_device_name(device)})'
     print(
         f'torch {torch.__version__}, {where}, {args.threads} thread(s), '
+        f'ViT-{args.arch[0].upper()}/14, with_cp {args.with_cp}, '
         f'batch {args.batch} (2x224 + 8x98 crops), '
         f'{"bf16 autocast" if args.amp else "fp32"}, '
         f'mmssl rows {" ".join(args.variants)}, drop-path modes '
@@ -364,8 +404,8 @@ def main(argv=None):
         fns = backbone_fns(ref, args)
         times = interleave(fns, **timing)
         report(
-            f'ViT-S/14 forward+backward, drop_path_rate={args.drop_path}'
-            + peak_memory(device),
+            f'ViT-{args.arch[0].upper()}/14 forward+backward, '
+            f'drop_path_rate={args.drop_path}' + peak_memory(device),
             times,
         )
         del fns
