@@ -240,6 +240,7 @@ def build_mmssl_step(args, variant='plain', mode='bernoulli'):
     model.train().to(args.device)
     model.teacher_temp = 0.07
     wrapper = build_optim_wrapper(model, cfg.optim_wrapper)
+    wrapper.log_interval = 10**9  # no log reading, as the reference side
     glob, loc, masks = make_crops(args.batch, args.seed, args.device)
     per_image = masks.view(2, args.batch, 16, 16).transpose(0, 1)
     # the masked-patch buffer holds exactly the masked patches (as the
