@@ -124,6 +124,18 @@ def parse_args(argv=None):
         help="mmssl's activation checkpointing (the reference has none)",
     )
     parser.add_argument(
+        '--tf32',
+        action='store_true',
+        help='TF32 matmuls in fp32 runs on CUDA, on both sides',
+    )
+    parser.add_argument(
+        '--peak-tflops',
+        type=float,
+        default=None,
+        help='peak TFLOP/s for the MFU of the step (default: datasheet '
+        'peak of H100/H200/A100)',
+    )
+    parser.add_argument(
         '--compile-backend',
         default=None,
         help='torch.compile backend of the compile variants (inductor)',
@@ -293,11 +305,12 @@ def interleave(fns, repeats, warmup, device='cpu', amp=False, clock='wall'):
     now = time.process_time if clock == 'cpu' else time.perf_counter
     sync = torch.cuda.synchronize if cuda else (lambda: None)
     kind = 'cuda' if cuda else 'cpu'
+    fns = dict(fns)
     names = list(fns)
     times = {n: [] for n in names}
     peaks = {n: 0 for n in names}  # bytes above what was allocated before
     for i in range(warmup + repeats):
-        order = names if i % 2 == 0 else names[::-1]
+        order = list(names if i % 2 == 0 else names[::-1])
         for name in order:
             ctx = (
                 torch.autocast(kind, dtype=torch.bfloat16)
@@ -309,25 +322,33 @@ def interleave(fns, repeats, warmup, device='cpu', amp=False, clock='wall'):
                 before = torch.cuda.memory_allocated()
                 torch.cuda.reset_peak_memory_stats()
             start = now()
-            with ctx:
-                fns[name]()
-            sync()
+            try:
+                with ctx:
+                    fns[name]()
+                sync()
+            except OOM:  # the other sides go on
+                print(f'{name}: out of memory', flush=True)
+                fns.pop(name)
+                names.remove(name)
+                torch.cuda.empty_cache()
+                continue
             if i >= warmup:
                 times[name].append(now() - start)
             if cuda:
                 extra = torch.cuda.max_memory_allocated() - before
                 peaks[name] = max(peaks[name], extra)
-        if i >= warmup:  # partial results survive an interrupted run
+        if i >= warmup and names:  # partial results survive a stop
             print(
                 f'repeat {i - warmup + 1}: '
                 + ', '.join(f'{n} {times[n][-1]:.3f} s' for n in names),
                 flush=True,
             )
+    times = {n: ts for n, ts in times.items() if ts}  # out of memory: none
     if cuda:
         print(
             'peak CUDA memory during a call, above what was allocated '
             'before it (activations, gradients, temporaries): '
-            + ', '.join(f'{n} {peaks[n] / 2**30:.2f} GiB' for n in names),
+            + ', '.join(f'{n} {peaks[n] / 2**30:.2f} GiB' for n in times),
             flush=True,
         )
     return times
@@ -342,10 +363,13 @@ def peak_memory(device):
     return f', peak CUDA memory of all sides {peak:.2f} GiB'
 
 
-def report(title, times):
+OOM = getattr(torch, 'OutOfMemoryError', torch.cuda.OutOfMemoryError)
+
+
+def report(title, times, flops=0.0, peak=None):
     """Medians of every side and, per mmssl row, the ratio reference /
     mmssl (median of per-repeat ratios and their range)."""
-    theirs = times['reference']
+    theirs = times.get('reference', [])
     lines = [f'== {title} ({len(theirs)} repeats)']
     for name, ts in times.items():
         q = statistics.quantiles(ts, n=4) if len(ts) > 1 else ts * 3
@@ -354,7 +378,7 @@ def report(title, times):
             f'(IQR {q[0]:.3f}-{q[2]:.3f}, min {min(ts):.3f})'
         )
     for name, ours in times.items():
-        if name == 'reference':
+        if name == 'reference' or not theirs:
             continue
         pair = [t / o for o, t in zip(ours, theirs)]
         lines.append(
@@ -363,7 +387,37 @@ def report(title, times):
             f'(median of per-repeat ratios {statistics.median(pair):.3f}, '
             f'range {min(pair):.3f}-{max(pair):.3f})'
         )
+    if flops:  # model FLOPs of one call (mmssl.apis.flops)
+        for name, ts in times.items():
+            tflops = flops / statistics.median(ts) / 1e12
+            mfu = f', MFU {100 * tflops / peak:.1f}%' if peak else ''
+            lines.append(f'{name:>20}: {tflops:.3g} TFLOP/s{mfu}')
     print('\n'.join(lines), flush=True)
+
+
+def step_flops(args) -> float:
+    """Model FLOPs of one step of ``--batch`` images, 2x224 + 8x98 crops
+    (:func:`mmssl.apis.flops.dino_step_flops`; iBOT rows at the collate's
+    bound, about this benchmark's count)."""
+    from mmengine.config import Config
+
+    from mmssl.apis.flops import dino_step_flops
+
+    cfg = Config.fromfile(CONFIG.format(args.arch[0]))
+    cfg.train_dataloader.batch_size = args.batch
+    for t in cfg.train_dataloader.dataset.pipeline:
+        if t['type'] == 'MultiCrop':
+            t.update(global_size=224, local_size=98, num_local_crops=8)
+    return dino_step_flops(cfg).total * args.batch
+
+
+def default_peak(args):
+    """Datasheet peak TFLOP/s of the GPU (bf16 with --amp, else TF32)."""
+    if not args.device.startswith('cuda'):
+        return None
+    from mmssl.apis.flops import peak_tflops
+
+    return peak_tflops(torch.cuda.get_device_name(args.device), args.amp)
 
 
 def load_average():
@@ -376,6 +430,9 @@ def load_average():
 def main(argv=None):
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
+    if args.tf32:
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
     torch.manual_seed(args.seed)
     from mmengine.logging import MMLogger
 
@@ -389,7 +446,8 @@ def main(argv=None):
         f'torch {torch.__version__}, {where}, {args.threads} thread(s), '
         f'ViT-{args.arch[0].upper()}/14, with_cp {args.with_cp}, '
         f'batch {args.batch} (2x224 + 8x98 crops), '
-        f'{"bf16 autocast" if args.amp else "fp32"}, '
+        f'{"bf16 autocast" if args.amp else "fp32"}'
+        f'{" (TF32 matmuls)" if args.tf32 and not args.amp else ""}, '
         f'mmssl rows {" ".join(args.variants)}, drop-path modes '
         f'{" ".join(args.drop_path_mode)}, {args.clock} clock, '
         f'load average {load_average()}'
@@ -418,6 +476,8 @@ def main(argv=None):
             f'whole DINOv2 step, drop_path_rate={drop_path}'
             + peak_memory(device),
             times,
+            step_flops(args),
+            args.peak_tflops or default_peak(args),
         )
     print(f'load average at the end {load_average()}')
 

@@ -6,8 +6,9 @@
 #
 # DEST (default .gpu_wheels/, gitignored) gets pure-Python wheels usable on
 # Python 3.12: mmengine, mmcv-lite, mmpretrain and the small packages they
-# import that such a machine lacks. Packages published only as source are
-# built into wheels here (all of them are pure Python). Nothing else is
+# import that such a machine may lack (PyYAML as a CPython 3.12 x86-64
+# wheel). Pure-Python packages published only as source are built into
+# wheels here. numpy, OpenCV, Pillow and matplotlib are expected there. Nothing else is
 # installed or changed on this machine.
 #
 # --reference also copies the `dinov2/` folder of facebookresearch/dinov2
@@ -20,8 +21,10 @@
 # which installs them offline (pip --no-index --find-links .gpu_wheels)
 # and finds .gpu_ref by itself.
 #
-# Check the wheels here without touching the environment:
+# Check the wheels here without touching the environment (all 18 install
+# for Python 3.12; the imports then run with this machine's Python):
 #   pip install --no-index --no-deps --find-links .gpu_wheels \
+#       --python-version 3.12 --only-binary=:all: \
 #       --target /tmp/wheeltest $(bash tools/dev/gpu_wheels.sh --list)
 #   PYTHONPATH=/tmp/wheeltest python -c 'import mmengine, mmcv, mmpretrain'
 set -euo pipefail
@@ -43,7 +46,14 @@ PACKAGES=(
     'importlib-metadata==8.7.*'
     zipp
     einops
+    rich
+    markdown-it-py
+    mdurl
+    pygments
+    pyyaml
 )
+# compiled ones: wheels for CPython 3.12 on x86-64 Linux
+BINARY=(pyyaml)
 
 if [ "${1:-}" = "--list" ]; then
     printf '%s\n' "${PACKAGES[@]}"
@@ -61,7 +71,13 @@ mkdir -p "$DEST"
 PY=${PYTHON:-python3}
 TARGET=(--python-version 3.12 --implementation py --abi none
     --platform any --only-binary=:all:)
+CP312=(--python-version 3.12 --implementation cp --abi cp312
+    --platform manylinux2014_x86_64 --only-binary=:all:)
 for pkg in "${PACKAGES[@]}"; do
+    if [[ " ${BINARY[*]} " == *" $pkg "* ]]; then
+        $PY -m pip download --quiet --no-deps "${CP312[@]}" -d "$DEST" "$pkg"
+        continue
+    fi
     if ! $PY -m pip download --quiet --no-deps "${TARGET[@]}" -d "$DEST" \
         "$pkg"; then
         echo "no 3.12 wheel of $pkg on the index: building one" >&2
