@@ -26,7 +26,7 @@
 #   ref_vitl_b64    ViT-L/14 batch 64, bf16, whole step: times, MFU and
 #                   each side's peak memory (mmssl with selective
 #                   activation checkpointing, as the ViT-L preset)
-#   ref_fp32        as ref_bf16 in fp32 (TF32 matmuls)
+#   ref_fp32        as ref_bf16 in fp32 with TF32 matmuls on both sides
 set -uo pipefail
 OUT=${1:-${OUT:-gpu_checks_out}}
 REF=${2:-}
@@ -90,7 +90,7 @@ if [ -n "$REF" ]; then
     step ref_bf16 150 $PY $VS --batch 32 --repeats 6 --warmup 3 --amp $ALL
     step ref_vitl_b64 110 $PY $VS --arch large --batch 64 --what step \
         --with-cp selective --repeats 3 --warmup 2 --amp
-    step ref_fp32 120 $PY $VS --batch 32 --repeats 5 --warmup 3 $ALL
+    step ref_fp32 120 $PY $VS --batch 32 --repeats 5 --warmup 3 --tf32 $ALL
 else
     echo "== no dinov2 reference (.gpu_ref/dinov2): comparisons skipped" \
         | tee -a "$SUMMARY"
