@@ -128,6 +128,8 @@ class NaNGuardMixin:
         if params:
             norm = self.clip_func(params, **self.clip_grad_kwargs)
             if norm is not None:
+                if hasattr(norm, 'full_tensor'):  # DTensor under FSDP2
+                    norm = norm.full_tensor()
                 self._grad_norm = norm.detach()
 
     def update_params(
