@@ -165,7 +165,7 @@ class DINOFamily(EMATeacherSelfSupervisor):
         """GramLoss of the student patches (G*B, N, C) against the Gram
         teacher's features of ``gram_x`` (or of the global crops), resized
         to the student's grid; 0 before the first snapshot."""
-        if int(self.gram_teacher_updates) == 0:
+        if not self._gram_started():
             return s_patch.sum() * 0.0  # GramTeacherHook has not run yet
         x = global_x if gram_x is None else gram_x
         with torch.no_grad():

@@ -28,6 +28,11 @@ def _chunks(t_params, s_params):
         yield t_params[start:], s_params[start:]
 
 
+def _forget_gram_flag(module, incompatible_keys) -> None:
+    """After a state-dict load the Gram-teacher count is read anew."""
+    module._gram_ready = None
+
+
 class EMATeacherSelfSupervisor(BaseSelfSupervisor):
     """A self-supervisor with an EMA teacher and an optional Gram teacher.
 
@@ -60,6 +65,8 @@ class EMATeacherSelfSupervisor(BaseSelfSupervisor):
             self.register_buffer(
                 'gram_teacher_updates', torch.zeros((), dtype=torch.long)
             )
+            self._gram_ready = None  # unknown until read
+            self.register_load_state_dict_post_hook(_forget_gram_flag)
 
     def __init__(self, *args, warm_start: Optional[dict] = None, **kwargs):
         super().__init__(*args, **kwargs)
@@ -111,6 +118,14 @@ class EMATeacherSelfSupervisor(BaseSelfSupervisor):
                     t_chunk, torch._foreach_mul(s_chunk, 1 - m)
                 )
 
+    def _gram_started(self) -> bool:
+        """Whether the Gram teacher has had a snapshot. The device count
+        is read once after a build or a ``load_state_dict`` (resume);
+        snapshots set the host flag, so the step does not sync for it."""
+        if getattr(self, '_gram_ready', None) is None:
+            self._gram_ready = bool(int(self.gram_teacher_updates) > 0)
+        return self._gram_ready
+
     @torch.no_grad()
     def update_gram_teacher(self) -> None:
         """Gram teacher := a snapshot of the EMA teacher's backbone."""
@@ -122,6 +137,7 @@ class EMATeacherSelfSupervisor(BaseSelfSupervisor):
             self.teacher['backbone'].state_dict()
         )
         self.gram_teacher_updates += 1
+        self._gram_ready = True
 
     def extract_feat(self, inputs) -> Tensor:
         """Teacher backbone CLS / pooled features (B, C), used for kNN."""

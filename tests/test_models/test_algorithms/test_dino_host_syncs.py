@@ -103,12 +103,17 @@ def test_train_step_and_ema_ask_the_host_for_nothing():
     ]
     assert len(set(counts)) > 1  # the masked counts differ between steps
     model.train_step(copy.deepcopy(batches[0]), wrapper)  # warm-up
+    shapes = []  # the shared head's input: CLS + fixed masked buffer
+    model.head.register_forward_hook(
+        lambda m, args, out: shapes.append(tuple(args[0].shape))
+    )
     counter = HostSyncCounter()
     with counter:
         for data in batches[1:]:
             model.train_step(copy.deepcopy(data), wrapper)
             model.update_teacher(0.99, skip=wrapper.skip_flag)
     assert counter.counts == {}, counter.counts
+    assert len(shapes) == 2 and len(set(shapes)) == 1, shapes
     # the per-step reading at log time is one sync, done by report()
     wrapper.report()
     hub = MessageHub.get_current_instance()

@@ -136,3 +136,18 @@ def test_ema_with_a_device_skip_flag(monkeypatch):
     sizes = [[p.numel() for p in t] for t, _ in ema._chunks(before, before)]
     assert sum(sizes, []) == [p.numel() for p in before]
     assert all(sum(s) <= 300 or len(s) == 1 for s in sizes)
+
+
+def test_gram_start_flag_follows_snapshots_and_loads():
+    """The step reads the Gram count from the device once, not per step;
+    a snapshot or a loaded state dict updates what it knows."""
+    model, other = _build(0), _build(1)
+    assert model._gram_started() is False
+    model.gram_teacher_updates.fill_(5)  # not seen: no read per step
+    assert model._gram_started() is False
+    model.update_gram_teacher()
+    assert model._gram_started() is True
+    other.load_state_dict(model.state_dict())  # e.g. a resume
+    assert other._gram_started() is True
+    model.load_state_dict(_build(2).state_dict())
+    assert model._gram_started() is False
