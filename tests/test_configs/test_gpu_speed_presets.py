@@ -36,6 +36,8 @@ def test_preset_builds_and_is_set_for_speed(path):
     assert wrapper.loss_scale == dict(enabled=False)
     assert wrapper.optimizer.lr == pytest.approx(0.004 * math.sqrt(64 / 1024))
     assert cfg.auto_scale_lr == dict(base_batch_size=64, rule='sqrt')
+    runtime = cfg.default_hooks.runtime_info
+    assert runtime == dict(type='BatchedRuntimeInfoHook', interval='logger')
     with torch.device('meta'):
         built = MODELS.build(cfg.model)
     assert built.backbone.embed_dims == (768 if arch == 'base' else 1024)
