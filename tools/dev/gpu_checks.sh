@@ -27,6 +27,8 @@
 #                   each side's peak memory (mmssl with selective
 #                   activation checkpointing, as the ViT-L preset)
 #   ref_fp32        as ref_bf16 in fp32 with TF32 matmuls on both sides
+#   preset_vitl     benchmark_train.py on the ViT-L/14 batch-64 preset
+#                   (images/s, MFU, memory), if the budget allows
 set -uo pipefail
 OUT=${1:-${OUT:-gpu_checks_out}}
 REF=${2:-}
@@ -95,4 +97,12 @@ else
     echo "== no dinov2 reference (.gpu_ref/dinov2): comparisons skipped" \
         | tee -a "$SUMMARY"
 fi
+# the ViT-L preset as users run it (its data pipeline on the bundled
+# digits, 10 workers), if the budget still allows: images/s and MFU
+if [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" preset_vitl "* ]]; then
+    $PY tools/misc/make_demo_dataset.py data/demo >/dev/null 2>&1
+fi
+step preset_vitl 120 $PY tools/analysis_tools/benchmark_train.py \
+    configs/dinov2/dinov2_vit-l14_1xb64-100e_custom.py --iters 15 --warmup 5 \
+    --cfg-options train_dataloader.dataset.data_root=data/demo/train
 echo "done in $SECONDS s" | tee -a "$SUMMARY"
