@@ -202,8 +202,9 @@ def add_mfu(summary: dict, cfg, args, cuda: bool, gpus: int) -> None:
     except (KeyError, ValueError, TypeError):
         return  # not a multi-crop ViT config
     peak = args.peak_tflops
-    if peak is None and cuda:
-        peak = peak_tflops(torch.cuda.get_device_name(), bf16=args.amp)
+    if peak is None and cuda:  # 16-bit peak for --amp or an AMP config
+        half = args.amp or 'Amp' in str(cfg.optim_wrapper.get('type', ''))
+        peak = peak_tflops(torch.cuda.get_device_name(), bf16=half)
     summary.update(gflop_per_img=flops.total / 1e9, crops=flops.crops)
     summary.update(gpus=gpus, peak_tflops=peak, mfu=None)
     if peak:
