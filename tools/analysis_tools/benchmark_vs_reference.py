@@ -159,7 +159,13 @@ def make_crops(batch, seed, device='cpu'):
 
 def with_cp(args):
     """``with_cp`` of mmssl's backbone."""
-    return False if args.with_cp == 'none' else args.with_cp
+    mode = getattr(args, 'with_cp', 'none')
+    return False if mode == 'none' else mode
+
+
+def arch_of(args):
+    """``'small'`` or ``'large'`` (tools/dev/profile_*.py: small)."""
+    return getattr(args, 'arch', 'small')
 
 
 def compile_cfg(variant, backend):
@@ -190,7 +196,7 @@ def backbone_fns(ref, args):
     for variant, mode in rows(args):
         torch.manual_seed(args.seed)
         ours = DINOVisionTransformer(
-            arch=args.arch,
+            arch=arch_of(args),
             with_cp=with_cp(args),
             img_size=224,
             drop_path_rate=args.drop_path,
@@ -203,7 +209,7 @@ def backbone_fns(ref, args):
         fns[name_of(variant, mode)] = mmssl_backbone_fn(
             ours, (g, local), 'packed' in variant
         )
-    theirs = reference_vit(ref, args.drop_path, args.arch)
+    theirs = reference_vit(ref, args.drop_path, arch_of(args))
     theirs = theirs.train().to(args.device)
 
     def run_theirs():
@@ -237,7 +243,7 @@ def build_mmssl_step(args, variant='plain', mode='bernoulli'):
     from mmssl.utils import register_all_modules
 
     register_all_modules()
-    cfg = Config.fromfile(CONFIG.format(args.arch[0]))
+    cfg = Config.fromfile(CONFIG.format(arch_of(args)[0]))
     cfg.model.backbone.with_cp = with_cp(args)
     if args.step_drop_path is not None:
         cfg.model.backbone.drop_path_rate = args.step_drop_path
@@ -283,7 +289,7 @@ def step_fns(ref, args):
         )
     crops = make_crops(args.batch, args.seed, args.device)
     fns['reference'] = ReferenceStep(
-        ref, crops, drop_path, args.device, args.arch
+        ref, crops, drop_path, args.device, arch_of(args)
     )
     return fns, drop_path
 
@@ -309,6 +315,7 @@ def interleave(fns, repeats, warmup, device='cpu', amp=False, clock='wall'):
     names = list(fns)
     times = {n: [] for n in names}
     peaks = {n: 0 for n in names}  # bytes above what was allocated before
+    overall = 0  # all sides together, models and optimiser states included
     for i in range(warmup + repeats):
         order = list(names if i % 2 == 0 else names[::-1])
         for name in order:
@@ -335,8 +342,9 @@ def interleave(fns, repeats, warmup, device='cpu', amp=False, clock='wall'):
             if i >= warmup:
                 times[name].append(now() - start)
             if cuda:
-                extra = torch.cuda.max_memory_allocated() - before
-                peaks[name] = max(peaks[name], extra)
+                top = torch.cuda.max_memory_allocated()
+                peaks[name] = max(peaks[name], top - before)
+                overall = max(overall, top)
         if i >= warmup and names:  # partial results survive a stop
             print(
                 f'repeat {i - warmup + 1}: '
@@ -348,19 +356,11 @@ def interleave(fns, repeats, warmup, device='cpu', amp=False, clock='wall'):
         print(
             'peak CUDA memory during a call, above what was allocated '
             'before it (activations, gradients, temporaries): '
-            + ', '.join(f'{n} {peaks[n] / 2**30:.2f} GiB' for n in times),
+            + ', '.join(f'{n} {peaks[n] / 2**30:.2f} GiB' for n in times)
+            + f'; peak of all sides together {overall / 2**30:.2f} GiB',
             flush=True,
         )
     return times
-
-
-def peak_memory(device):
-    """Peak CUDA memory since the last reset, in GiB ('' on CPU)."""
-    if not str(device).startswith('cuda'):
-        return ''
-    peak = torch.cuda.max_memory_allocated() / 2**30
-    torch.cuda.reset_peak_memory_stats()
-    return f', peak CUDA memory of all sides {peak:.2f} GiB'
 
 
 OOM = getattr(torch, 'OutOfMemoryError', torch.cuda.OutOfMemoryError)
@@ -403,7 +403,7 @@ def step_flops(args) -> float:
 
     from mmssl.apis.flops import dino_step_flops
 
-    cfg = Config.fromfile(CONFIG.format(args.arch[0]))
+    cfg = Config.fromfile(CONFIG.format(arch_of(args)[0]))
     cfg.train_dataloader.batch_size = args.batch
     for t in cfg.train_dataloader.dataset.pipeline:
         if t['type'] == 'MultiCrop':
@@ -444,7 +444,7 @@ def main(argv=None):
         where = f'{device} ({torch.cuda.get_device_name(device)})'
     print(
         f'torch {torch.__version__}, {where}, {args.threads} thread(s), '
-        f'ViT-{args.arch[0].upper()}/14, with_cp {args.with_cp}, '
+        f'ViT-{arch_of(args)[0].upper()}/14, with_cp {args.with_cp}, '
         f'batch {args.batch} (2x224 + 8x98 crops), '
         f'{"bf16 autocast" if args.amp else "fp32"}'
         f'{" (TF32 matmuls)" if args.tf32 and not args.amp else ""}, '
@@ -463,8 +463,8 @@ def main(argv=None):
         fns = backbone_fns(ref, args)
         times = interleave(fns, **timing)
         report(
-            f'ViT-{args.arch[0].upper()}/14 forward+backward, '
-            f'drop_path_rate={args.drop_path}' + peak_memory(device),
+            f'ViT-{arch_of(args)[0].upper()}/14 forward+backward, '
+            f'drop_path_rate={args.drop_path}',
             times,
         )
         del fns
@@ -473,8 +473,7 @@ def main(argv=None):
         fns, drop_path = step_fns(ref, args)
         times = interleave(fns, **timing)
         report(
-            f'whole DINOv2 step, drop_path_rate={drop_path}'
-            + peak_memory(device),
+            f'whole DINOv2 step, drop_path_rate={drop_path}',
             times,
             step_flops(args),
             args.peak_tflops or default_peak(args),
