@@ -88,7 +88,7 @@ def sinkhorn_knopp(
     tiny = torch.finfo(q.dtype).tiny
     if keep is not None:  # padding rows := the maxima (0 after the shift)
         col_max = torch.nan_to_num(col_max, neginf=0.0)  # no valid row
-        q = torch.where(keep, q, col_max)
+        torch.where(keep, q, col_max, out=q)
     q.sub_(col_max).div_(teacher_temp)  # <= 0, max 0 on some rank
     col_sums = _col_sums(torch.exp(q), keep)  # (K,), >= 1 over all ranks
     all_reduce(col_sums)
@@ -109,7 +109,9 @@ def sinkhorn_knopp(
 
 def _col_sums(q: Tensor, keep: Optional[Tensor]) -> Tensor:
     """Column sums (K,) of ``q`` (B, K) over the rows where ``keep``."""
-    return q.sum(dim=0) if keep is None else (q * keep).sum(dim=0)
+    if keep is None:
+        return q.sum(dim=0)
+    return (keep.to(q.dtype).reshape(1, -1) @ q).squeeze(0)  # no (B, K) temp
 
 
 class TeacherCentering(BaseModule):

@@ -111,7 +111,7 @@ class iBOTPatchLoss(TeacherCentering):
             )
         targets = self.teacher_targets(teacher_logits, teacher_temp, valid)
         if valid is not None:  # padding rows: no target, whatever the logits
-            targets = torch.where(valid.unsqueeze(1), targets, 0.0)
+            targets.masked_fill_(~valid.unsqueeze(1), 0.0)  # in place
         log_probs = F.log_softmax(
             student_logits.float() / self.student_temp, dim=-1
         )
