@@ -40,7 +40,7 @@ PY=${PYTHON:-python3}
 SUMMARY="$OUT/summary.txt"
 LOGS=$(mktemp -d)  # one log per step; all of them end up in OUT/all.log
 : >"$SUMMARY"
-FIGURES='passed|failed|skipped|Error|error|ratio|median|peak|MFU|TFLOP|images/s|out of memory|=====|torch [0-9]'
+FIGURES='passed|failed|skipped|xfail|XPASS|Error|error|ratio|median|peak|MFU|TFLOP|images/s|out of memory|=====|torch [0-9]'
 
 step() {  # step NAME SECONDS CMD...
     local name=$1 limit=$2
