@@ -13,7 +13,7 @@
 # - 16384 prototypes (CLS and iBOT losses) instead of 65536, for memory,
 #   not for the data size (at demo scale a 16x larger head was better with
 #   both seeds): fp32 at batch 64 already takes 22.3 GB on one GPU
-#   (docs/en/benchmarks.md); 65536 adds ~0.25 GB of weights and AdamW
+#   (docs/dev/benchmarks_history.md); 65536 adds ~0.25 GB of weights and AdamW
 #   state, ~0.13 GB per copy of the CLS logits and ~1 GB per copy of the
 #   iBOT patch logits (arithmetic). With memory to spare (or --amp):
 #   model.head.n_prototypes=65536 model.loss.out_dim=65536

@@ -22,13 +22,14 @@ def load_reference(root):
         warnings.simplefilter('ignore')
         from dinov2.layers import DINOHead
         from dinov2.loss import DINOLoss, KoLeoLoss, iBOTPatchLoss
-        from dinov2.models.vision_transformer import vit_small
+        from dinov2.models.vision_transformer import vit_large, vit_small
         from dinov2.utils.param_groups import (
             fuse_params_groups,
             get_params_groups_with_decay,
         )
     return dict(
         vit_small=vit_small,
+        vit_large=vit_large,
         DINOHead=DINOHead,
         DINOLoss=DINOLoss,
         iBOTPatchLoss=iBOTPatchLoss,
@@ -38,15 +39,21 @@ def load_reference(root):
     )
 
 
-def reference_vit_small(ref, drop_path):
-    """The reference ViT-S/14 (LayerScale 1e-5, no block chunks)."""
-    return ref['vit_small'](
+def reference_vit(ref, drop_path, arch='small'):
+    """The reference ViT-S/14 or ViT-L/14 (LayerScale 1e-5, no block
+    chunks)."""
+    return ref[f'vit_{arch}'](
         patch_size=14,
         img_size=224,
         init_values=1e-5,
         block_chunks=0,
         drop_path_rate=drop_path,
     )
+
+
+def reference_vit_small(ref, drop_path):
+    """The reference ViT-S/14 (see :func:`reference_vit`)."""
+    return reference_vit(ref, drop_path, 'small')
 
 
 class ReferenceStep:
@@ -60,12 +67,13 @@ class ReferenceStep:
             (2B, 256), as ``benchmark_vs_reference.make_crops`` makes them.
         drop_path (float): Stochastic depth rate of the last block.
         device (str): Where to run.
+        arch (str): ``'small'`` (ViT-S/14) or ``'large'`` (ViT-L/14).
     """
 
-    def __init__(self, ref, crops, drop_path, device='cpu'):
-        self.student = self.build(ref, drop_path).to(device)
+    def __init__(self, ref, crops, drop_path, device='cpu', arch='small'):
+        self.student = self.build(ref, drop_path, arch).to(device)
         # the head's weight norm cannot be deep-copied: build and load
-        self.teacher = self.build(ref, drop_path).eval().to(device)
+        self.teacher = self.build(ref, drop_path, arch).eval().to(device)
         self.teacher.load_state_dict(self.student.state_dict())
         self.teacher.requires_grad_(False)
         self.dino_loss = ref['DINOLoss'](65536).to(device)
@@ -91,15 +99,15 @@ class ReferenceStep:
         self.n_local = len(loc)
 
     @staticmethod
-    def build(ref, drop_path):
+    def build(ref, drop_path, arch='small'):
+        backbone = reference_vit(ref, drop_path, arch)
         head = ref['DINOHead'](
-            in_dim=384,
+            in_dim=backbone.embed_dim,
             out_dim=65536,
             hidden_dim=2048,
             bottleneck_dim=256,
             nlayers=3,
         )
-        backbone = reference_vit_small(ref, drop_path)
         return torch.nn.ModuleDict(dict(backbone=backbone, head=head))
 
     def teacher_targets(self, temp):

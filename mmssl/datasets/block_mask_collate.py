@@ -74,6 +74,29 @@ def batch_masks(
     return masks[rng.permutation(num_crops)]
 
 
+def batch_mask_bound(
+    num_crops: int,
+    grid: tuple,
+    mask_ratio: Sequence[float] = (0.1, 0.5),
+    mask_prob: float = 0.5,
+    **_,
+) -> int:
+    """Most patches :func:`batch_masks` can mask in one batch.
+
+    The i-th masked crop targets ``int(P * r)`` patches with ``r`` below
+    the upper edge of its interval, and the block rule never exceeds its
+    target, so the bound is the sum of ``int(P * edge)`` over the upper
+    edges (as the DINOv2 reference collate's ``upperbound``). It depends
+    on the batch size only, so the masked-patch buffer of the DINO family
+    has one shape for every batch.
+    """
+    lo, hi = (float(x) for x in mask_ratio)
+    num_patches = grid[0] * grid[1]
+    num_masked = int(num_crops * mask_prob)
+    edges = np.linspace(lo, hi, num_masked + 1)
+    return int(sum(int(num_patches * e) for e in edges[1:]))
+
+
 @FUNCTIONS.register_module()
 def block_mask_collate(
     data_batch: Sequence[dict],
@@ -89,7 +112,9 @@ def block_mask_collate(
     ``Runner.build_dataloader`` find it in mmssl's function registry.
     Sets ``data_sample.mask`` (G, Hp, Wp) of every sample from
     :func:`batch_masks` over the batch's G * B global crops (crop-major,
-    as the algorithms concatenate them); ``mask_cfg`` goes to it.
+    as the algorithms concatenate them); ``mask_cfg`` goes to it. Every
+    sample's metainfo ``num_masked_max`` gets :func:`batch_mask_bound`,
+    the size of the DINO family's fixed masked-patch buffer.
 
     Randomness: one seed is drawn from NumPy's global generator and drives a
     private ``RandomState``. In a loader worker that generator was last
@@ -118,6 +143,8 @@ def block_mask_collate(
     rng = np.random.RandomState(np.random.randint(0, 2**31 - 1))
     masks = batch_masks(num_global_crops * batch, grid, rng=rng, **mask_cfg)
     masks = torch.from_numpy(masks).view(num_global_crops, batch, *grid)
+    bound = batch_mask_bound(num_global_crops * batch, grid, **mask_cfg)
     for b, item in enumerate(data_batch):
         item['data_samples'].set_mask(masks[:, b].clone())  # (G, Hp, Wp)
+        item['data_samples'].set_metainfo(dict(num_masked_max=bound))
     return default_collate(data_batch)

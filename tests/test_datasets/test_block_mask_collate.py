@@ -155,3 +155,32 @@ def test_collate_sets_crop_major_masks_from_the_numpy_state():
     assert torch.equal(masks, ref.transpose(0, 1))
     with pytest.raises(ValueError, match='patch_size'):
         block_mask_collate(_batch(2, size=8), patch_size=14)
+
+
+def test_batch_mask_bound_is_the_reference_upper_bound():
+    from mmssl.datasets.block_mask_collate import batch_mask_bound
+
+    # 8 crops, half masked, ratio intervals with upper edges .2 .3 .4 .5 of
+    # 16 patches: int(3.2) + int(4.8) + int(6.4) + int(8.0) = 21
+    assert batch_mask_bound(8, (4, 4), (0.1, 0.5), 0.5) == 21
+    assert batch_mask_bound(8, (4, 4), (0.1, 0.5), 0.0) == 0
+    rng = np.random.RandomState(0)
+    bound = batch_mask_bound(12, (8, 8), (0.1, 0.5), 0.5)
+    counts = set()
+    for _ in range(200):  # the bound holds and is not far above the max
+        n = int(batch_masks(12, (8, 8), (0.1, 0.5), 0.5, rng=rng).sum())
+        assert n <= bound
+        counts.add(n)
+    assert max(counts) > 0.8 * bound and len(counts) > 10
+
+
+def test_collate_sets_the_same_bound_on_every_batch():
+    bounds, sums = set(), set()
+    for seed in range(4):
+        np.random.seed(seed)
+        out = block_mask_collate(_batch(5), patch_size=4)
+        samples = out['data_samples']
+        bounds |= {s.metainfo['num_masked_max'] for s in samples}
+        sums.add(int(sum(s.mask.sum() for s in samples)))
+    assert len(bounds) == 1 and len(sums) > 1  # counts vary, bound fixed
+    assert max(sums) <= bounds.pop()

@@ -77,3 +77,30 @@ def test_summary_once_per_run(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert printed.count('images/s: 4.00') == 1 and 'note' in printed
     assert json.loads(out.read_text())['iters'] == 2
+
+
+def test_mfu_from_the_config_crops(capsys):
+    from types import SimpleNamespace
+
+    from mmssl.apis.flops import dino_step_flops
+    from mmssl.utils import register_all_modules
+
+    register_all_modules()
+    cfg = Config.fromfile(DEMO)
+    s = dict(
+        iters=2, img_per_s=1000.0, s_per_iter=0.5, s_per_iter_min=0.5,
+        s_per_iter_max=0.5, data_share=0.1, peak_rss_mb=100.0,
+    )  # fmt: skip
+    args = SimpleNamespace(peak_tflops=0.5, amp=True)
+    bench.add_mfu(s, cfg, args, cuda=False, gpus=2)
+    flops = dino_step_flops(cfg).total
+    assert s['mfu'] == pytest.approx(1000.0 * flops / 2 / 0.5e12)
+    assert s['gflop_per_img'] == pytest.approx(flops / 1e9)
+    bench.report(s, [], None, rank=0)
+    assert f'MFU: {100 * s["mfu"]:.1f}% of 0.5 TFLOP/s x 2' in (
+        capsys.readouterr().out
+    )
+    s2 = dict(s)
+    bench.add_mfu(s2, cfg, SimpleNamespace(peak_tflops=None, amp=True),
+                  cuda=False, gpus=1)  # fmt: skip
+    assert s2['mfu'] is None

@@ -55,3 +55,35 @@ def test_backbone_rows_use_their_mode(monkeypatch):
         'reference',
     ]
     assert built == pytest.approx({'fixed': 0.4, 'fixed_stochastic': 0.4})
+
+
+def test_arch_and_checkpointing_switches():
+    import os.path as osp
+
+    args = bvr.parse_args(
+        ['--reference-root', 'x', '--arch', 'large', '--with-cp', 'selective']
+    )  # fmt: skip
+    assert bvr.with_cp(args) == 'selective'
+    assert bvr.with_cp(bvr.parse_args(['--reference-root', 'x'])) is False
+    for arch in ('small', 'large'):  # the mmssl side's recipe of each
+        assert osp.isfile(bvr.CONFIG.format(arch[0]))
+    with pytest.raises(SystemExit):
+        bvr.parse_args(['--reference-root', 'x', '--arch', 'giant'])
+
+
+def test_a_side_out_of_memory_leaves_the_others(capsys):
+    import torch
+
+    def oom():
+        raise torch.OutOfMemoryError('no room')
+
+    calls = []
+    fns = dict(mmssl=lambda: calls.append(1), reference=oom)
+    times = bvr.interleave(fns, repeats=2, warmup=1)
+    assert list(times) == ['mmssl'] and len(times['mmssl']) == 2
+    assert len(calls) == 3
+    bvr.report('t', times, flops=2e12, peak=100.0)
+    out = capsys.readouterr().out
+    assert 'reference: out of memory' in out and 'mmssl: median' in out
+    median = sum(times['mmssl']) / 2
+    assert f'{2 / median:.3g} TFLOP/s, MFU {2 / median:.1f}%' in out

@@ -6,8 +6,12 @@ Runs the config's own model, data pipeline, optimizer wrapper and hooks for
 temporary work dir) and prints, over the warm iterations: images/s (all
 ranks), seconds per iteration (median, min, max), the share of the time
 spent waiting for data, the peak CPU resident memory and, on CUDA, the peak
-allocated GPU memory. The same figures appear in the training log line
-through :class:`~mmssl.engine.hooks.TrainSpeedHook`.
+allocated GPU memory; for DINO-family configs also the model FLOPs per
+image (:func:`mmssl.apis.flops.dino_step_flops`) and the model-FLOPs
+utilisation (MFU) against ``--peak-tflops`` (by default the datasheet
+peak of an H100, H200 or A100: bf16 with ``--amp``, else TF32). The
+speed figures also appear in the training log line through
+:class:`~mmssl.engine.hooks.TrainSpeedHook`.
 
 On CPU, torch uses ``cores / processes`` threads unless ``--threads`` or
 ``OMP_NUM_THREADS`` says otherwise (several processes with all threads each
@@ -55,6 +59,13 @@ def parse_args(argv=None):
     parser.add_argument('--batch-size', type=int, default=None)
     parser.add_argument('--num-workers', type=int, default=None)
     parser.add_argument('--json', help='also write the figures here')
+    parser.add_argument(
+        '--peak-tflops',
+        type=float,
+        default=None,
+        help='peak TFLOP/s per GPU for MFU (default: the datasheet bf16 '
+        '(with --amp) or TF32 peak of H100/H200/A100, mmssl.apis.flops)',
+    )
     add_cfg_options_arguments(parser)
     return parser.parse_args(argv)
 
@@ -160,7 +171,40 @@ def format_summary(s: dict) -> str:
     ]
     if 'cuda_max_alloc_mb' in s:
         lines.append(f'CUDA max allocated: {s["cuda_max_alloc_mb"]:.0f} MiB')
+    if 'gflop_per_img' in s:
+        mfu = s.get('mfu')
+        lines.append(
+            f'model GFLOP/image: {s["gflop_per_img"]:.1f} ({s["crops"]}); '
+            + (
+                f'MFU: {100 * mfu:.1f}% of {s["peak_tflops"]:g} TFLOP/s '
+                f'x {s["gpus"]} GPU(s)'
+                if mfu is not None
+                else 'MFU: n/a (give --peak-tflops)'
+            )
+        )
     return '\n'.join(lines)
+
+
+def add_mfu(summary: dict, cfg, args, cuda: bool, gpus: int) -> None:
+    """Model FLOPs per image (mmssl.apis.flops) and MFU, where the config
+    is a DINO-family one and a peak is known."""
+    import torch
+
+    from mmssl.apis.flops import dino_step_flops, peak_tflops
+
+    try:
+        flops = dino_step_flops(cfg)
+    except (KeyError, ValueError, TypeError):
+        return  # not a multi-crop ViT config
+    peak = args.peak_tflops
+    if peak is None and cuda:  # 16-bit peak for --amp or an AMP config
+        half = args.amp or 'Amp' in str(cfg.optim_wrapper.get('type', ''))
+        peak = peak_tflops(torch.cuda.get_device_name(), bf16=half)
+    summary.update(gflop_per_img=flops.total / 1e9, crops=flops.crops)
+    summary.update(gpus=gpus, peak_tflops=peak, mfu=None)
+    if peak:
+        achieved = summary['img_per_s'] * flops.total / gpus
+        summary['mfu'] = achieved / (peak * 1e12)
 
 
 def main(argv=None):
@@ -190,8 +234,9 @@ def main(argv=None):
         threads=torch.get_num_threads(),
         work_dir=cfg.work_dir,
     )
-    from mmengine.dist import get_rank
+    from mmengine.dist import get_rank, get_world_size
 
+    add_mfu(summary, cfg, args, cuda, get_world_size())
     report(summary, notes, args.json, get_rank())
 
 

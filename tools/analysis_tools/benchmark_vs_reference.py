@@ -59,12 +59,12 @@ from mmssl.analysis.reference_dinov2 import (
     ReferenceStep,
     init_single_process_group,
     load_reference,
-    reference_vit_small,
+    reference_vit,
 )
 from mmssl.models.utils.drop_path import DROP_PATH_MODES
 
 ROOT = osp.abspath(osp.join(osp.dirname(__file__), '..', '..'))
-CONFIG = osp.join(ROOT, 'configs/dinov2/dinov2_vit-s14_8xb128-100e_in1k.py')
+CONFIG = osp.join(ROOT, 'configs/dinov2/dinov2_vit-{}14_8xb128-100e_in1k.py')
 VARIANTS = ('plain', 'compile', 'packed', 'compile+packed')
 
 
@@ -107,6 +107,30 @@ def parse_args(argv=None):
         'runs on a shared machine: time spent descheduled is not counted)',
     )
     parser.add_argument(
+        '--arch',
+        choices=['small', 'large'],
+        default='small',
+        help='ViT-S/14 or ViT-L/14 on both sides',
+    )
+    parser.add_argument(
+        '--with-cp',
+        choices=['none', 'full', 'selective'],
+        default='none',
+        help="mmssl's activation checkpointing (the reference has none)",
+    )
+    parser.add_argument(
+        '--tf32',
+        action='store_true',
+        help='TF32 matmuls in fp32 runs on CUDA, on both sides',
+    )
+    parser.add_argument(
+        '--peak-tflops',
+        type=float,
+        default=None,
+        help='peak TFLOP/s for the MFU of the step (default: datasheet '
+        'peak of H100/H200/A100)',
+    )
+    parser.add_argument(
         '--compile-backend',
         default=None,
         help='torch.compile backend of the compile variants (inductor)',
@@ -126,6 +150,17 @@ def make_crops(batch, seed, device='cpu'):
     glob = [x.to(device) for x in glob]
     loc = [x.to(device) for x in loc]
     return glob, loc, masks.to(device)
+
+
+def with_cp(args):
+    """``with_cp`` of mmssl's backbone."""
+    mode = getattr(args, 'with_cp', 'none')
+    return False if mode == 'none' else mode
+
+
+def arch_of(args):
+    """``'small'`` or ``'large'`` (tools/dev/profile_*.py: small)."""
+    return getattr(args, 'arch', 'small')
 
 
 def compile_cfg(variant, backend):
@@ -156,7 +191,8 @@ def backbone_fns(ref, args):
     for variant, mode in rows(args):
         torch.manual_seed(args.seed)
         ours = DINOVisionTransformer(
-            arch='small',
+            arch=arch_of(args),
+            with_cp=with_cp(args),
             img_size=224,
             drop_path_rate=args.drop_path,
             drop_path_mode=mode,
@@ -168,7 +204,8 @@ def backbone_fns(ref, args):
         fns[name_of(variant, mode)] = mmssl_backbone_fn(
             ours, (g, local), 'packed' in variant
         )
-    theirs = reference_vit_small(ref, args.drop_path).train().to(args.device)
+    theirs = reference_vit(ref, args.drop_path, arch_of(args))
+    theirs = theirs.train().to(args.device)
 
     def run_theirs():
         loss = sum(
@@ -201,7 +238,8 @@ def build_mmssl_step(args, variant='plain', mode='bernoulli'):
     from mmssl.utils import register_all_modules
 
     register_all_modules()
-    cfg = Config.fromfile(CONFIG)
+    cfg = Config.fromfile(CONFIG.format(arch_of(args)[0]))
+    cfg.model.backbone.with_cp = with_cp(args)
     if args.step_drop_path is not None:
         cfg.model.backbone.drop_path_rate = args.step_drop_path
     cfg.model.backbone.drop_path_mode = mode
@@ -215,11 +253,15 @@ def build_mmssl_step(args, variant='plain', mode='bernoulli'):
     model.train().to(args.device)
     model.teacher_temp = 0.07
     wrapper = build_optim_wrapper(model, cfg.optim_wrapper)
+    wrapper.log_interval = 10**9  # no log reading, as the reference side
     glob, loc, masks = make_crops(args.batch, args.seed, args.device)
     per_image = masks.view(2, args.batch, 16, 16).transpose(0, 1)
+    # the masked-patch buffer holds exactly the masked patches (as the
+    # reference side's index): equal work, static shapes
+    bound = int(masks.sum())
     samples = []
     for b in range(args.batch):
-        sample = DataSample()
+        sample = DataSample(metainfo=dict(num_masked_max=bound))
         sample.set_field(per_image[b], 'mask', field_type='data')
         samples.append(sample)
     inputs = glob + loc
@@ -241,7 +283,9 @@ def step_fns(ref, args):
             args, variant, mode
         )
     crops = make_crops(args.batch, args.seed, args.device)
-    fns['reference'] = ReferenceStep(ref, crops, drop_path, args.device)
+    fns['reference'] = ReferenceStep(
+        ref, crops, drop_path, args.device, arch_of(args)
+    )
     return fns, drop_path
 
 
@@ -262,10 +306,13 @@ def interleave(fns, repeats, warmup, device='cpu', amp=False, clock='wall'):
     now = time.process_time if clock == 'cpu' else time.perf_counter
     sync = torch.cuda.synchronize if cuda else (lambda: None)
     kind = 'cuda' if cuda else 'cpu'
+    fns = dict(fns)
     names = list(fns)
     times = {n: [] for n in names}
+    peaks = {n: 0 for n in names}  # bytes above what was allocated before
+    overall = 0  # all sides together, models and optimiser states included
     for i in range(warmup + repeats):
-        order = names if i % 2 == 0 else names[::-1]
+        order = list(names if i % 2 == 0 else names[::-1])
         for name in order:
             ctx = (
                 torch.autocast(kind, dtype=torch.bfloat16)
@@ -273,34 +320,51 @@ def interleave(fns, repeats, warmup, device='cpu', amp=False, clock='wall'):
                 else contextlib.nullcontext()
             )
             sync()
+            if cuda:
+                before = torch.cuda.memory_allocated()
+                torch.cuda.reset_peak_memory_stats()
             start = now()
-            with ctx:
-                fns[name]()
-            sync()
+            try:
+                with ctx:
+                    fns[name]()
+                sync()
+            except OOM:  # the other sides go on
+                print(f'{name}: out of memory', flush=True)
+                fns.pop(name)
+                names.remove(name)
+                torch.cuda.empty_cache()
+                continue
             if i >= warmup:
                 times[name].append(now() - start)
-        if i >= warmup:  # partial results survive an interrupted run
+            if cuda:
+                top = torch.cuda.max_memory_allocated()
+                peaks[name] = max(peaks[name], top - before)
+                overall = max(overall, top)
+        if i >= warmup and names:  # partial results survive a stop
             print(
                 f'repeat {i - warmup + 1}: '
                 + ', '.join(f'{n} {times[n][-1]:.3f} s' for n in names),
                 flush=True,
             )
+    times = {n: ts for n, ts in times.items() if ts}  # out of memory: none
+    if cuda:
+        print(
+            'peak CUDA memory during a call, above what was allocated '
+            'before it (activations, gradients, temporaries): '
+            + ', '.join(f'{n} {peaks[n] / 2**30:.2f} GiB' for n in times)
+            + f'; peak of all sides together {overall / 2**30:.2f} GiB',
+            flush=True,
+        )
     return times
 
 
-def peak_memory(device):
-    """Peak CUDA memory since the last reset, in GiB ('' on CPU)."""
-    if not str(device).startswith('cuda'):
-        return ''
-    peak = torch.cuda.max_memory_allocated() / 2**30
-    torch.cuda.reset_peak_memory_stats()
-    return f', peak CUDA memory of all sides {peak:.2f} GiB'
+OOM = getattr(torch, 'OutOfMemoryError', torch.cuda.OutOfMemoryError)
 
 
-def report(title, times):
+def report(title, times, flops=0.0, peak=None):
     """Medians of every side and, per mmssl row, the ratio reference /
     mmssl (median of per-repeat ratios and their range)."""
-    theirs = times['reference']
+    theirs = times.get('reference', [])
     lines = [f'== {title} ({len(theirs)} repeats)']
     for name, ts in times.items():
         q = statistics.quantiles(ts, n=4) if len(ts) > 1 else ts * 3
@@ -309,7 +373,7 @@ def report(title, times):
             f'(IQR {q[0]:.3f}-{q[2]:.3f}, min {min(ts):.3f})'
         )
     for name, ours in times.items():
-        if name == 'reference':
+        if name == 'reference' or not theirs:
             continue
         pair = [t / o for o, t in zip(ours, theirs)]
         lines.append(
@@ -318,7 +382,37 @@ def report(title, times):
             f'(median of per-repeat ratios {statistics.median(pair):.3f}, '
             f'range {min(pair):.3f}-{max(pair):.3f})'
         )
+    if flops:  # model FLOPs of one call (mmssl.apis.flops)
+        for name, ts in times.items():
+            tflops = flops / statistics.median(ts) / 1e12
+            mfu = f', MFU {100 * tflops / peak:.1f}%' if peak else ''
+            lines.append(f'{name:>20}: {tflops:.3g} TFLOP/s{mfu}')
     print('\n'.join(lines), flush=True)
+
+
+def step_flops(args) -> float:
+    """Model FLOPs of one step of ``--batch`` images, 2x224 + 8x98 crops
+    (:func:`mmssl.apis.flops.dino_step_flops`; iBOT rows at the collate's
+    bound, about this benchmark's count)."""
+    from mmengine.config import Config
+
+    from mmssl.apis.flops import dino_step_flops
+
+    cfg = Config.fromfile(CONFIG.format(arch_of(args)[0]))
+    cfg.train_dataloader.batch_size = args.batch
+    for t in cfg.train_dataloader.dataset.pipeline:
+        if t['type'] == 'MultiCrop':
+            t.update(global_size=224, local_size=98, num_local_crops=8)
+    return dino_step_flops(cfg).total * args.batch
+
+
+def default_peak(args):
+    """Datasheet peak TFLOP/s of the GPU (bf16 with --amp, else TF32)."""
+    if not args.device.startswith('cuda'):
+        return None
+    from mmssl.apis.flops import peak_tflops
+
+    return peak_tflops(torch.cuda.get_device_name(args.device), args.amp)
 
 
 def load_average():
@@ -331,6 +425,9 @@ def load_average():
 def main(argv=None):
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
+    if args.tf32:
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
     torch.manual_seed(args.seed)
     from mmengine.logging import MMLogger
 
@@ -342,8 +439,10 @@ def main(argv=None):
         where = f'{device} ({torch.cuda.get_device_name(device)})'
     print(
         f'torch {torch.__version__}, {where}, {args.threads} thread(s), '
+        f'ViT-{arch_of(args)[0].upper()}/14, with_cp {args.with_cp}, '
         f'batch {args.batch} (2x224 + 8x98 crops), '
-        f'{"bf16 autocast" if args.amp else "fp32"}, '
+        f'{"bf16 autocast" if args.amp else "fp32"}'
+        f'{" (TF32 matmuls)" if args.tf32 and not args.amp else ""}, '
         f'mmssl rows {" ".join(args.variants)}, drop-path modes '
         f'{" ".join(args.drop_path_mode)}, {args.clock} clock, '
         f'load average {load_average()}'
@@ -359,8 +458,8 @@ def main(argv=None):
         fns = backbone_fns(ref, args)
         times = interleave(fns, **timing)
         report(
-            f'ViT-S/14 forward+backward, drop_path_rate={args.drop_path}'
-            + peak_memory(device),
+            f'ViT-{arch_of(args)[0].upper()}/14 forward+backward, '
+            f'drop_path_rate={args.drop_path}',
             times,
         )
         del fns
@@ -369,9 +468,10 @@ def main(argv=None):
         fns, drop_path = step_fns(ref, args)
         times = interleave(fns, **timing)
         report(
-            f'whole DINOv2 step, drop_path_rate={drop_path}'
-            + peak_memory(device),
+            f'whole DINOv2 step, drop_path_rate={drop_path}',
             times,
+            step_flops(args),
+            args.peak_tflops or default_peak(args),
         )
     print(f'load average at the end {load_average()}')
 

@@ -1,6 +1,7 @@
 from .atomic_checkpoint_hook import AtomicCheckpointHook
 from .bad_file_hook import BadFileCounter, BadFileSummaryHook, collect_skipped
 from .base_lr_log_hook import BaseLRLogHook
+from .batched_runtime_info_hook import BatchedRuntimeInfoHook
 from .deepcluster_hook import DeepClusterHook
 from .dist_loss_average_hook import DistLossAverageHook
 from .freeze_last_layer_hook import FreezeLastLayerHook
@@ -19,6 +20,7 @@ from .warm_start_hook import WarmStartHook
 __all__ = [
     'AtomicCheckpointHook',
     'BadFileSummaryHook',
+    'BatchedRuntimeInfoHook',
     'BaseLRLogHook',
     'BadFileCounter',
     'collect_skipped',

@@ -45,3 +45,11 @@ class LogIntervalHook(Hook):
         note = clamp_logger_interval(runner)
         if note:
             runner.logger.info(note)
+        # optim wrappers that keep values on the device (NaNGuard with a
+        # fused optimiser) read them at the logger's interval only
+        intervals = [
+            h.interval for h in runner.hooks if isinstance(h, LoggerHook)
+        ]
+        wrapper = getattr(runner, 'optim_wrapper', None)
+        if intervals and hasattr(wrapper, 'log_interval'):
+            wrapper.log_interval = min(intervals)

@@ -27,7 +27,9 @@ class TeacherEMAHook(Hook):
     ``m`` following a cosine from ``momentum`` (0.992 in DINOv2, 0.996 in
     DINO) to ``end_momentum`` (1.0) over all training iterations, computed
     from ``runner.iter`` (so it is exact after a resume). The update is
-    skipped when the optimiser skipped the step (``NaNGuardOptimWrapper``).
+    skipped when the optimiser skipped the step (``NaNGuardOptimWrapper``;
+    with a fused optimiser the wrapper's device ``skip_flag`` sets the
+    momentum to 1 on the device, without a host sync).
     The momentum is logged as ``teacher_momentum``.
 
     The model must have ``update_teacher(momentum)`` (``DINO`` and its
@@ -75,11 +77,15 @@ class TeacherEMAHook(Hook):
             runner.iter, runner.max_iters, self.momentum, self.end_momentum
         )
         runner.message_hub.update_scalar('train/teacher_momentum', m)
-        if getattr(runner.optim_wrapper, 'last_step_skipped', False):
-            return
         model = (
             runner.model.module
             if is_model_wrapper(runner.model)
             else runner.model
         )
+        skip = getattr(runner.optim_wrapper, 'skip_flag', None)
+        if skip is not None:  # decided on the device: no host sync
+            model.update_teacher(m, skip=skip)
+            return
+        if getattr(runner.optim_wrapper, 'last_step_skipped', False):
+            return
         model.update_teacher(m)

@@ -13,6 +13,8 @@ from .dino_parts import (
     forward_backbone,
     forward_groups,
     global_masks,
+    mask_buffer_index,
+    mask_buffer_size,
     masked_tokens,
     patch_grid,
     resize_patch_grid,
@@ -105,15 +107,18 @@ class DINOFamily(EMATeacherSelfSupervisor):
         """
         g, b, temp = self.num_global_crops, len(inputs[0]), self.teacher_temp
         global_x, locals_, gram_x = split_views(inputs, g, self.num_gram_crops)
-        masks = None  # (G*B, P), True = masked for the student
+        masks = index = None  # (G*B, P), True = masked for the student
         if 'ibot_patch' in self.terms:
             masks = global_masks(data_samples, g, global_x.device)
+            bound = mask_buffer_size(data_samples)
+            if bound is not None:  # fixed-size buffer (U,) of the patches
+                index = mask_buffer_index(masks, bound)
         with torch.no_grad():
             ((t_cls, t_patch),) = forward_groups(
                 self.teacher['backbone'], [global_x], packed=self.pack_crops
             )
             t_logits, t_patch_logits = self._heads(
-                self.teacher, t_cls, masked_tokens(t_patch, masks)
+                self.teacher, t_cls, masked_tokens(t_patch, masks, index)
             )
         (s_cls_g, s_patch), *s_locals = forward_groups(
             self.backbone,
@@ -123,7 +128,9 @@ class DINOFamily(EMATeacherSelfSupervisor):
         )
         s_cls = torch.cat([s_cls_g] + [c for c, _ in s_locals])  # (V*B, C)
         s_logits, s_patch_logits = self._heads(
-            self.student_modules(), s_cls, masked_tokens(s_patch, masks)
+            self.student_modules(),
+            s_cls,
+            masked_tokens(s_patch, masks, index),
         )
         terms = dict(
             dino_cls=self.dino_loss(
@@ -135,7 +142,7 @@ class DINOFamily(EMATeacherSelfSupervisor):
         )
         if 'ibot_patch' in self.terms:
             terms['ibot_patch'] = self.ibot_loss(
-                s_patch_logits, t_patch_logits, masks, temp
+                s_patch_logits, t_patch_logits, masks, temp, index=index
             )
         if 'koleo' in self.terms:  # summed over the global crops (DINOv2)
             cls = s_cls_g.view(g, b, -1)
@@ -158,7 +165,7 @@ class DINOFamily(EMATeacherSelfSupervisor):
         """GramLoss of the student patches (G*B, N, C) against the Gram
         teacher's features of ``gram_x`` (or of the global crops), resized
         to the student's grid; 0 before the first snapshot."""
-        if int(self.gram_teacher_updates) == 0:
+        if not self._gram_started():
             return s_patch.sum() * 0.0  # GramTeacherHook has not run yet
         x = global_x if gram_x is None else gram_x
         with torch.no_grad():

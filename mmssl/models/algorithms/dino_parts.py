@@ -154,11 +154,54 @@ def global_masks(
     return masks.transpose(0, 1).reshape(num_g * batch, -1).bool()
 
 
+#: ``data_sample`` metainfo key: an upper bound of the number of masked
+#: patches of the whole batch the sample was collated in (set by
+#: ``block_mask_collate``). With it the masked patches go through a buffer
+#: of that fixed size (static shapes); without it, ``tokens[masks]``.
+MASK_BOUND_KEY = 'num_masked_max'
+
+
+def mask_buffer_size(data_samples: Sequence[DataSample]) -> Optional[int]:
+    """The batch's masked-patch bound (``MASK_BOUND_KEY``), or None."""
+    if not data_samples:
+        return None
+    bound = data_samples[0].metainfo.get(MASK_BOUND_KEY)
+    return None if bound is None else int(bound)
+
+
+def mask_buffer_index(masks: Tensor, size: int) -> Tensor:
+    """Flat positions (U,) of a fixed-size buffer of masked patches.
+
+    The DINOv2 reference (Oquab et al. 2023,
+    https://arxiv.org/abs/2304.07193) gathers the masked patch tokens
+    into a buffer whose length is an upper bound fixed per batch size, so
+    the heads see the same shape every step. Here the positions are found
+    on the device without asking the host for the count: a stable sort
+    puts the masked positions first, in ``tokens[masks]`` order, then
+    unmasked positions as padding (their loss weight is 0).
+
+    Args:
+        masks (Tensor): (G*B, P) bool masks.
+        size (int): U, at least ``masks.sum()`` (masked patches beyond U
+            would be dropped); capped at ``masks.numel()``.
+
+    Returns:
+        Tensor: (U,) long positions into ``masks.flatten()``.
+    """
+    flat = masks.flatten().to(torch.uint8)
+    order = torch.sort(flat, descending=True, stable=True).indices
+    return order[: min(size, flat.numel())]
+
+
 def masked_tokens(
-    patches: Optional[Tensor], masks: Optional[Tensor]
+    patches: Optional[Tensor],
+    masks: Optional[Tensor],
+    index: Optional[Tensor] = None,
 ) -> Optional[Tensor]:
     """Patch tokens (M, C) at the masked positions; None without masks.
 
+    With ``index`` (:func:`mask_buffer_index`) the (U, C) rows of the
+    fixed-size buffer instead (a gather: static shape, no host sync).
     Raises clear errors when the backbone gives no or too few / many
     patch tokens for the masks (G*B, P).
     """
@@ -175,6 +218,8 @@ def masked_tokens(
             f'backbone gives {patches.shape[1]} patch tokens: set the mask '
             'generator input_size to global crop size // patch size.'
         )
+    if index is not None:
+        return patches.flatten(0, 1).index_select(0, index)  # (U, C)
     return patches[masks]
 
 

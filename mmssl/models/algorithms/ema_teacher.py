@@ -11,6 +11,27 @@ from mmssl.checkpoint.warm_start import apply_warm_start
 
 from .dino_parts import forward_backbone, strip_for_teacher
 
+#: most elements of the scaled-student temporaries of a flagged EMA step
+_EMA_CHUNK = 1 << 24
+
+
+def _chunks(t_params, s_params):
+    """Pairs of parameter lists of at most ``_EMA_CHUNK`` elements each
+    (a single larger parameter makes a chunk of its own)."""
+    start, size = 0, 0
+    for i, p in enumerate(t_params):
+        if size and size + p.numel() > _EMA_CHUNK:
+            yield t_params[start:i], s_params[start:i]
+            start, size = i, 0
+        size += p.numel()
+    if start < len(t_params):
+        yield t_params[start:], s_params[start:]
+
+
+def _forget_gram_flag(module, incompatible_keys) -> None:
+    """After a state-dict load the Gram-teacher count is read anew."""
+    module._gram_ready = None
+
 
 class EMATeacherSelfSupervisor(BaseSelfSupervisor):
     """A self-supervisor with an EMA teacher and an optional Gram teacher.
@@ -44,6 +65,8 @@ class EMATeacherSelfSupervisor(BaseSelfSupervisor):
             self.register_buffer(
                 'gram_teacher_updates', torch.zeros((), dtype=torch.long)
             )
+            self._gram_ready = None  # unknown until read
+            self.register_load_state_dict_post_hook(_forget_gram_flag)
 
     def __init__(self, *args, warm_start: Optional[dict] = None, **kwargs):
         super().__init__(*args, **kwargs)
@@ -68,13 +91,40 @@ class EMATeacherSelfSupervisor(BaseSelfSupervisor):
             )
 
     @torch.no_grad()
-    def update_teacher(self, momentum: float) -> None:
-        """EMA step: ``teacher = m * teacher + (1 - m) * student``."""
+    def update_teacher(
+        self, momentum: float, skip: Optional[Tensor] = None
+    ) -> None:
+        """EMA step: ``teacher = m * teacher + (1 - m) * student``, with
+        torch's ``_foreach`` kernels (a few launches for all parameters).
+
+        Args:
+            momentum (float): m.
+            skip (Tensor, optional): 0-dim device flag, 1.0 where the
+                optimiser skipped the step: m becomes 1 on the device (no
+                host sync). The scaled student then passes through
+                temporaries of at most ``_EMA_CHUNK`` elements.
+        """
         for name, module in self.student_modules().items():
             t_params = list(self.teacher[name].parameters())
             s_params = [p.detach() for p in module.parameters()]
-            torch._foreach_mul_(t_params, momentum)
-            torch._foreach_add_(t_params, s_params, alpha=1.0 - momentum)
+            if skip is None:
+                torch._foreach_mul_(t_params, momentum)
+                torch._foreach_add_(t_params, s_params, alpha=1.0 - momentum)
+                continue
+            m = skip.to(t_params[0]) * (1.0 - momentum) + momentum  # 0-dim
+            for t_chunk, s_chunk in _chunks(t_params, s_params):
+                torch._foreach_mul_(t_chunk, m)
+                torch._foreach_add_(
+                    t_chunk, torch._foreach_mul(s_chunk, 1 - m)
+                )
+
+    def _gram_started(self) -> bool:
+        """Whether the Gram teacher has had a snapshot. The device count
+        is read once after a build or a ``load_state_dict`` (resume);
+        snapshots set the host flag, so the step does not sync for it."""
+        if getattr(self, '_gram_ready', None) is None:
+            self._gram_ready = bool(int(self.gram_teacher_updates) > 0)
+        return self._gram_ready
 
     @torch.no_grad()
     def update_gram_teacher(self) -> None:
@@ -87,6 +137,7 @@ class EMATeacherSelfSupervisor(BaseSelfSupervisor):
             self.teacher['backbone'].state_dict()
         )
         self.gram_teacher_updates += 1
+        self._gram_ready = True
 
     def extract_feat(self, inputs) -> Tensor:
         """Teacher backbone CLS / pooled features (B, C), used for kNN."""

@@ -13,6 +13,9 @@ Every batch statistic is summed across ranks with ``mmengine.dist``
 (a no-op when not distributed), so all ranks see the same targets.
 """
 
+from math import inf
+from typing import Optional
+
 import torch
 from mmengine.dist import all_reduce
 from mmengine.model import BaseModule
@@ -23,7 +26,10 @@ CENTERING_MODES = ('centering', 'sinkhorn_knopp')
 
 @torch.no_grad()
 def sinkhorn_knopp(
-    teacher_logits: Tensor, teacher_temp: float, num_iters: int = 3
+    teacher_logits: Tensor,
+    teacher_temp: float,
+    num_iters: int = 3,
+    valid: Optional[Tensor] = None,
 ) -> Tensor:
     """Sinkhorn-Knopp normalised teacher targets (SwAV / DINOv2).
 
@@ -62,32 +68,50 @@ def sinkhorn_knopp(
             differ between ranks and may be 0.
         teacher_temp (float): Teacher temperature.
         num_iters (int): Sinkhorn-Knopp iterations, >= 1. Defaults to 3.
+        valid (Tensor, optional): (B,) bool, False for padding rows (the
+            fixed-size buffer of masked patches): they take no part in the
+            prototype sums and their targets are 0. None: all rows are
+            valid.
 
     Returns:
-        Tensor: (B, K) float32 targets; every row sums to 1.
+        Tensor: (B, K) float32 targets; every (valid) row sums to 1.
     """
     if num_iters < 1:
         raise ValueError(f'num_iters must be >= 1, got {num_iters}.')
     q = teacher_logits.to(torch.float32, copy=True)  # (B, K)
+    keep = None if valid is None else valid.reshape(-1, 1)  # (B, 1)
     if q.shape[0]:
-        col_max = q.amax(dim=0)  # (K,)
+        col_max = (q if keep is None else q.masked_fill(~keep, -inf)).amax(0)
     else:  # no rows on this rank; the other ranks supply the maxima
-        col_max = q.new_full((q.shape[1],), float('-inf'))
+        col_max = q.new_full((q.shape[1],), -inf)
     all_reduce(col_max, op='max')
+    tiny = torch.finfo(q.dtype).tiny
+    if keep is not None:  # padding rows := the maxima (0 after the shift)
+        col_max = torch.nan_to_num(col_max, neginf=0.0)  # no valid row
+        torch.where(keep, q, col_max, out=q)
     q.sub_(col_max).div_(teacher_temp)  # <= 0, max 0 on some rank
-    col_sums = torch.exp(q).sum(dim=0)  # (K,), >= 1 over all ranks
+    col_sums = _col_sums(torch.exp(q), keep)  # (K,), >= 1 over all ranks
     all_reduce(col_sums)
     # log Q of the prototype-normalised matrix, each sample shifted first
     # so that no sample underflows as a whole
-    q.sub_(q.amax(dim=1, keepdim=True)).sub_(col_sums.log_()).exp_()
-    q.div_(q.sum(dim=1, keepdim=True))
-    tiny = torch.finfo(q.dtype).tiny
+    col_sums = col_sums.clamp_(min=1.0).log_()  # 1: no valid row at all
+    q.sub_(q.amax(dim=1, keepdim=True)).sub_(col_sums).exp_()
+    if keep is not None:
+        q.mul_(keep)  # padding rows are 0 from here on
+    q.div_(q.sum(dim=1, keepdim=True).clamp_(min=tiny))
     for _ in range(num_iters - 1):
         col_sums = q.sum(dim=0)  # (K,)
         all_reduce(col_sums)
         q.div_(col_sums.clamp_(min=tiny))
-        q.div_(q.sum(dim=1, keepdim=True))
+        q.div_(q.sum(dim=1, keepdim=True).clamp_(min=tiny))
     return q
+
+
+def _col_sums(q: Tensor, keep: Optional[Tensor]) -> Tensor:
+    """Column sums (K,) of ``q`` (B, K) over the rows where ``keep``."""
+    if keep is None:
+        return q.sum(dim=0)
+    return (keep.to(q.dtype).reshape(1, -1) @ q).squeeze(0)  # no (B, K) temp
 
 
 class TeacherCentering(BaseModule):
@@ -122,13 +146,17 @@ class TeacherCentering(BaseModule):
 
     @torch.no_grad()
     def teacher_targets(
-        self, teacher_logits: Tensor, teacher_temp: float
+        self,
+        teacher_logits: Tensor,
+        teacher_temp: float,
+        valid: Optional[Tensor] = None,
     ) -> Tensor:
         """Soft targets (rows sum to 1) from teacher logits (B, K).
 
         In ``'centering'`` mode the centre is updated afterwards with this
         batch's mean (so the targets use the centre of the previous batches,
-        as in DINO).
+        as in DINO). ``valid`` (B,) bool leaves padding rows out of every
+        batch statistic (their targets are finite and meaningless).
         """
         if teacher_logits.shape[-1] != self.out_dim:
             raise ValueError(
@@ -137,24 +165,30 @@ class TeacherCentering(BaseModule):
             )
         logits = teacher_logits.float()
         if self.centering == 'sinkhorn_knopp':
-            return sinkhorn_knopp(logits, teacher_temp, self.sk_iters)
+            return sinkhorn_knopp(
+                logits, teacher_temp, self.sk_iters, valid=valid
+            )
         targets = torch.softmax((logits - self.center) / teacher_temp, dim=-1)
-        self.update_center(logits)
+        self.update_center(logits, valid)
         return targets
 
     @torch.no_grad()
-    def update_center(self, teacher_logits: Tensor) -> None:
-        """EMA update of the centre with the all-rank batch mean."""
-        stats = torch.cat(
-            [
-                teacher_logits.float().sum(dim=0),
-                teacher_logits.new_tensor([float(teacher_logits.shape[0])]),
-            ]
-        )  # (K + 1,): sum of rows, number of rows
+    def update_center(
+        self, teacher_logits: Tensor, valid: Optional[Tensor] = None
+    ) -> None:
+        """EMA update of the centre with the all-rank batch mean (of the
+        ``valid`` rows); the centre stays when no rank has a row. Decided
+        on the device: no host sync."""
+        logits = teacher_logits.float()
+        count = logits.new_full((1,), float(logits.shape[0]))
+        if valid is not None:
+            keep = valid.reshape(-1, 1)
+            logits = torch.where(keep, logits, 0.0)
+            count = keep.sum(dim=0, dtype=logits.dtype)  # (1,)
+        stats = torch.cat([logits.sum(dim=0), count])  # (K + 1,)
         all_reduce(stats)
         count = stats[-1]
-        if count > 0:
-            batch_center = (stats[:-1] / count).unsqueeze(0)  # (1, K)
-            self.center.mul_(self.center_momentum).add_(
-                batch_center, alpha=1 - self.center_momentum
-            )
+        batch_center = (stats[:-1] / count.clamp(min=1)).unsqueeze(0)
+        # momentum 1 (no change) when there were no rows
+        m = torch.where(count > 0, self.center_momentum, 1.0)
+        self.center.mul_(m).add_(batch_center * (1 - m))

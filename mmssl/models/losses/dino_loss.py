@@ -86,14 +86,16 @@ class DINOLoss(TeacherCentering):
         )  # (V, B, K)
         # ce[t, s] = mean_b -sum_k q_t log p_s, all pairs at once: (G, V)
         ce = -torch.einsum('tbk,sbk->ts', targets, log_probs) / batch
-        keep = torch.ones_like(ce, dtype=torch.bool)
-        keep[:, :num_g].fill_diagonal_(False)  # same view: no loss
-        num_terms = int(keep.sum())
+        num_terms = num_g * num_v - num_g  # pairs of different views
         if num_terms == 0:
             raise ValueError(
                 'DINOLoss needs at least two views (one global '
                 'and another global or local one).'
             )
+        # weight of each pair (G, V): 0 on the same view, local_weight on
+        # the local columns; made on the device (no host copy, no sync)
+        w = torch.ones_like(ce)
         if local_weight != 1.0:
-            ce = torch.cat([ce[:, :num_g], local_weight * ce[:, num_g:]], 1)
-        return ce[keep].sum() / num_terms
+            w[:, num_g:] = local_weight
+        w[:, :num_g].fill_diagonal_(0.0)
+        return (ce * w).sum() / num_terms

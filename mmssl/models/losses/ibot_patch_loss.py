@@ -1,5 +1,8 @@
 """iBOT masked-patch self-distillation loss."""
 
+from typing import Optional
+
+import torch
 import torch.nn.functional as F
 from torch import Tensor
 
@@ -63,40 +66,59 @@ class iBOTPatchLoss(TeacherCentering):
         teacher_logits: Tensor,
         masks: Tensor,
         teacher_temp: float,
+        index: Optional[Tensor] = None,
     ) -> Tensor:
         """Compute the loss.
 
         Args:
             student_logits (Tensor): (M, K) student logits of the masked
-                patches, in ``masks.nonzero()`` order (``tokens[masks]``).
-            teacher_logits (Tensor): (M, K) teacher logits, same patches.
+                patches, in ``masks.nonzero()`` order (``tokens[masks]``);
+                with ``index``, (U, K) rows of the fixed-size buffer.
+            teacher_logits (Tensor): Teacher logits, same rows.
             masks (Tensor): (N_img, P) bool, True where a patch is masked.
             teacher_temp (float): Teacher temperature.
+            index (Tensor, optional): (U,) flat positions in ``masks`` of
+                the buffer's rows (:func:`~mmssl.models.algorithms.
+                dino_parts.mask_buffer_index`): every masked patch once,
+                then padding rows at unmasked positions, which get no
+                weight. Static shapes and no host sync; None: the rows are
+                exactly the masked patches.
 
         Returns:
             Tensor: Scalar loss.
         """
         masks = masks.flatten(1).bool()  # (N_img, P)
-        num_masked = int(masks.sum())
+        per_image = masks.sum(dim=1)  # (N_img,)
+        if index is None:
+            valid = None
+            num_rows = int(per_image.sum())  # host sync: dynamic path only
+            weights = 1.0 / per_image.clamp(min=1).float()  # (N_img,)
+            weights = weights.unsqueeze(1).expand_as(masks)[masks]  # (M,)
+        else:
+            num_rows = index.shape[0]
+            valid = masks.flatten().index_select(0, index)  # (U,)
+            image = torch.div(index, masks.shape[1], rounding_mode='floor')
+            weights = 1.0 / per_image.index_select(0, image).clamp(min=1)
+            weights = torch.where(valid, weights.float(), 0.0)  # (U,)
         if (
-            student_logits.shape[0] != num_masked
-            or teacher_logits.shape[0] != num_masked
+            student_logits.shape[0] != num_rows
+            or teacher_logits.shape[0] != num_rows
         ):
             raise ValueError(
-                f'Expected {num_masked} masked-patch rows (masks.sum()), got '
-                f'student {tuple(student_logits.shape)} and teacher '
-                f'{tuple(teacher_logits.shape)}.'
+                f'Expected {num_rows} masked-patch rows (masks.sum() or the '
+                f'buffer size), got student {tuple(student_logits.shape)} '
+                f'and teacher {tuple(teacher_logits.shape)}.'
             )
-        targets = self.teacher_targets(teacher_logits, teacher_temp)
+        targets = self.teacher_targets(teacher_logits, teacher_temp, valid)
+        if valid is not None:  # padding rows: no target, whatever the logits
+            targets.masked_fill_(~valid.unsqueeze(1), 0.0)  # in place
         log_probs = F.log_softmax(
             student_logits.float() / self.student_temp, dim=-1
         )
-        ce = -(targets * log_probs).sum(dim=-1)  # (M,)
-        per_image = masks.sum(dim=1)  # (N_img,)
-        weights = (1.0 / per_image.clamp(min=1).float()).unsqueeze(1)
-        weights = weights.expand_as(masks)[masks]  # (M,)
+        ce = -(targets * log_probs).sum(dim=-1)  # (M,) or (U,)
+        if valid is not None:  # padding rows count 0, even if not finite
+            ce = torch.where(valid, ce, 0.0)
+        loss = (ce * weights).sum()
         if self.average_over == 'all_images':
-            denom = masks.shape[0]
-        else:
-            denom = int((per_image > 0).sum())
-        return (ce * weights).sum() / max(denom, 1)
+            return loss / max(masks.shape[0], 1)
+        return loss / (per_image > 0).sum().clamp(min=1)

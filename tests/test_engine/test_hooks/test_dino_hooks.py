@@ -66,6 +66,24 @@ def test_teacher_not_updated_after_skipped_step():
         TeacherEMAHook().before_train(_runner(torch.nn.Linear(1, 1)))
 
 
+def test_teacher_update_gets_the_device_skip_flag():
+    calls = []
+
+    class Flagged(torch.nn.Module):
+        def update_teacher(self, m, skip=None):
+            calls.append((m, skip))
+
+    flag = torch.ones(())
+    runner = _runner(
+        Flagged(),
+        it=100,
+        optim_wrapper=SimpleNamespace(skip_flag=flag, last_step_skipped=True),
+    )
+    TeacherEMAHook(momentum=0.9).after_train_iter(runner, 0)
+    # the flag decides on the device; the host flag is not read
+    assert calls == [(1.0, flag)]
+
+
 def test_teacher_temp_warmup_per_iter_and_epoch():
     model = _Teacher()
     hook = TeacherTempWarmupHook(0.04, 0.07, warmup_epochs=3, by_epoch=False)

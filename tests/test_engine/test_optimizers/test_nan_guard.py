@@ -274,3 +274,59 @@ def test_amp_wrapper_defaults_and_skip(monkeypatch):
     assert torch.equal(model.weight, w0)
     with pytest.raises(RuntimeError, match='max_consecutive_skips=2'):
         wrapper.update_params(model(torch.ones(2, 3)).sum() * float('inf'))
+
+
+def test_fused_optimizer_skips_on_the_device_and_reports_at_interval():
+    """Fused AdamW: the skip flag goes to the kernel; grad_norm and
+    nan_skips reach the message hub every log_interval steps only."""
+    from mmengine.logging import MessageHub
+
+    hub = MessageHub.get_instance('nan_guard_device_test')
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 1)
+    opt = torch.optim.AdamW(model.parameters(), lr=0.1, fused=True)
+    wrapper = NaNGuardOptimWrapper(
+        optimizer=opt, clip_grad=dict(max_norm=100.0), log_interval=2
+    )
+    x = torch.randn(4, 3)
+    hub.update_info('iter', 0)
+    wrapper.update_params(model(x).sum())
+    assert 'train/grad_norm' not in hub.log_scalars  # not read yet
+    w1 = model.weight.detach().clone()
+    hub.update_info('iter', 1)
+    wrapper.update_params(model(x).sum() * float('nan'))
+    assert torch.equal(model.weight, w1)
+    assert opt.state[model.weight]['step'].item() == 1  # state untouched
+    assert wrapper.skip_flag.item() == 1.0 and wrapper.total_skips == 1
+    # read at iteration 1 (interval 2): the norm of the NaN step's grads
+    assert hub.get_scalar('train/nan_skips').current() == 1
+    assert 'train/grad_norm' in hub.log_scalars
+
+
+def test_amp_scaler_skips_a_nan_loss_on_the_device(monkeypatch):
+    """Under AMP the flag joins the loss scaler's inf check (a CPU
+    GradScaler stands in for the CUDA one): the NaN step is skipped and
+    the scale lowered; a finite step then updates."""
+    import warnings
+
+    import mmengine.optim.optimizer.amp_optimizer_wrapper as amp
+
+    from mmssl.engine.optimizers import NaNGuardAmpOptimWrapper
+
+    monkeypatch.setattr(amp, 'is_cuda_available', lambda: True)
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 1)
+    opt = torch.optim.AdamW(model.parameters(), lr=0.1, fused=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        wrapper = NaNGuardAmpOptimWrapper(
+            optimizer=opt, clip_grad=dict(max_norm=1.0), log_interval=50
+        )
+    wrapper.loss_scaler = torch.amp.GradScaler('cpu', init_scale=4.0)
+    w0 = model.weight.detach().clone()
+    wrapper.update_params(model(torch.ones(2, 3)).sum() * float('nan'))
+    assert torch.equal(model.weight, w0)
+    assert wrapper.total_skips == 1 and wrapper.loss_scaler.get_scale() == 2
+    wrapper.update_params(model(torch.ones(2, 3)).sum())
+    assert not torch.equal(model.weight, w0)
+    assert wrapper.total_skips == 1 and not wrapper.last_step_skipped

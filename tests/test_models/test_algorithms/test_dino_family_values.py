@@ -89,13 +89,17 @@ def _views():
     return big + [torch.randn(3, 3, 16, 16, generator=g) for _ in range(2)]
 
 
-def _samples():
+def _samples(bound=None):
+    """Masks of MASKED; ``bound``: the fixed masked-patch buffer size
+    (``block_mask_collate``'s metainfo), None for ``tokens[masks]``."""
     out = []
     for b in range(3):
         mask = torch.zeros(G, GRID * GRID, dtype=torch.bool)
         for g in range(G):
             mask[g, MASKED[(b, g)]] = True
         out.append(DataSample().set_mask(mask.view(G, GRID, GRID)))
+        if bound is not None:
+            out[-1].set_metainfo(dict(num_masked_max=bound))
     return out
 
 
@@ -200,7 +204,8 @@ def test_ibot_loss_values_match_oracle(separate):
 
 
 @pytest.mark.parametrize('sinkhorn', [False, True])
-def test_dinov2_loss_values_match_oracle(sinkhorn):
+@pytest.mark.parametrize('bound', [None, 11, 20])  # 11 patches are masked
+def test_dinov2_loss_values_match_oracle(sinkhorn, bound):
     model = _model(
         'DINOv2',
         sinkhorn=sinkhorn,
@@ -208,7 +213,10 @@ def test_dinov2_loss_values_match_oracle(sinkhorn):
     )
     views = _views()
     dino, ibot, koleo = _oracle(model, views, sinkhorn=sinkhorn)
-    losses = model.loss(views, _samples())
+    rows = []  # rows the student head sees: 4 x 3 CLS + masked patches
+    model.head.register_forward_hook(lambda m, i, o: rows.append(len(i[0])))
+    losses = model.loss(views, _samples(bound))
+    assert rows == [12 + (bound or 11)]  # one call, the buffer size
     assert set(losses) == {'loss_dino', 'loss_ibot', 'loss_koleo'}
     assert losses['loss_dino'].item() == pytest.approx(0.7 * dino, rel=1e-5)
     assert losses['loss_ibot'].item() == pytest.approx(1.3 * ibot, rel=1e-5)

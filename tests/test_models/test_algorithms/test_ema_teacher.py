@@ -111,3 +111,43 @@ def test_update_gram_teacher_without_a_gram_term_names_the_class():
     assert not hasattr(model, 'gram_teacher')
     with pytest.raises(AttributeError, match='^DINOFamily has no Gram teach'):
         model.update_gram_teacher()
+
+
+def test_ema_with_a_device_skip_flag(monkeypatch):
+    """Flag 0: the plain EMA (float32 rounding of m); flag 1: no change.
+    Small chunks cover the chunked scaled-student temporaries."""
+    import mmssl.models.algorithms.ema_teacher as ema
+
+    monkeypatch.setattr(ema, '_EMA_CHUNK', 300)
+    plain, flagged = _build(0, gram=False), _build(0, gram=False)
+    for model in (plain, flagged):
+        with torch.no_grad():
+            for p in model.teacher.parameters():
+                p.mul_(0.5).add_(1.0)  # teacher != student
+    plain.update_teacher(0.9)
+    flagged.update_teacher(0.9, skip=torch.zeros(()))
+    for a, b in zip(plain.teacher.parameters(), flagged.teacher.parameters()):
+        torch.testing.assert_close(a, b)
+    before = [p.clone() for p in flagged.teacher.parameters()]
+    flagged.update_teacher(0.9, skip=torch.ones(()))
+    assert all(
+        torch.equal(a, b) for a, b in zip(before, flagged.teacher.parameters())
+    )
+    sizes = [[p.numel() for p in t] for t, _ in ema._chunks(before, before)]
+    assert sum(sizes, []) == [p.numel() for p in before]
+    assert all(sum(s) <= 300 or len(s) == 1 for s in sizes)
+
+
+def test_gram_start_flag_follows_snapshots_and_loads():
+    """The step reads the Gram count from the device once, not per step;
+    a snapshot or a loaded state dict updates what it knows."""
+    model, other = _build(0), _build(1)
+    assert model._gram_started() is False
+    model.gram_teacher_updates.fill_(5)  # not seen: no read per step
+    assert model._gram_started() is False
+    model.update_gram_teacher()
+    assert model._gram_started() is True
+    other.load_state_dict(model.state_dict())  # e.g. a resume
+    assert other._gram_started() is True
+    model.load_state_dict(_build(2).state_dict())
+    assert model._gram_started() is False
