@@ -4,14 +4,14 @@
 # (block_mask_collate), pinned batches copied without blocking, logged
 # values read at the log interval only, and
 # activation checkpointing only where memory needs it. Same recipe as
-# ./dinov2_vit-l14_8xb128-100e_custom.py otherwise; lr follows DINOv2's
+# ./dinov2_vit-l14_8xb128-100e_in1k.py otherwise; lr follows DINOv2's
 # sqrt rule from 0.004 at batch 1024. More GPUs: tools/dist_train.sh with
 # --auto-scale-lr.
 #   python tools/train.py configs/dinov2/dinov2_vit-l14_1xb64-100e_custom.py \
 #       --cfg-options train_dataloader.dataset.data_root=/data/my_images
 #   python tools/analysis_tools/benchmark_train.py \
 #       configs/dinov2/dinov2_vit-l14_1xb64-100e_custom.py --iters 20
-_base_ = './dinov2_vit-l14_8xb128-100e_custom.py'
+_base_ = './dinov2_vit-l14_8xb128-100e_in1k.py'
 train_dataloader = dict(
     batch_size=64,
     num_workers=10,
