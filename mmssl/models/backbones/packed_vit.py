@@ -1,13 +1,12 @@
 # Copyright (c) mmssl contributors. All rights reserved.
 """``forward_packed``: one backbone pass over crops of several sizes.
 
-Mixins for :class:`~mmssl.models.DINOVisionTransformer` and
-:class:`~mmssl.models.DINOv3ViT`. Each group of same-size crops is
-embedded on its own (patch embedding, mask token, position embedding or
+The packed forward of :class:`~mmssl.models.DINOv3ViT`. Each group of
+same-size crops is embedded on its own (patch embedding, mask token,
 RoPE, registers); then the tokens of all groups are packed into one
 (S, C) tensor, every token-wise layer runs once on it and attention runs
-per group (:mod:`.token_packing`). The outputs are those of calling
-``forward`` once per group, up to float rounding.
+per group (:mod:`mmssl.models.layers.token_packing`). The outputs are
+those of calling ``forward`` once per group, up to float rounding.
 """
 
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
@@ -16,12 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from mmssl.models.utils.activation_checkpoint import (
-    checkpoint_block,
-)
-from mmssl.models.utils.rope import apply_rope
-
-from .token_packing import (
+from mmssl.models.layers.token_packing import (
     Keep,
     TokenGroups,
     draw_keep,
@@ -30,28 +24,12 @@ from .token_packing import (
     packed_residual,
     unpack_tokens,
 )
+from mmssl.models.utils.activation_checkpoint import (
+    checkpoint_block,
+)
+from mmssl.models.utils.rope import apply_rope
 
 Ropes = Optional[List[Optional[Tuple[Tensor, Tensor]]]]
-
-
-def dino_block_packed(
-    layer: nn.Module,
-    x: Tensor,
-    groups: TokenGroups,
-    ropes: Ropes,
-    keep_attn: Keep,
-    keep_ffn: Keep,
-) -> Tensor:
-    """A :class:`DINOBlock` on packed tokens (S, C) -> (S, C); its
-    branches are compiled when the block is (``compile_blocks``)."""
-    attn_branch = layer.branch('attn_residual_packed')
-    ffn = layer.branch('ffn_residual')
-
-    def ffn_branch(t: Tensor, grp: TokenGroups) -> Tensor:
-        return ffn(t)
-
-    x = packed_residual(x, attn_branch, groups, keep_attn)
-    return packed_residual(x, ffn_branch, groups, keep_ffn)
 
 
 def _dinov3_attn_packed(
@@ -126,8 +104,8 @@ class PackedForwardMixin:
     and its final norm."""
 
     #: (block function, stochastic-depth rule of ``draw_keep``)
-    _packed_block = staticmethod(dino_block_packed)
-    _packed_drop_rule = 'below'
+    _packed_block = staticmethod(dinov3_block_packed)
+    _packed_drop_rule = 'floor'
 
     def _packed_embed(self, x: Tensor, mask: Optional[Tensor]):
         """Tokens (B, T, C), patch grid and RoPE (or None) of one group."""
@@ -207,10 +185,6 @@ class PackedForwardMixin:
         return self._packed_block(*args)
 
 
-class DINOv2PackingMixin(PackedForwardMixin):
-    """Packing for :class:`DINOVisionTransformer` (``DINOBlock`` layers)."""
-
-
 class DINOv3PackingMixin(PackedForwardMixin):
     """Packing for :class:`DINOv3ViT`: RoPE per group, mmcv ``DropPath``
     draws, untied CLS/patch final norms."""
@@ -233,9 +207,7 @@ class DINOv3PackingMixin(PackedForwardMixin):
 
 
 __all__ = [
-    'DINOv2PackingMixin',
     'DINOv3PackingMixin',
     'PackedForwardMixin',
-    'dino_block_packed',
     'dinov3_block_packed',
 ]

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from mmssl.models.backbones import DINOv3ViT, DINOVisionTransformer
-from mmssl.models.backbones.token_packing import (
+from mmssl.models.layers.token_packing import (
     GroupKeep,
     TokenGroups,
     _kept_rows,

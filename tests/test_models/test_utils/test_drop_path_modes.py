@@ -12,8 +12,8 @@ from mmengine.config import Config
 from torch import nn
 
 from mmssl.models.backbones import DINOv3ViT, DINOVisionTransformer
-from mmssl.models.utils import drop_path as dp
-from mmssl.models.utils.drop_path import (
+from mmssl.models.layers import drop_path as dp
+from mmssl.models.layers.drop_path import (
     drop_add_residual,
     keep_count,
     keep_indices,
@@ -241,7 +241,7 @@ def test_dinov2_demo_config_takes_the_knob():
 def test_backbones_reject_unknown_mode():
     with pytest.raises(ValueError, match='drop_path_mode=.fixd.'):
         DINOVisionTransformer(arch=ARCH, img_size=32, drop_path_mode='fixd')
-    with pytest.raises(ValueError, match="'bernoulli', 'fixed'"):
+    with pytest.raises(ValueError, match="'bernoulli', 'static', 'fixed'"):
         DINOv3ViT(arch=ARCH, drop_path_mode='fixd')
 
 
