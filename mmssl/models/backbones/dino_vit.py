@@ -36,7 +36,7 @@ from mmpretrain.models.utils import build_norm_layer, to_2tuple
 
 from mmssl.models.layers import DINOBlock, drop_path_rates
 from mmssl.models.layers.token_packing import (
-    draw_keep,
+    TokenGroups,
     pack_tokens,
     unpack_tokens,
 )
@@ -368,11 +368,13 @@ class DINOVisionTransformer(DINOViTMixin, DINOv2PosEmbedMixin, BaseBackbone):
         x = self.pre_norm(x)
         return x, tuple(grid)
 
-    def _run_layer(self, layer: nn.Module, x: torch.Tensor, *args):
+    def _run_layer(self, layer: nn.Module, x: torch.Tensor, groups, keeps):
         if self.with_cp and self.training and torch.is_grad_enabled():
             # Non-reentrant: DDP-safe when a block runs twice per step.
-            return checkpoint_block(layer, x, *args, with_cp=self.with_cp)
-        return layer(x, *args)
+            return checkpoint_block(
+                layer, x, groups, keeps, with_cp=self.with_cp
+            )
+        return layer(x, groups, keeps)
 
     def _output(self, x: torch.Tensor, grid) -> torch.Tensor:
         return self._format_output(self.ln1(x) if self.final_norm else x, grid)
@@ -393,9 +395,11 @@ class DINOVisionTransformer(DINOViTMixin, DINOv2PosEmbedMixin, BaseBackbone):
             ``out_type``.
         """
         x, grid = self.prepare_tokens(x, mask)
+        group = TokenGroups((x.shape[:2],))  # one group: (B, 1 + R + N)
         outs = []
         for i, layer in enumerate(self.layers):
-            x = self._run_layer(layer, x)
+            keeps = layer.draw_keeps(group, x)
+            x = self._run_layer(layer, x, None, keeps)
             if i in self.out_indices:
                 outs.append(self._output(x, grid))
         return tuple(outs)
@@ -436,20 +440,8 @@ class DINOVisionTransformer(DINOViTMixin, DINOv2PosEmbedMixin, BaseBackbone):
         x, groups = pack_tokens(tokens)  # (S, C)
         outs: List[List[torch.Tensor]] = [[] for _ in xs]
         for i, layer in enumerate(self.layers):
-            # Drawn outside the block, so a checkpointed block replays them.
-            keeps = [
-                draw_keep(
-                    groups,
-                    layer.drop_rate_now(),
-                    'below',
-                    x.device,
-                    x.dtype,
-                    generators,
-                    layer.drop_path_mode,
-                )
-                for _ in range(2)  # attention branch, then FFN branch
-            ]
-            x = self._run_layer(layer, x, groups, *keeps)
+            keeps = layer.draw_keeps(groups, x, generators)
+            x = self._run_layer(layer, x, groups, keeps)
             if i in self.out_indices:
                 out = self.ln1(x) if self.final_norm else x
                 for g, part in enumerate(unpack_tokens(out, groups)):

@@ -2,7 +2,7 @@
 """The pre-norm ViT block of DINO, iBOT and DINOv2, with stochastic depth
 that runs each residual branch on the kept samples only."""
 
-from typing import Optional
+from typing import Optional, Sequence, Tuple
 
 import torch
 from mmengine.model import BaseModule
@@ -10,9 +10,12 @@ from mmpretrain.models.utils import build_norm_layer
 from torch import Tensor, nn
 
 from .attention import Attention
-from .drop_path import check_drop_path_mode, drop_add_residual
+from .drop_path import check_drop_path_mode
 from .ffn import build_ffn
-from .token_packing import Keep, TokenGroups, packed_residual
+from .token_packing import Keep, TokenGroups, draw_keep, packed_residual
+
+#: Kept samples of the attention branch, then of the FFN branch.
+Keeps = Tuple[Keep, Keep]
 
 
 class DINOBlock(BaseModule):
@@ -23,11 +26,13 @@ class DINOBlock(BaseModule):
     The sub-modules and state-dict keys are those of mmpretrain's
     ``TransformerEncoderLayer`` (``ln1``, ``attn``, ``ln2``, ``ffn``).
     Each residual branch runs on the samples stochastic depth keeps and
-    is added back at their rows
-    (:func:`~mmssl.models.layers.drop_path.drop_add_residual`). The same
-    block runs packed tokens of several crop sizes
-    (``forward(x, groups, keep_attn, keep_ffn)``), so a compiled block
-    (``nn.Module.compile``) compiles both paths.
+    is added back at their rows (:mod:`~mmssl.models.layers.drop_path`).
+    The tokens of one crop size (B, N, C) are run as one group of the
+    packed path (:mod:`~mmssl.models.layers.token_packing`), so one code
+    path serves both, and a compiled block (``nn.Module.compile``)
+    compiles both. The backbone draws the kept samples
+    (:meth:`draw_keeps`) outside the block: a compiled block then sees
+    fixed shapes and no per-block constant.
 
     Stochastic depth acts while the block is in training mode and autograd
     records: a forward without gradients (the EMA teacher, feature
@@ -110,6 +115,22 @@ class DINOBlock(BaseModule):
                 nn.init.xavier_uniform_(m.weight)
                 nn.init.normal_(m.bias, std=1e-6)
 
+    def compile(self, **kwargs) -> None:
+        """``nn.Module.compile`` of the whole block, kept across copies.
+
+        torch drops a module's compiled call when it is copied; the
+        block keeps ``kwargs`` and compiles its copy again, so the EMA
+        teacher (a deep copy of the student) runs compiled with its own
+        weights.
+        """
+        self.compile_kwargs = dict(kwargs)
+        super().compile(**kwargs)
+
+    def __setstate__(self, state: dict) -> None:
+        super().__setstate__(state)
+        if state.get('compile_kwargs') is not None:
+            super().compile(**state['compile_kwargs'])
+
     def drop_rate_now(self) -> float:
         """The stochastic depth rate in effect: ``drop_path_rate`` in
         training mode with autograd recording, else 0."""
@@ -117,41 +138,55 @@ class DINOBlock(BaseModule):
             return self.drop_path_rate
         return 0.0
 
-    def attn_residual(self, x: Tensor) -> Tensor:
-        """Attention branch (B, N, C) -> (B, N, C), LayerScale included."""
-        return self.attn(self.ln1(x))
+    def draw_keeps(
+        self,
+        groups: TokenGroups,
+        x: Tensor,
+        generators: Optional[Sequence[Optional[torch.Generator]]] = None,
+    ) -> Keeps:
+        """Which samples of each group run the attention branch, then the
+        FFN branch, drawn as ``drop_path_mode`` says (None: all, unscaled).
 
-    def ffn_residual(self, x: Tensor) -> Tensor:
-        """FFN branch (..., C) -> (..., C), LayerScale included."""
-        return self.ffn(self.ln2(x))
+        Drawn apart from :meth:`forward` so that a compiled block sees
+        only tensors of fixed shape (``'static'``: one graph whatever the
+        block's rate) and an activation-checkpointed block replays them.
+        """
+        p, mode = self.drop_rate_now(), self.drop_path_mode
+        gens = generators
+        return tuple(
+            draw_keep(groups, p, 'below', x.device, x.dtype, gens, mode)
+            for _ in range(2)  # attention branch, then FFN branch
+        )
 
     def forward(
         self,
         x: Tensor,
         groups: Optional[TokenGroups] = None,
-        keep_attn: Keep = None,
-        keep_ffn: Keep = None,
+        keeps: Optional[Keeps] = None,
     ) -> Tensor:
-        """Tokens (B, N, C) -> (B, N, C); with ``groups``, packed tokens
-        (S, C) -> (S, C) whose kept samples per branch the caller drew
-        (:func:`~mmssl.models.layers.token_packing.draw_keep`)."""
-        if groups is not None:
-            return self._forward_packed(x, groups, keep_attn, keep_ffn)
-        p, mode = self.drop_rate_now(), self.drop_path_mode
-        x = drop_add_residual(x, self.attn_residual, p, True, mode=mode)
-        return drop_add_residual(x, self.ffn_residual, p, True, mode=mode)
+        """Tokens (B, N, C) -> (B, N, C), or with ``groups`` packed tokens
+        (S, C) -> (S, C) (:mod:`~mmssl.models.layers.token_packing`).
 
-    def _forward_packed(
-        self, x: Tensor, groups: TokenGroups, keep_attn: Keep, keep_ffn: Keep
-    ) -> Tensor:
+        ``keeps`` are the kept samples of :meth:`draw_keeps`; None draws
+        them here.
+        """
+        shape = x.shape
+        if groups is None:  # (B, N, C): one group of B samples
+            groups = TokenGroups(((shape[0], shape[1]),))
+            x = x.reshape(-1, shape[-1])  # (B*N, C)
+        if keeps is None:
+            keeps = self.draw_keeps(groups, x)
+        keep_attn, keep_ffn = keeps
+
         def attn(t: Tensor, grp: TokenGroups) -> Tensor:
             return self.attn.forward_packed(self.ln1(t), grp)
 
         def ffn(t: Tensor, grp: TokenGroups) -> Tensor:
-            return self.ffn_residual(t)
+            return self.ffn(self.ln2(t))
 
         x = packed_residual(x, attn, groups, keep_attn)
-        return packed_residual(x, ffn, groups, keep_ffn)
+        x = packed_residual(x, ffn, groups, keep_ffn)
+        return x.view(shape)
 
     def extra_repr(self) -> str:
         text = f'drop_path_rate={self.drop_path_rate:g}'

@@ -109,7 +109,7 @@ def _kept_rows(
         base = start + idx * t  # first row of each kept sample
         arange = torch.arange(t, device=base.device)
         rows.append((base[:, None] + arange[None, :]).reshape(-1))
-        sizes.append((k.count, t))
+        sizes.append((idx.shape[0], t))  # k, symbolic if traced so
         start += b * t
     return torch.cat(rows), TokenGroups(tuple(sizes))
 

@@ -189,11 +189,15 @@ def test_gradients_reach_the_branch_from_kept_rows_only(mode):
 
 
 def _branch_batches(model, x):
-    """Batch sizes each block's FFN branch sees in one training forward."""
+    """Samples each block's FFN branch sees in one training forward
+    (the DINO block sees them as packed (k * T, C) rows)."""
+    tokens = 1 + model.num_register_tokens + 16  # 4x4 patches
     sizes = []
     hooks = [
         layer.ln2.register_forward_hook(
-            lambda m, i, o: sizes.append(i[0].shape[0])
+            lambda m, i, o: sizes.append(
+                i[0].numel() // (tokens * i[0].shape[-1])
+            )
         )
         for layer in model.layers
     ]
