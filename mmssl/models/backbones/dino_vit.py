@@ -1,27 +1,15 @@
 # Copyright (c) mmssl contributors. All rights reserved.
 """Vision Transformer backbone for DINO, iBOT and DINOv2.
 
-A ViT (patch embedding, CLS token, learned position embedding, a stack of
-:class:`~mmssl.models.layers.DINOBlock`, final LayerNorm) with the
-parameter names of mmpretrain's ``VisionTransformer``, and what the DINO
-family of self-supervised methods needs:
-
-- register tokens (Darcet et al., 2023, `Vision Transformers Need
-  Registers <https://arxiv.org/abs/2309.16588>`_);
-- a learnable mask token replacing masked patch embeddings (Zhou et al.,
-  2021, `iBOT <https://arxiv.org/abs/2111.07832>`_; Oquab et al., 2023,
-  `DINOv2 <https://arxiv.org/abs/2304.07193>`_);
-- DINOv2-style bicubic position-embedding interpolation (scale factor with
-  a +0.1 offset, or antialiased size-based resizing) for multi-crop inputs of
-  any size, cached per grid size at inference;
-- non-reentrant activation checkpointing that is safe under DDP when a block
-  runs several times per step (multi-crop students);
-- explicit last-block self-attention maps for visualisation;
-- ``forward_packed``: crops of several sizes in one pass
-  (:mod:`mmssl.models.layers.token_packing`).
-
-Each block is built with its own stochastic depth rate and mode
-(:mod:`mmssl.models.layers.drop_path`).
+Patch embedding, CLS, position, register (Darcet et al., 2023,
+`arXiv:2309.16588 <https://arxiv.org/abs/2309.16588>`_) and mask tokens
+(iBOT, `arXiv:2111.07832 <https://arxiv.org/abs/2111.07832>`_), a stack
+of :class:`~mmssl.models.layers.DINOBlock` each built with its own
+stochastic depth rate, and a final norm, with the parameter names of
+mmpretrain's ``VisionTransformer``. Crops of any size (DINOv2's
+position-embedding interpolation, `arXiv:2304.07193
+<https://arxiv.org/abs/2304.07193>`_), of several sizes in one pass
+(``forward_packed``), activation checkpointing and compiled blocks.
 """
 
 from typing import Dict, List, Optional, Sequence, Tuple, Union
@@ -47,7 +35,7 @@ from mmssl.models.utils.activation_checkpoint import (
 from mmssl.models.utils.compile_blocks import compile_blocks as _compile_blocks
 from mmssl.registry import MODELS
 
-from .dino_vit_common import OUT_TYPES, DINOViTMixin, vit_arch
+from .dino_vit_common import DINOViTMixin, vit_arch
 from .dino_vit_pos import DINOv2PosEmbedMixin
 
 
@@ -86,12 +74,8 @@ class DINOVisionTransformer(DINOViTMixin, DINOv2PosEmbedMixin, BaseBackbone):
             same rate in every block, DINOv2's choice for its large
             models). Defaults to ``'linear'``.
         drop_path_mode (str): Which samples a block keeps: ``'static'``
-            (``ceil(B(1 - rate))`` samples, the last one kept with the
-            fractional probability drawn on the device: static shapes,
-            exact rate, what the DINO configs use), ``'bernoulli'`` (each
-            with probability 1 - rate; a host sync per branch),
-            ``'fixed'`` (``max(floor(B(1 - rate)), 1)``, DINOv2's count)
-            or ``'fixed_stochastic'``; see
+            (fixed shapes, exact rate; the DINO configs), ``'bernoulli'``,
+            ``'fixed'`` or ``'fixed_stochastic'``; see
             :mod:`mmssl.models.layers.drop_path`. Defaults to
             ``'bernoulli'``.
         out_type (str): ``'cls_token'`` (B, C), ``'raw'`` (B, 1 + R + N, C),
@@ -195,34 +179,10 @@ class DINOVisionTransformer(DINOViTMixin, DINOv2PosEmbedMixin, BaseBackbone):
         # Tokens before the patches in the output sequence: CLS + registers.
         self.num_extra_tokens = 1 + num_register_tokens
 
-        # Embeddings: patches, CLS, position, registers, mask token.
-        self.patch_embed = PatchEmbed(
-            **dict(
-                in_channels=in_channels,
-                input_size=img_size,
-                embed_dims=C,
-                conv_type='Conv2d',
-                kernel_size=patch_size,
-                stride=patch_size,
-                bias=not pre_norm,
-                **patch_cfg,
-            )
+        self._build_embeddings(
+            in_channels, img_size, patch_cfg, pre_norm, drop_rate
         )
-        self.patch_resolution = self.patch_embed.init_out_size
-        num_patches = self.patch_resolution[0] * self.patch_resolution[1]
-        self.cls_token = nn.Parameter(torch.zeros(1, 1, C))
-        self.pos_embed = nn.Parameter(torch.zeros(1, 1 + num_patches, C))
-        self._register_load_state_dict_pre_hook(self._prepare_pos_embed)
-        self._pos_cache: Dict[tuple, torch.Tensor] = {}
-        self.register_tokens = (
-            nn.Parameter(torch.zeros(1, num_register_tokens, C))
-            if num_register_tokens > 0
-            else None
-        )
-        self.mask_token = nn.Parameter(torch.zeros(C))
-        self.drop_after_pos = nn.Dropout(p=drop_rate)
-
-        # Blocks, each with its own stochastic depth rate.
+        # Blocks, each built with its own stochastic depth rate.
         rates = drop_path_rates(drop_path_rate, L, drop_path_schedule)
         if isinstance(layer_cfgs, dict):
             layer_cfgs = [layer_cfgs] * L
@@ -238,7 +198,7 @@ class DINOVisionTransformer(DINOViTMixin, DINOv2PosEmbedMixin, BaseBackbone):
             norm_cfg=norm_cfg,
         )
         self.layers = ModuleList(
-            DINOBlock(**block, drop_path_rate=rate, **cfg)
+            DINOBlock(**{**block, 'drop_path_rate': rate, **cfg})
             for rate, cfg in zip(rates, layer_cfgs)
         )
         self.pre_norm = (
@@ -251,41 +211,35 @@ class DINOVisionTransformer(DINOViTMixin, DINOv2PosEmbedMixin, BaseBackbone):
             self._freeze_stages()
         _compile_blocks(self.layers, compile_blocks)
 
-    @classmethod
-    def _check_args(
-        cls, arch, num_register_tokens, out_type, with_cls_token, patch_size
-    ) -> dict:
-        """The arch settings, after checking the other arguments."""
-        if not isinstance(num_register_tokens, int) or num_register_tokens < 0:
-            raise ValueError(
-                'num_register_tokens must be an int >= 0, got '
-                f'{num_register_tokens!r}.'
+    def _build_embeddings(
+        self, in_channels, img_size, patch_cfg, pre_norm, drop_rate
+    ) -> None:
+        """Patch embedding, CLS, position, register and mask tokens."""
+        C = self.embed_dims
+        self.patch_embed = PatchEmbed(
+            **dict(
+                in_channels=in_channels,
+                input_size=img_size,
+                embed_dims=C,
+                conv_type='Conv2d',
+                kernel_size=self.patch_size,
+                stride=self.patch_size,
+                bias=not pre_norm,
+                **patch_cfg,
             )
-        if out_type not in OUT_TYPES:
-            raise ValueError(
-                f'Unsupported out_type {out_type!r}; choose '
-                f'from {sorted(OUT_TYPES)}.'
-            )
-        if with_cls_token is False:
-            raise ValueError(
-                'DINOVisionTransformer always has a CLS token; '
-                'remove with_cls_token=False.'
-            )
-        if patch_size <= 0:
-            raise ValueError(f'patch_size must be > 0, got {patch_size}.')
-        return cls._resolve_arch(arch)
-
-    @staticmethod
-    def _check_out_indices(out_indices, num_layers: int) -> List[int]:
-        if isinstance(out_indices, int):
-            out_indices = [out_indices]
-        out = [i + num_layers if i < 0 else i for i in out_indices]
-        if not all(0 <= i < num_layers for i in out):
-            raise ValueError(
-                f'out_indices {list(out_indices)} out of range for '
-                f'{num_layers} blocks.'
-            )
-        return out
+        )
+        self.patch_resolution = self.patch_embed.init_out_size
+        num_patches = self.patch_resolution[0] * self.patch_resolution[1]
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, C))
+        self.pos_embed = nn.Parameter(torch.zeros(1, 1 + num_patches, C))
+        self._register_load_state_dict_pre_hook(self._prepare_pos_embed)
+        self._pos_cache: Dict[tuple, torch.Tensor] = {}
+        R = self.num_register_tokens
+        self.register_tokens = (
+            nn.Parameter(torch.zeros(1, R, C)) if R > 0 else None
+        )
+        self.mask_token = nn.Parameter(torch.zeros(C))
+        self.drop_after_pos = nn.Dropout(p=drop_rate)
 
     def init_weights(self) -> None:
         """Initialise as DINOv2 (timm ViT init): Linear weights
@@ -469,32 +423,4 @@ class DINOVisionTransformer(DINOViTMixin, DINOv2PosEmbedMixin, BaseBackbone):
         return last.attn.attention_map(last.ln1(x))
 
 
-def count_dino_vit_params(
-    arch: Union[str, dict] = 'small',
-    img_size: int = 518,
-    patch_size: int = 14,
-    num_register_tokens: int = 0,
-    in_channels: int = 3,
-) -> int:
-    """Count the parameters of a :class:`DINOVisionTransformer` analytically.
-
-    Useful for large presets (ViT-g ~1.1B) without allocating them; it
-    matches ``sum(p.numel() for p in model.parameters())``.
-    """
-    s = DINOVisionTransformer._resolve_arch(arch)
-    C, L, hidden = s['embed_dims'], s['num_layers'], s['feedforward_channels']
-    grid = (img_size // patch_size) ** 2
-    n = C * in_channels * patch_size**2 + C  # patch embed
-    n += (1 + grid) * C + C + C + num_register_tokens * C  # pos, cls, mask
-    per_block = 2 * 2 * C  # two LayerNorms
-    per_block += 3 * C * C + 3 * C + C * C + C  # qkv, proj
-    per_block += 2 * C  # two LayerScales
-    if s.get('ffn_type', 'origin') == 'swiglu_fused':
-        h = (int(hidden * 2 / 3) + 7) // 8 * 8
-        per_block += C * 2 * h + 2 * h + h * C + C
-    else:
-        per_block += C * hidden + hidden + hidden * C + C
-    return n + L * per_block + 2 * C  # final norm
-
-
-__all__: List[str] = ['DINOVisionTransformer', 'count_dino_vit_params']
+__all__: List[str] = ['DINOVisionTransformer']
