@@ -322,7 +322,11 @@ class DINOVisionTransformer(DINOViTMixin, DINOv2PosEmbedMixin, BaseBackbone):
         x = self.pre_norm(x)
         return x, tuple(grid)
 
-    def _run_layer(self, layer: nn.Module, x: torch.Tensor, groups, keeps):
+    def _run_layer(
+        self, layer: nn.Module, x: torch.Tensor, groups=None, keeps=None
+    ) -> torch.Tensor:
+        """One block, checkpointed in training when ``with_cp`` says so;
+        ``keeps`` of ``layer.draw_keeps`` (None: the block draws)."""
         if self.with_cp and self.training and torch.is_grad_enabled():
             # Non-reentrant: DDP-safe when a block runs twice per step.
             return checkpoint_block(

@@ -97,26 +97,21 @@ def dinov3_block_packed(
     return packed_residual(x, ffn_branch, groups, keep_ffn)
 
 
-class PackedForwardMixin:
-    """``forward_packed`` for ViTs with ``prepare_tokens``, ``layers``,
-    ``out_indices``, ``final_norm`` and ``_format_output``; subclasses
-    say how a group is embedded, how a block runs packed, its drop rule
-    and its final norm."""
-
-    #: (block function, stochastic-depth rule of ``draw_keep``)
-    _packed_block = staticmethod(dinov3_block_packed)
-    _packed_drop_rule = 'floor'
-
-    def _packed_embed(self, x: Tensor, mask: Optional[Tensor]):
-        """Tokens (B, T, C), patch grid and RoPE (or None) of one group."""
-        tokens, grid = self.prepare_tokens(x, mask)
-        return tokens, tuple(grid), None
-
-    def _packed_drop_prob(self, layer: nn.Module) -> float:
-        return layer.drop_path_rate
+class DINOv3PackingMixin:
+    """``forward_packed`` for :class:`DINOv3ViT`: RoPE per group, mmcv
+    ``DropPath`` draws (``'floor'`` rule), untied CLS/patch final norms.
+    """
 
     def _packed_final_norm(self, x: Tensor, groups: TokenGroups) -> Tensor:
-        return self.ln1(x)
+        if self.cls_norm is None:
+            return self.norm(x)
+        parts = unpack_tokens(x, groups)
+        return pack_tokens([self.apply_final_norm(p) for p in parts])[0]
+
+    def _packed_embed(self, x: Tensor, mask: Optional[Tensor]):
+        """Tokens (B, T, C), patch grid and RoPE of one group."""
+        tokens, grid = self.prepare_tokens(x, mask)
+        return tokens, tuple(grid), self.rope_embed(*grid)
 
     def forward_packed(
         self,
@@ -150,15 +145,16 @@ class PackedForwardMixin:
         x, groups = pack_tokens(tokens)  # (S, C)
         outs: List[List[Tensor]] = [[] for _ in xs]
         for i, layer in enumerate(self.layers):
+            p = getattr(layer.drop_path, 'drop_prob', 0.0)
             keeps = [
                 draw_keep(
                     groups,
-                    self._packed_drop_prob(layer) if layer.training else 0.0,
-                    self._packed_drop_rule,
+                    p if layer.training else 0.0,
+                    'floor',
                     x.device,
                     x.dtype,
                     generators,
-                    getattr(layer, 'drop_path_mode', 'bernoulli'),
+                    layer.drop_path_mode,
                 )
                 for _ in range(2)  # attention branch, then FFN branch
             ]
@@ -180,34 +176,12 @@ class PackedForwardMixin:
         if self.with_cp and self.training and torch.is_grad_enabled():
             # Keep decisions are drawn outside, so recomputation reuses them.
             return checkpoint_block(
-                self._packed_block, *args, with_cp=self.with_cp
+                dinov3_block_packed, *args, with_cp=self.with_cp
             )
-        return self._packed_block(*args)
-
-
-class DINOv3PackingMixin(PackedForwardMixin):
-    """Packing for :class:`DINOv3ViT`: RoPE per group, mmcv ``DropPath``
-    draws, untied CLS/patch final norms."""
-
-    _packed_block = staticmethod(dinov3_block_packed)
-    _packed_drop_rule = 'floor'
-
-    def _packed_embed(self, x: Tensor, mask: Optional[Tensor]):
-        tokens, grid = self.prepare_tokens(x, mask)
-        return tokens, tuple(grid), self.rope_embed(*grid)
-
-    def _packed_drop_prob(self, layer: nn.Module) -> float:
-        return getattr(layer.drop_path, 'drop_prob', 0.0)
-
-    def _packed_final_norm(self, x: Tensor, groups: TokenGroups) -> Tensor:
-        if self.cls_norm is None:
-            return self.norm(x)
-        parts = unpack_tokens(x, groups)
-        return pack_tokens([self.apply_final_norm(p) for p in parts])[0]
+        return dinov3_block_packed(*args)
 
 
 __all__ = [
     'DINOv3PackingMixin',
-    'PackedForwardMixin',
     'dinov3_block_packed',
 ]
