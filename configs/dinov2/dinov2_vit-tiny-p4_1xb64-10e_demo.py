@@ -67,6 +67,7 @@ model = dict(
         patch_size=_patch_size,
         layer_scale_init_value=0.0,  # see the header
         drop_path_rate=0.0,
+        drop_path_mode='static',  # fixed shapes, exact rate, no host sync
         out_type='raw',
     ),
     head=_head,

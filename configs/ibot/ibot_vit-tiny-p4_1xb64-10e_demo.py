@@ -29,6 +29,7 @@ model = dict(
         img_size=32,
         patch_size=4,
         layer_scale_init_value=0.0,
+        drop_path_mode='static',  # fixed shapes, exact rate, no host sync
         out_type='raw',
         init_cfg=[dict(type='Xavier', layer='Linear', distribution='uniform')],
     ),

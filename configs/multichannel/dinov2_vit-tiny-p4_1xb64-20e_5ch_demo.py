@@ -98,6 +98,7 @@ model = dict(
         in_channels=_channels,
         layer_scale_init_value=0.0,  # see the header
         drop_path_rate=0.0,
+        drop_path_mode='static',  # fixed shapes, exact rate, no host sync
         out_type='raw',
         # at width 64, trunc-normal(0.02) blocks start as near-identities
         init_cfg=[dict(type='Xavier', layer='Linear', distribution='uniform')],

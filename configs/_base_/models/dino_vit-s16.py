@@ -16,6 +16,7 @@ model = dict(
         patch_size=16,
         layer_scale_init_value=0.0,  # DINO ViTs have no LayerScale
         drop_path_rate=0.1,
+        drop_path_mode='static',  # fixed shapes, exact rate, no host sync
         out_type='cls_token',
     ),
     head=dict(

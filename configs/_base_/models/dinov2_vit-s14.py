@@ -19,6 +19,7 @@ model = dict(
         num_register_tokens=0,
         layer_scale_init_value=1e-5,
         drop_path_rate=0.1,
+        drop_path_mode='static',  # fixed shapes, exact rate, no host sync
         with_cp=False,
         out_type='raw',
         # Continued pretraining from converted official weights

@@ -18,12 +18,14 @@ from mmssl.registry import MODELS
 
 def strip_for_teacher(module: nn.Module) -> nn.Module:
     """Teacher copy: no gradients, no stochastic depth / dropout, no
-    activation checkpointing, no pretrained re-initialisation."""
+    activation checkpointing, no pretrained re-initialisation.
+
+    mmssl's own blocks (``DINOBlock``) need nothing here: their stochastic
+    depth acts only while autograd records, and the teacher runs under
+    ``torch.no_grad``."""
     for m in module.modules():
         if hasattr(m, 'drop_prob'):  # DropPath (mmcv, timm)
             m.drop_prob = 0.0
-        if hasattr(m, 'drop_path_rate'):  # DINOBlock's own stochastic depth
-            m.drop_path_rate = 0.0
         if isinstance(m, nn.Dropout):
             m.p = 0.0
         if hasattr(m, 'with_cp'):

@@ -1,4 +1,5 @@
-from .dino_vit import DINOVisionTransformer, count_dino_vit_params
+from .dino_vit import DINOVisionTransformer
+from .dino_vit_params import count_dino_vit_params
 from .dinov3_vit import DINOv3ViT
 from .swin_vit3d import SwinViT3D
 from .vit3d import VisionTransformer3D

@@ -1,47 +1,46 @@
 # Copyright (c) mmssl contributors. All rights reserved.
 """Vision Transformer backbone for DINO, iBOT and DINOv2.
 
-Built on mmpretrain's :class:`~mmpretrain.models.VisionTransformer` and adds
-what the DINO family of self-supervised methods needs:
-
-- register tokens (Darcet et al., 2023, `Vision Transformers Need
-  Registers <https://arxiv.org/abs/2309.16588>`_);
-- a learnable mask token replacing masked patch embeddings (Zhou et al.,
-  2021, `iBOT <https://arxiv.org/abs/2111.07832>`_; Oquab et al., 2023,
-  `DINOv2 <https://arxiv.org/abs/2304.07193>`_);
-- DINOv2-style bicubic position-embedding interpolation (scale factor with
-  a +0.1 offset, or antialiased size-based resizing) for multi-crop inputs of
-  any size, cached per grid size at inference;
-- non-reentrant activation checkpointing that is safe under DDP when a block
-  runs several times per step (multi-crop students);
-- explicit last-block self-attention maps for visualisation.
+Patch embedding, CLS, position, register (Darcet et al., 2023,
+`arXiv:2309.16588 <https://arxiv.org/abs/2309.16588>`_) and mask tokens
+(iBOT, `arXiv:2111.07832 <https://arxiv.org/abs/2111.07832>`_), a stack
+of :class:`~mmssl.models.layers.DINOBlock` each built with its own
+stochastic depth rate, and a final norm, with the parameter names of
+mmpretrain's ``VisionTransformer``. Crops of any size (DINOv2's
+position-embedding interpolation, `arXiv:2304.07193
+<https://arxiv.org/abs/2304.07193>`_), of several sizes in one pass
+(``forward_packed``), activation checkpointing and compiled blocks.
 """
 
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 import torch.nn as nn
+from mmcv.cnn.bricks.transformer import PatchEmbed
+from mmengine.model import ModuleList
 from mmengine.model.weight_init import trunc_normal_
-from mmpretrain.models.backbones import VisionTransformer
+from mmpretrain.models.backbones.base_backbone import BaseBackbone
+from mmpretrain.models.utils import build_norm_layer, to_2tuple
 
+from mmssl.models.layers import DINOBlock, drop_path_rates
+from mmssl.models.layers.token_packing import (
+    TokenGroups,
+    pack_tokens,
+    unpack_tokens,
+)
 from mmssl.models.utils.activation_checkpoint import (
     check_cp_mode,
     checkpoint_block,
 )
 from mmssl.models.utils.compile_blocks import compile_blocks as _compile_blocks
-from mmssl.models.utils.drop_path import drop_path_rates
 from mmssl.registry import MODELS
 
-from .dino_block import DINOBlock
-from .dino_vit_common import OUT_TYPES, DINOViTMixin, vit_arch
+from .dino_vit_common import DINOViTMixin, vit_arch
 from .dino_vit_pos import DINOv2PosEmbedMixin
-from .packed_vit import DINOv2PackingMixin
 
 
 @MODELS.register_module()
-class DINOVisionTransformer(
-    DINOv2PackingMixin, DINOViTMixin, DINOv2PosEmbedMixin, VisionTransformer
-):
+class DINOVisionTransformer(DINOViTMixin, DINOv2PosEmbedMixin, BaseBackbone):
     """ViT with register tokens, mask token and DINOv2 conventions.
 
     The token sequence fed to the transformer is
@@ -66,19 +65,18 @@ class DINOVisionTransformer(
             Defaults to 0.
         layer_scale_init_value (float): LayerScale init value; 0 disables
             LayerScale. Defaults to 1e-5 (DINOv2).
+        in_channels (int): Image channels. Defaults to 3.
         drop_path_rate (float): Stochastic depth rate of the last block.
             Only the kept samples run a block's residual branches (see
-            :class:`DINOBlock`). Defaults to 0.
+            :class:`~mmssl.models.layers.DINOBlock`). Defaults to 0.
         drop_path_schedule (str): ``'linear'`` (rising from 0 in the first
             block to ``drop_path_rate`` in the last) or ``'uniform'`` (the
             same rate in every block, DINOv2's choice for its large
             models). Defaults to ``'linear'``.
-        drop_path_mode (str): Which samples a block keeps: ``'bernoulli'``
-            (each with probability 1 - rate), ``'fixed'`` (a random subset
-            of ``max(floor(B(1 - rate)), 1)``, DINOv2's count) or
-            ``'fixed_stochastic'`` (that count with a random rounding, the
-            nominal rate in expectation); see
-            :mod:`mmssl.models.utils.drop_path`. Defaults to
+        drop_path_mode (str): Which samples a block keeps: ``'static'``
+            (fixed shapes, exact rate; the DINO configs), ``'bernoulli'``,
+            ``'fixed'`` or ``'fixed_stochastic'``; see
+            :mod:`mmssl.models.layers.drop_path`. Defaults to
             ``'bernoulli'``.
         out_type (str): ``'cls_token'`` (B, C), ``'raw'`` (B, 1 + R + N, C),
             ``'featmap'`` (B, C, Hp, Wp) or ``'avg_featmap'`` (B, C, the mean
@@ -92,8 +90,8 @@ class DINOVisionTransformer(
             matmul and attention outputs and recomputes the rest (see
             :mod:`mmssl.models.utils.activation_checkpoint`). Defaults to
             False.
-        compile_blocks (bool | dict): ``torch.compile`` each block (a dict
-            gives ``torch.compile`` arguments); see
+        compile_blocks (bool | dict): ``torch.compile`` each whole block (a
+            dict gives ``torch.compile`` arguments); see
             :func:`mmssl.models.utils.compile_blocks`. Defaults to False.
         interpolate_offset (float): Offset added to the target grid size
             before computing the bicubic scale factor, DINOv2's historical
@@ -102,10 +100,21 @@ class DINOVisionTransformer(
         interpolate_antialias (bool): Antialiased bicubic resizing (DINOv2
             models with registers use ``antialias=True, offset=0``).
             Defaults to False.
-        **kwargs: Other arguments of mmpretrain's ``VisionTransformer``
-            (``in_channels``, ``drop_rate``, ``qkv_bias``, ``norm_cfg``,
-            ``final_norm``, ``frozen_stages``, ``layer_cfgs``, ``init_cfg``,
-            ...).
+        drop_rate (float): Dropout after the position embedding and in the
+            blocks. Defaults to 0.
+        qkv_bias (bool): Bias of the qkv projections. Defaults to True.
+        norm_cfg (dict): Norm layers. Defaults to LayerNorm, eps 1e-6.
+        final_norm (bool): Norm the returned tokens. Defaults to True.
+        frozen_stages (int): Freeze the embeddings and the first
+            ``frozen_stages`` blocks (the final norm too when all are).
+            Defaults to -1.
+        pre_norm (bool): A norm before the first block (CLIP style; the
+            patch embedding then has no bias). Defaults to False.
+        patch_cfg (dict): Overrides of mmcv's ``PatchEmbed`` arguments.
+        layer_cfgs (dict | Sequence[dict]): Overrides of the
+            :class:`~mmssl.models.layers.DINOBlock` arguments, one dict
+            for all blocks or one per block.
+        init_cfg (dict, optional): mmengine initialisation config.
     """
 
     arch_zoo = {
@@ -126,6 +135,7 @@ class DINOVisionTransformer(
         arch: Union[str, dict] = 'small',
         img_size: Union[int, Tuple[int, int]] = 224,
         patch_size: int = 14,
+        in_channels: int = 3,
         num_register_tokens: int = 0,
         layer_scale_init_value: float = 1e-5,
         drop_path_rate: float = 0.0,
@@ -137,77 +147,99 @@ class DINOVisionTransformer(
         compile_blocks: Union[bool, dict] = False,
         interpolate_offset: float = 0.1,
         interpolate_antialias: bool = False,
+        drop_rate: float = 0.0,
+        qkv_bias: bool = True,
+        norm_cfg: dict = dict(type='LN', eps=1e-6),
+        final_norm: bool = True,
+        frozen_stages: int = -1,
+        pre_norm: bool = False,
+        patch_cfg: dict = dict(),
         layer_cfgs: Union[dict, Sequence[dict]] = dict(),
-        **kwargs,
+        with_cls_token: bool = True,
+        init_cfg: Optional[dict] = None,
     ) -> None:
-        arch_settings = self._resolve_arch(arch)
-        if not isinstance(num_register_tokens, int) or num_register_tokens < 0:
-            raise ValueError(
-                'num_register_tokens must be an int >= 0, got '
-                f'{num_register_tokens!r}.'
-            )
-        if out_type not in OUT_TYPES:
-            raise ValueError(
-                f'Unsupported out_type {out_type!r}; choose '
-                f'from {sorted(OUT_TYPES)}.'
-            )
-        if kwargs.get('with_cls_token', True) is False:
-            raise ValueError(
-                'DINOVisionTransformer always has a CLS token; '
-                'remove with_cls_token=False.'
-            )
-        if patch_size <= 0:
-            raise ValueError(f'patch_size must be > 0, got {patch_size}.')
-
-        ffn_type = arch_settings.get('ffn_type', 'origin')
-        num_layers = arch_settings['num_layers']
-        if isinstance(layer_cfgs, dict):
-            layer_cfgs = [dict(layer_cfgs) for _ in range(num_layers)]
-        layer_cfgs = [{'ffn_type': ffn_type, **cfg} for cfg in layer_cfgs]
-        if isinstance(out_indices, int):
-            out_indices = [out_indices]
-        # The parent adds an extra LayerNorm for 'avg_featmap'; DINOv2 pools
-        # the final-normed patch tokens instead, so build it as 'raw'.
-        super().__init__(
-            arch=arch_settings,
-            img_size=img_size,
-            patch_size=patch_size,
-            drop_path_rate=0.0,  # DINOBlock.adopt sets the rates below
-            out_type='raw',
-            out_indices=list(out_indices),
-            layer_scale_init_value=layer_scale_init_value,
-            layer_cfgs=layer_cfgs,
-            interpolate_mode='bicubic',
-            **kwargs,
+        super().__init__(init_cfg=init_cfg)
+        s = self._check_args(
+            arch, num_register_tokens, out_type, with_cls_token, patch_size
         )
-        self.out_type = out_type
+        self.arch_settings = s
+        C, L = s['embed_dims'], s['num_layers']
+        self.embed_dims, self.num_layers = C, L
+        self.num_heads = s['num_heads']
+        self.img_size = to_2tuple(img_size)
         self.patch_size = patch_size
+        self.out_type = out_type
+        self.out_indices = self._check_out_indices(out_indices, L)
         self.with_cp = check_cp_mode(with_cp)
+        self.final_norm = final_norm
+        self.frozen_stages = frozen_stages
         self.interpolate_offset = interpolate_offset
         self.interpolate_antialias = interpolate_antialias
-        self.num_heads = arch_settings['num_heads']
-
-        # Blocks whose stochastic depth skips the dropped samples' work
-        # (also for the SwiGLU FFN, which has none in mmpretrain).
-        rates = drop_path_rates(drop_path_rate, num_layers, drop_path_schedule)
-        for layer, rate in zip(self.layers, rates):
-            DINOBlock.adopt(layer, rate, drop_path_mode)
-
         self.num_register_tokens = num_register_tokens
         # Tokens before the patches in the output sequence: CLS + registers.
         self.num_extra_tokens = 1 + num_register_tokens
-        if num_register_tokens > 0:
-            self.register_tokens = nn.Parameter(
-                torch.zeros(1, num_register_tokens, self.embed_dims)
-            )
-        else:
-            self.register_tokens = None
-        self.mask_token = nn.Parameter(torch.zeros(self.embed_dims))
-        self._pos_cache: Dict[tuple, torch.Tensor] = {}
+
+        self._build_embeddings(
+            in_channels, img_size, patch_cfg, pre_norm, drop_rate
+        )
+        # Blocks, each built with its own stochastic depth rate.
+        rates = drop_path_rates(drop_path_rate, L, drop_path_schedule)
+        if isinstance(layer_cfgs, dict):
+            layer_cfgs = [layer_cfgs] * L
+        block = dict(
+            embed_dims=C,
+            num_heads=s['num_heads'],
+            feedforward_channels=s['feedforward_channels'],
+            ffn_type=s.get('ffn_type', 'origin'),
+            drop_path_mode=drop_path_mode,
+            layer_scale_init_value=layer_scale_init_value,
+            drop_rate=drop_rate,
+            qkv_bias=qkv_bias,
+            norm_cfg=norm_cfg,
+        )
+        self.layers = ModuleList(
+            DINOBlock(**{**block, 'drop_path_rate': rate, **cfg})
+            for rate, cfg in zip(rates, layer_cfgs)
+        )
+        self.pre_norm = (
+            build_norm_layer(norm_cfg, C) if pre_norm else nn.Identity()
+        )
+        if final_norm:
+            self.ln1 = build_norm_layer(norm_cfg, C)
 
         if self.frozen_stages > 0:
             self._freeze_stages()
         _compile_blocks(self.layers, compile_blocks)
+
+    def _build_embeddings(
+        self, in_channels, img_size, patch_cfg, pre_norm, drop_rate
+    ) -> None:
+        """Patch embedding, CLS, position, register and mask tokens."""
+        C = self.embed_dims
+        self.patch_embed = PatchEmbed(
+            **dict(
+                in_channels=in_channels,
+                input_size=img_size,
+                embed_dims=C,
+                conv_type='Conv2d',
+                kernel_size=self.patch_size,
+                stride=self.patch_size,
+                bias=not pre_norm,
+                **patch_cfg,
+            )
+        )
+        self.patch_resolution = self.patch_embed.init_out_size
+        num_patches = self.patch_resolution[0] * self.patch_resolution[1]
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, C))
+        self.pos_embed = nn.Parameter(torch.zeros(1, 1 + num_patches, C))
+        self._register_load_state_dict_pre_hook(self._prepare_pos_embed)
+        self._pos_cache: Dict[tuple, torch.Tensor] = {}
+        R = self.num_register_tokens
+        self.register_tokens = (
+            nn.Parameter(torch.zeros(1, R, C)) if R > 0 else None
+        )
+        self.mask_token = nn.Parameter(torch.zeros(C))
+        self.drop_after_pos = nn.Dropout(p=drop_rate)
 
     def init_weights(self) -> None:
         """Initialise as DINOv2 (timm ViT init): Linear weights
@@ -219,6 +251,9 @@ class DINOVisionTransformer(
             and self.init_cfg.get('type') == 'Pretrained'
         ):
             return
+        # Drawn twice, as before the rebuild, so that a seed gives the
+        # same initial weights as earlier versions.
+        trunc_normal_(self.pos_embed, std=0.02)
         if self.init_cfg is None:
             for m in self.modules():
                 if isinstance(m, nn.Linear):
@@ -232,18 +267,25 @@ class DINOVisionTransformer(
         nn.init.zeros_(self.mask_token)
 
     def train(self, mode: bool = True) -> 'DINOVisionTransformer':
-        """Set train/eval mode (re-freezing frozen stages); returns self
-        (mmpretrain's BaseBackbone returns None)."""
+        """Set train/eval mode (re-freezing frozen stages); returns self."""
         super().train(mode)
         if mode and self.frozen_stages > 0:
             self._freeze_stages()
         return self
 
     def _freeze_stages(self) -> None:
-        super()._freeze_stages()
-        if not hasattr(self, 'mask_token'):
-            return  # called by the parent before the extra tokens exist
-        self.mask_token.requires_grad = False
+        """Freeze the embeddings and the first ``frozen_stages`` blocks
+        (and the final norm when they are all the blocks)."""
+        frozen = [self.patch_embed, self.drop_after_pos, self.pre_norm]
+        frozen += list(self.layers[: self.frozen_stages])
+        if self.frozen_stages >= len(self.layers) and self.final_norm:
+            frozen.append(self.ln1)
+        for m in frozen:
+            m.eval()
+            for p in m.parameters():
+                p.requires_grad = False
+        for p in (self.cls_token, self.pos_embed, self.mask_token):
+            p.requires_grad = False
         if self.register_tokens is not None:
             self.register_tokens.requires_grad = False
 
@@ -280,11 +322,20 @@ class DINOVisionTransformer(
         x = self.pre_norm(x)
         return x, tuple(grid)
 
-    def _run_layer(self, layer: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    def _run_layer(
+        self, layer: nn.Module, x: torch.Tensor, groups=None, keeps=None
+    ) -> torch.Tensor:
+        """One block, checkpointed in training when ``with_cp`` says so;
+        ``keeps`` of ``layer.draw_keeps`` (None: the block draws)."""
         if self.with_cp and self.training and torch.is_grad_enabled():
             # Non-reentrant: DDP-safe when a block runs twice per step.
-            return checkpoint_block(layer, x, with_cp=self.with_cp)
-        return layer(x)
+            return checkpoint_block(
+                layer, x, groups, keeps, with_cp=self.with_cp
+            )
+        return layer(x, groups, keeps)
+
+    def _output(self, x: torch.Tensor, grid) -> torch.Tensor:
+        return self._format_output(self.ln1(x) if self.final_norm else x, grid)
 
     def forward(
         self, x: torch.Tensor, mask: Optional[torch.Tensor] = None
@@ -302,13 +353,58 @@ class DINOVisionTransformer(
             ``out_type``.
         """
         x, grid = self.prepare_tokens(x, mask)
+        group = TokenGroups((x.shape[:2],))  # one group: (B, 1 + R + N)
         outs = []
         for i, layer in enumerate(self.layers):
-            x = self._run_layer(layer, x)
+            keeps = layer.draw_keeps(group, x)
+            x = self._run_layer(layer, x, None, keeps)
+            if i in self.out_indices:
+                outs.append(self._output(x, grid))
+        return tuple(outs)
+
+    def forward_packed(
+        self,
+        xs: Sequence[torch.Tensor],
+        masks: Optional[Sequence[Optional[torch.Tensor]]] = None,
+        generators: Optional[Sequence[Optional[torch.Generator]]] = None,
+    ) -> List[Tuple[torch.Tensor, ...]]:
+        """Forward groups of crops, each group of one size, in one pass.
+
+        The tokens of all groups are packed into one (S, C) tensor; every
+        token-wise layer runs once on it, attention per group. The same
+        values as :meth:`forward` per group, up to float rounding.
+
+        Args:
+            xs (Sequence[Tensor]): Groups of images (B_g, C_in, H_g, W_g).
+            masks (Sequence, optional): Per group, a patch mask as in
+                :meth:`forward` or None. Defaults to None (no masks).
+            generators (Sequence, optional): Per group, the generator of
+                that group's stochastic-depth draws (None: global RNG).
+                Group g then draws what ``forward(xs[g])`` would draw.
+
+        Returns:
+            list[tuple[Tensor]]: Per group, what ``forward(xs[g],
+            masks[g])`` returns.
+        """
+        masks = [None] * len(xs) if masks is None else list(masks)
+        if len(masks) != len(xs) or not xs:
+            raise ValueError(
+                f'forward_packed needs one mask (or None) per group: got '
+                f'{len(xs)} groups and {len(masks)} masks.'
+            )
+        tokens, grids = zip(
+            *(self.prepare_tokens(x, m) for x, m in zip(xs, masks))
+        )
+        x, groups = pack_tokens(tokens)  # (S, C)
+        outs: List[List[torch.Tensor]] = [[] for _ in xs]
+        for i, layer in enumerate(self.layers):
+            keeps = layer.draw_keeps(groups, x, generators)
+            x = self._run_layer(layer, x, groups, keeps)
             if i in self.out_indices:
                 out = self.ln1(x) if self.final_norm else x
-                outs.append(self._format_output(out, grid))
-        return tuple(outs)
+                for g, part in enumerate(unpack_tokens(out, groups)):
+                    outs[g].append(self._format_output(part, grids[g]))
+        return [tuple(o) for o in outs]
 
     @torch.no_grad()
     def get_last_selfattention(
@@ -328,46 +424,7 @@ class DINOVisionTransformer(
         for layer in self.layers[:-1]:
             x = layer(x)
         last = self.layers[-1]
-        attn = last.attn
-        y = last.ln1(x)
-        B, T, _ = y.shape
-        # (B, T, 3C) -> (3, B, heads, T, head_dims)
-        qkv = (
-            attn.qkv(y)
-            .reshape(B, T, 3, attn.num_heads, attn.head_dims)
-            .permute(2, 0, 3, 1, 4)
-        )
-        q, k = qkv[0], qkv[1]
-        logits = (q * attn.head_dims**-0.5) @ k.transpose(-2, -1)
-        return logits.softmax(dim=-1)
+        return last.attn.attention_map(last.ln1(x))
 
 
-def count_dino_vit_params(
-    arch: Union[str, dict] = 'small',
-    img_size: int = 518,
-    patch_size: int = 14,
-    num_register_tokens: int = 0,
-    in_channels: int = 3,
-) -> int:
-    """Count the parameters of a :class:`DINOVisionTransformer` analytically.
-
-    Useful for large presets (ViT-g ~1.1B) without allocating them; it
-    matches ``sum(p.numel() for p in model.parameters())``.
-    """
-    s = DINOVisionTransformer._resolve_arch(arch)
-    C, L, hidden = s['embed_dims'], s['num_layers'], s['feedforward_channels']
-    grid = (img_size // patch_size) ** 2
-    n = C * in_channels * patch_size**2 + C  # patch embed
-    n += (1 + grid) * C + C + C + num_register_tokens * C  # pos, cls, mask
-    per_block = 2 * 2 * C  # two LayerNorms
-    per_block += 3 * C * C + 3 * C + C * C + C  # qkv, proj
-    per_block += 2 * C  # two LayerScales
-    if s.get('ffn_type', 'origin') == 'swiglu_fused':
-        h = (int(hidden * 2 / 3) + 7) // 8 * 8
-        per_block += C * 2 * h + 2 * h + h * C + C
-    else:
-        per_block += C * hidden + hidden + hidden * C + C
-    return n + L * per_block + 2 * C  # final norm
-
-
-__all__: List[str] = ['DINOVisionTransformer', 'count_dino_vit_params']
+__all__: List[str] = ['DINOVisionTransformer']

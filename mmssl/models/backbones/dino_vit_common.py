@@ -9,7 +9,7 @@ layer-wise learning-rate decay. :class:`DINOViTMixin` holds these once;
 each backbone names its depth-0 parameters in ``EMBED_PARAMS``.
 """
 
-from typing import Optional, Tuple, Union
+from typing import List, Optional, Tuple, Union
 
 import torch
 from torch import Tensor
@@ -63,6 +63,42 @@ class DINOViTMixin:
         settings = dict(arch)
         settings.setdefault('feedforward_channels', 4 * settings['embed_dims'])
         return settings
+
+    @classmethod
+    def _check_args(
+        cls, arch, num_register_tokens, out_type, with_cls_token, patch_size
+    ) -> dict:
+        """The arch settings, after checking the other arguments."""
+        if not isinstance(num_register_tokens, int) or num_register_tokens < 0:
+            raise ValueError(
+                'num_register_tokens must be an int >= 0, got '
+                f'{num_register_tokens!r}.'
+            )
+        if out_type not in OUT_TYPES:
+            raise ValueError(
+                f'Unsupported out_type {out_type!r}; choose '
+                f'from {sorted(OUT_TYPES)}.'
+            )
+        if with_cls_token is False:
+            raise ValueError(
+                f'{cls.__name__} always has a CLS token; '
+                'remove with_cls_token=False.'
+            )
+        if patch_size <= 0:
+            raise ValueError(f'patch_size must be > 0, got {patch_size}.')
+        return cls._resolve_arch(arch)
+
+    @staticmethod
+    def _check_out_indices(out_indices, num_layers: int) -> List[int]:
+        if isinstance(out_indices, int):
+            out_indices = [out_indices]
+        out = [i + num_layers if i < 0 else i for i in out_indices]
+        if not all(0 <= i < num_layers for i in out):
+            raise ValueError(
+                f'out_indices {list(out_indices)} out of range for '
+                f'{num_layers} blocks.'
+            )
+        return out
 
     def _apply_mask_token(
         self, x: Tensor, mask: Optional[Tensor], grid: Tuple[int, int]

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from mmcv.cnn.bricks.drop import DropPath
 from torch import Tensor
 
-from mmssl.models.utils.drop_path import (
+from mmssl.models.layers.drop_path import (
     check_drop_path_mode,
     drop_add_residual,
 )
@@ -178,7 +178,7 @@ class DINOv3Block(nn.Module):
         drop_path_rate (float): Stochastic depth of both branches.
         drop_path_mode (str): ``'bernoulli'`` (mmcv's ``DropPath``: every
             sample computed, dropped ones zeroed) or a fixed-count mode of
-            :mod:`mmssl.models.utils.drop_path` (``'fixed'``,
+            :mod:`mmssl.models.layers.drop_path` (``'fixed'``,
             ``'fixed_stochastic'``: branches run on the kept samples only).
         norm_eps (float): LayerNorm epsilon (released models: 1e-5).
         qkv_bias, mask_k_bias, proj_bias, ffn_bias (bool): Biases.

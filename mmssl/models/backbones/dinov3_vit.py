@@ -66,7 +66,7 @@ class DINOv3ViT(DINOv3PackingMixin, DINOViTMixin, BaseBackbone):
         drop_path_mode (str): ``'bernoulli'`` (mmcv's ``DropPath``),
             ``'fixed'`` or ``'fixed_stochastic'`` (branches run on a
             fixed-count subset only; see
-            :mod:`mmssl.models.utils.drop_path`). Defaults to
+            :mod:`mmssl.models.layers.drop_path`). Defaults to
             ``'bernoulli'``.
         norm_eps (float): LayerNorm epsilon. Defaults to 1e-5 (released).
         mask_k_bias (bool): Zero the key part of the qkv bias through the

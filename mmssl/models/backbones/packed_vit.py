@@ -1,13 +1,12 @@
 # Copyright (c) mmssl contributors. All rights reserved.
 """``forward_packed``: one backbone pass over crops of several sizes.
 
-Mixins for :class:`~mmssl.models.DINOVisionTransformer` and
-:class:`~mmssl.models.DINOv3ViT`. Each group of same-size crops is
-embedded on its own (patch embedding, mask token, position embedding or
+The packed forward of :class:`~mmssl.models.DINOv3ViT`. Each group of
+same-size crops is embedded on its own (patch embedding, mask token,
 RoPE, registers); then the tokens of all groups are packed into one
 (S, C) tensor, every token-wise layer runs once on it and attention runs
-per group (:mod:`.token_packing`). The outputs are those of calling
-``forward`` once per group, up to float rounding.
+per group (:mod:`mmssl.models.layers.token_packing`). The outputs are
+those of calling ``forward`` once per group, up to float rounding.
 """
 
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
@@ -16,12 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from mmssl.models.utils.activation_checkpoint import (
-    checkpoint_block,
-)
-from mmssl.models.utils.rope import apply_rope
-
-from .token_packing import (
+from mmssl.models.layers.token_packing import (
     Keep,
     TokenGroups,
     draw_keep,
@@ -30,28 +24,12 @@ from .token_packing import (
     packed_residual,
     unpack_tokens,
 )
+from mmssl.models.utils.activation_checkpoint import (
+    checkpoint_block,
+)
+from mmssl.models.utils.rope import apply_rope
 
 Ropes = Optional[List[Optional[Tuple[Tensor, Tensor]]]]
-
-
-def dino_block_packed(
-    layer: nn.Module,
-    x: Tensor,
-    groups: TokenGroups,
-    ropes: Ropes,
-    keep_attn: Keep,
-    keep_ffn: Keep,
-) -> Tensor:
-    """A :class:`DINOBlock` on packed tokens (S, C) -> (S, C); its
-    branches are compiled when the block is (``compile_blocks``)."""
-    attn_branch = layer.branch('attn_residual_packed')
-    ffn = layer.branch('ffn_residual')
-
-    def ffn_branch(t: Tensor, grp: TokenGroups) -> Tensor:
-        return ffn(t)
-
-    x = packed_residual(x, attn_branch, groups, keep_attn)
-    return packed_residual(x, ffn_branch, groups, keep_ffn)
 
 
 def _dinov3_attn_packed(
@@ -119,26 +97,21 @@ def dinov3_block_packed(
     return packed_residual(x, ffn_branch, groups, keep_ffn)
 
 
-class PackedForwardMixin:
-    """``forward_packed`` for ViTs with ``prepare_tokens``, ``layers``,
-    ``out_indices``, ``final_norm`` and ``_format_output``; subclasses
-    say how a group is embedded, how a block runs packed, its drop rule
-    and its final norm."""
-
-    #: (block function, stochastic-depth rule of ``draw_keep``)
-    _packed_block = staticmethod(dino_block_packed)
-    _packed_drop_rule = 'below'
-
-    def _packed_embed(self, x: Tensor, mask: Optional[Tensor]):
-        """Tokens (B, T, C), patch grid and RoPE (or None) of one group."""
-        tokens, grid = self.prepare_tokens(x, mask)
-        return tokens, tuple(grid), None
-
-    def _packed_drop_prob(self, layer: nn.Module) -> float:
-        return layer.drop_path_rate
+class DINOv3PackingMixin:
+    """``forward_packed`` for :class:`DINOv3ViT`: RoPE per group, mmcv
+    ``DropPath`` draws (``'floor'`` rule), untied CLS/patch final norms.
+    """
 
     def _packed_final_norm(self, x: Tensor, groups: TokenGroups) -> Tensor:
-        return self.ln1(x)
+        if self.cls_norm is None:
+            return self.norm(x)
+        parts = unpack_tokens(x, groups)
+        return pack_tokens([self.apply_final_norm(p) for p in parts])[0]
+
+    def _packed_embed(self, x: Tensor, mask: Optional[Tensor]):
+        """Tokens (B, T, C), patch grid and RoPE of one group."""
+        tokens, grid = self.prepare_tokens(x, mask)
+        return tokens, tuple(grid), self.rope_embed(*grid)
 
     def forward_packed(
         self,
@@ -172,15 +145,16 @@ class PackedForwardMixin:
         x, groups = pack_tokens(tokens)  # (S, C)
         outs: List[List[Tensor]] = [[] for _ in xs]
         for i, layer in enumerate(self.layers):
+            p = getattr(layer.drop_path, 'drop_prob', 0.0)
             keeps = [
                 draw_keep(
                     groups,
-                    self._packed_drop_prob(layer) if layer.training else 0.0,
-                    self._packed_drop_rule,
+                    p if layer.training else 0.0,
+                    'floor',
                     x.device,
                     x.dtype,
                     generators,
-                    getattr(layer, 'drop_path_mode', 'bernoulli'),
+                    layer.drop_path_mode,
                 )
                 for _ in range(2)  # attention branch, then FFN branch
             ]
@@ -202,40 +176,12 @@ class PackedForwardMixin:
         if self.with_cp and self.training and torch.is_grad_enabled():
             # Keep decisions are drawn outside, so recomputation reuses them.
             return checkpoint_block(
-                self._packed_block, *args, with_cp=self.with_cp
+                dinov3_block_packed, *args, with_cp=self.with_cp
             )
-        return self._packed_block(*args)
-
-
-class DINOv2PackingMixin(PackedForwardMixin):
-    """Packing for :class:`DINOVisionTransformer` (``DINOBlock`` layers)."""
-
-
-class DINOv3PackingMixin(PackedForwardMixin):
-    """Packing for :class:`DINOv3ViT`: RoPE per group, mmcv ``DropPath``
-    draws, untied CLS/patch final norms."""
-
-    _packed_block = staticmethod(dinov3_block_packed)
-    _packed_drop_rule = 'floor'
-
-    def _packed_embed(self, x: Tensor, mask: Optional[Tensor]):
-        tokens, grid = self.prepare_tokens(x, mask)
-        return tokens, tuple(grid), self.rope_embed(*grid)
-
-    def _packed_drop_prob(self, layer: nn.Module) -> float:
-        return getattr(layer.drop_path, 'drop_prob', 0.0)
-
-    def _packed_final_norm(self, x: Tensor, groups: TokenGroups) -> Tensor:
-        if self.cls_norm is None:
-            return self.norm(x)
-        parts = unpack_tokens(x, groups)
-        return pack_tokens([self.apply_final_norm(p) for p in parts])[0]
+        return dinov3_block_packed(*args)
 
 
 __all__ = [
-    'DINOv2PackingMixin',
     'DINOv3PackingMixin',
-    'PackedForwardMixin',
-    'dino_block_packed',
     'dinov3_block_packed',
 ]

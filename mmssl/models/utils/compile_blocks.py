@@ -11,18 +11,20 @@ DEFAULT_COMPILE_CFG = dict(dynamic=None)
 def compile_blocks(
     layers: Iterable[nn.Module], cfg: Union[bool, dict, None]
 ) -> None:
-    """Compile each block in place with its ``compile`` method.
+    """Compile each whole block in place with its ``compile`` method.
 
-    ``nn.Module.compile`` compiles a block's whole forward;
-    :class:`~mmssl.models.backbones.dino_block.DINOBlock` overrides it to
-    compile its residual branches only (its stochastic depth indexes a
-    data-dependent subset of samples, which stays eager). The parameter
-    names (and so checkpoints) stay those of the eager model. Stochastic
-    depth that computes only the kept samples makes the batch size inside
-    a block vary from step to step; with ``dynamic=None`` torch recompiles
-    once with a dynamic batch size and then reuses that graph
-    (``dynamic=True`` does so from the start). Apply before FSDP2's
-    ``fully_shard`` (torch's order: compile per block, then shard).
+    ``nn.Module.compile`` compiles a block's whole forward, attention and
+    FFN branches, norms and residual additions in one graph; the
+    parameter names (and so checkpoints) stay those of the eager model.
+    :class:`~mmssl.models.layers.DINOBlock` takes the samples its
+    stochastic depth keeps from the backbone as tensors: with
+    ``drop_path_mode='static'`` their number is fixed, so after one
+    graph per crop size, grad mode and train/eval state nothing
+    recompiles (the ``'bernoulli'`` count changes every call; with
+    ``dynamic=None`` torch then recompiles once with a dynamic count). A
+    deep copy of a block (the EMA teacher) is compiled again. Apply
+    before FSDP2's ``fully_shard`` (torch's order: compile per block,
+    then shard).
 
     Args:
         layers (Iterable[nn.Module]): The blocks.

@@ -253,9 +253,10 @@ def test_drop_path_and_giant_swiglu_tiny():
 @pytest.mark.parametrize('ffn_type', ['origin', 'swiglu_fused'])
 def test_drop_path_per_sample_in_training_only(ffn_type):
     """Stochastic depth rises linearly to drop_path_rate: block 0 has 0,
-    block 1 has p = 0.6. In training, each sample's attention and FFN
-    branches of block 1 are, independently, dropped or kept and scaled
-    by 1 / (1 - p); in evaluation both are kept unscaled."""
+    block 1 has p = 0.6. In training with autograd on, each sample's
+    attention and FFN branches of block 1 are, independently, dropped or
+    kept and scaled by 1 / (1 - p); in evaluation, or without autograd
+    (the EMA teacher), both are kept unscaled."""
     keep = 1 - 0.6
     model = tiny(
         arch=dict(TINY, ffn_type=ffn_type), drop_path_rate=0.6, out_type='raw'
@@ -283,7 +284,10 @@ def test_drop_path_per_sample_in_training_only(ffn_type):
             for kf in (0, 1):
                 options[ka, kf] = ya + kf / keep * ffn_branch(ya)
         model.train()
-        train_block = block(h)
+        # no autograd: the teacher's case, every branch runs unscaled
+        torch.testing.assert_close(model(x)[0], eval_out)
+        with torch.enable_grad():  # stochastic depth needs autograd on
+            train_block = block(h).detach()
         seen = []
         for b in range(len(x)):
             match = [
@@ -295,7 +299,8 @@ def test_drop_path_per_sample_in_training_only(ffn_type):
             seen += match
         assert {ka for ka, _ in seen} == {0, 1}  # both drawn for attention
         assert {kf for _, kf in seen} == {0, 1}  # and for the FFN
-        train_out = model(x)[0]
+        with torch.enable_grad():
+            train_out = model(x)[0].detach()
     assert not torch.allclose(train_out, eval_out, atol=1e-3)
 
 

@@ -25,9 +25,7 @@ def _pair(cls, **kw):
 
 
 def _is_compiled(layer):
-    # DINOBlock compiles its residual branches, other blocks the forward
-    if hasattr(layer, 'compile_kwargs'):
-        return layer.compile_kwargs.get('backend') == 'aot_eager'
+    # nn.Module.compile: the whole block's forward
     return layer._compiled_call_impl is not None
 
 
@@ -130,16 +128,14 @@ def _readout(outs):
     ],
 )
 def test_compiled_blocks_two_crop_sizes_and_packing(cls, packed):
-    # Two crop sizes with drop path: the batch size inside a block varies
-    # (crop groups, kept subsets), so dynamo must trace a dynamic batch.
-    # Compiling whole DINOBlocks failed there (torch.rand of a symbolic
-    # batch size with generator=None); forward_packed used to bypass the
-    # compiled blocks entirely.
+    # Two crop sizes with drop path. DINOBlock: whole blocks compiled,
+    # static-shaped stochastic depth, one graph per block call, packed or
+    # not. DINOv3: whole blocks, but its packed path compiles branches.
     torch._dynamo.reset()
     backend = CountingBackend()
     kw = dict(drop_path_rate=0.5, out_type='raw')
     if cls is DINOVisionTransformer:
-        kw['img_size'] = 16
+        kw.update(img_size=16, drop_path_mode='static')
     else:
         kw['rope_rescale_coords'] = None  # no RoPE draws from the RNG
     torch.manual_seed(0)
@@ -168,7 +164,96 @@ def test_compiled_blocks_two_crop_sizes_and_packing(cls, packed):
             results.append(([o.detach() for o in outs], grads))
         for want, got in zip(*(r[0] + r[1] for r in results)):
             torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
-    # every branch call of the compiled model ran a captured graph:
-    # 2 layers x 2 branches x (1 packed call or 2 crop sizes) x 3 steps
+    # every block (DINOv3 packed: branch) call ran one captured graph:
+    # 2 layers x (1 packed call or 2 crop sizes) x 3 steps
     assert backend.graphs >= 2
-    assert backend.runs == 2 * 2 * (1 if packed else 2) * 3
+    calls = 2 if cls is DINOv3ViT else 1
+    assert backend.runs == 2 * calls * (1 if packed else 2) * 3
+
+
+class CountingAOTEager(CountingBackend):
+    """``backend='aot_eager'`` (dynamo + AOTAutograd), counting graphs
+    and runs, also of the deep-copied (teacher) blocks."""
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __call__(self, gm, example_inputs):
+        from torch._dynamo.backends.registry import lookup_backend
+
+        self.graphs += 1
+        compiled = lookup_backend('aot_eager')(gm, example_inputs)
+
+        def run(*args):
+            self.runs += 1
+            return compiled(*args)
+
+        return run
+
+
+@pytest.mark.parametrize(
+    'pack_crops', [pytest.param(False, marks=pytest.mark.slow), True]
+)
+def test_dinov2_steps_do_not_recompile_after_warm_up(pack_crops):
+    """Compiled whole blocks, static drop path 0.4, fresh iBOT masks per
+    step: after 2 warm-up steps (two crop sizes, student and teacher),
+    6 more train steps compile nothing new and every block call runs a
+    captured graph."""
+    from mmpretrain.structures import DataSample
+
+    from mmssl.registry import MODELS
+
+    torch._dynamo.reset()
+    backend = CountingAOTEager()
+    K, L = 16, 3
+    vit = dict(
+        type='DINOVisionTransformer',
+        arch=dict(ARCH, num_layers=L),
+        img_size=32,
+        patch_size=8,
+        out_type='raw',
+        drop_path_rate=0.4,
+        drop_path_mode='static',
+        compile_blocks=dict(backend=backend),
+    )
+    head = dict(
+        type='DINOHead',
+        in_channels=16,
+        n_prototypes=K,
+        hidden_channels=16,
+        bottleneck_channels=8,
+    )
+    terms = dict(
+        dino_cls=dict(type='DINOLoss', out_dim=K),
+        ibot_patch=dict(type='iBOTPatchLoss', out_dim=K),
+    )
+    torch.manual_seed(0)
+    model = MODELS.build(
+        dict(
+            type='DINOFamily',
+            backbone=vit,
+            head=head,
+            terms=terms,
+            pack_crops=pack_crops,
+        )
+    ).train()
+    gen = torch.Generator().manual_seed(0)
+
+    def step():
+        views = [torch.randn(4, 3, s, s, generator=gen) for s in (32, 32)]
+        views += [torch.randn(4, 3, 16, 16, generator=gen) for _ in '12']
+        masks = torch.rand(4, 2, 4, 4, generator=gen) < 0.4
+        samples = [DataSample().set_mask(m) for m in masks]
+        model.zero_grad()
+        sum(model.loss(views, samples).values()).backward()
+
+    for _ in range(2):
+        step()
+    graphs, runs = backend.graphs, backend.runs
+    assert graphs >= 2
+    for _ in range(6):
+        step()
+    assert backend.graphs == graphs  # no recompile
+    # per step: student global + local (or one packed call), teacher
+    calls = (1 if pack_crops else 2) + 1
+    assert backend.runs - runs == 6 * L * calls

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from mmssl.models.backbones import DINOv3ViT, DINOVisionTransformer
-from mmssl.models.backbones.token_packing import (
+from mmssl.models.layers.token_packing import (
     GroupKeep,
     TokenGroups,
     _kept_rows,
@@ -124,7 +124,7 @@ def test_packed_equals_per_group(kind, kw, mode):
         assert not torch.allclose(eval_outs[0][1], got[0][0][1], atol=1e-3)
 
 
-@pytest.mark.parametrize('mode', ['fixed', 'fixed_stochastic'])
+@pytest.mark.parametrize('mode', ['static', 'fixed', 'fixed_stochastic'])
 @pytest.mark.parametrize('kind', ['v2', 'v3'])
 def test_packed_fixed_count_modes_equal_per_group(kind, mode):
     # Groups of 2, 3 and 1 samples at rate 0.5: 'fixed' keeps 1, 1 and 1,

@@ -12,8 +12,8 @@ from mmengine.config import Config
 from torch import nn
 
 from mmssl.models.backbones import DINOv3ViT, DINOVisionTransformer
-from mmssl.models.utils import drop_path as dp
-from mmssl.models.utils.drop_path import (
+from mmssl.models.layers import drop_path as dp
+from mmssl.models.layers.drop_path import (
     drop_add_residual,
     keep_count,
     keep_indices,
@@ -189,11 +189,15 @@ def test_gradients_reach_the_branch_from_kept_rows_only(mode):
 
 
 def _branch_batches(model, x):
-    """Batch sizes each block's FFN branch sees in one training forward."""
+    """Samples each block's FFN branch sees in one training forward
+    (the DINO block sees them as packed (k * T, C) rows)."""
+    tokens = 1 + model.num_register_tokens + 16  # 4x4 patches
     sizes = []
     hooks = [
         layer.ln2.register_forward_hook(
-            lambda m, i, o: sizes.append(i[0].shape[0])
+            lambda m, i, o: sizes.append(
+                i[0].numel() // (tokens * i[0].shape[-1])
+            )
         )
         for layer in model.layers
     ]
@@ -241,7 +245,7 @@ def test_dinov2_demo_config_takes_the_knob():
 def test_backbones_reject_unknown_mode():
     with pytest.raises(ValueError, match='drop_path_mode=.fixd.'):
         DINOVisionTransformer(arch=ARCH, img_size=32, drop_path_mode='fixd')
-    with pytest.raises(ValueError, match="'bernoulli', 'fixed'"):
+    with pytest.raises(ValueError, match="'bernoulli', 'static', 'fixed'"):
         DINOv3ViT(arch=ARCH, drop_path_mode='fixd')
 
 

@@ -10,8 +10,8 @@ from mmpretrain.models.backbones.vision_transformer import (
 from torch import nn
 
 from mmssl.models.backbones import DINOVisionTransformer
-from mmssl.models.backbones.dino_block import DINOBlock
-from mmssl.models.utils.drop_path import drop_add_residual, drop_path_rates
+from mmssl.models.layers import DINOBlock
+from mmssl.models.layers.drop_path import drop_add_residual, drop_path_rates
 
 
 class Recorder(nn.Module):
@@ -119,9 +119,14 @@ def test_block_keeps_state_dict_keys_and_eval_output():
         feedforward_channels=64,
         layer_scale_init_value=0.5,
     )
+    torch.manual_seed(0)
     plain = TransformerEncoderLayer(**kwargs).eval()
-    block = DINOBlock.adopt(TransformerEncoderLayer(**kwargs), 0.4).eval()
+    torch.manual_seed(0)  # same draws, same initial weights
+    block = DINOBlock(**kwargs, drop_path_rate=0.4).eval()
+    assert block.drop_path_rate == 0.4
     assert list(block.state_dict()) == list(plain.state_dict())
+    for a, b in zip(block.state_dict().values(), plain.state_dict().values()):
+        assert torch.equal(a, b)
     block.load_state_dict(plain.state_dict())
     x = torch.randn(2, 5, 32)
     torch.testing.assert_close(block(x), plain(x), rtol=0, atol=1e-6)

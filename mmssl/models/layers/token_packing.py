@@ -24,10 +24,11 @@ from typing import Callable, List, Optional, Sequence, Tuple
 import torch
 from torch import Tensor
 
-from mmssl.models.utils.drop_path import (
+from .drop_path import (
     generator_kwargs,
     keep_count,
     keep_indices,
+    static_keep,
     subset_attention_backends,
 )
 
@@ -108,7 +109,7 @@ def _kept_rows(
         base = start + idx * t  # first row of each kept sample
         arange = torch.arange(t, device=base.device)
         rows.append((base[:, None] + arange[None, :]).reshape(-1))
-        sizes.append((k.count, t))
+        sizes.append((idx.shape[0], t))  # k, symbolic if traced so
         start += b * t
     return torch.cat(rows), TokenGroups(tuple(sizes))
 
@@ -134,6 +135,8 @@ def packed_residual(
     """
     if keep is None:
         return x + branch(x, groups)
+    if keep[0].weight is not None:
+        return _weighted_residual(x, branch, groups, keep)
     scales = [k.scale for k in keep]
     same_scale = len(set(scales)) == 1
     if same_scale and all(k.idx is None for k in keep):
@@ -152,6 +155,23 @@ def packed_residual(
     return torch.index_add(x, 0, rows, residual * per_row)
 
 
+def _weighted_residual(
+    x: Tensor,
+    branch: Callable[[Tensor, TokenGroups], Tensor],
+    groups: TokenGroups,
+    keep: List['GroupKeep'],
+) -> Tensor:
+    """``packed_residual`` of the ``'static'`` mode: per kept sample a
+    weight (k_g,) on the device, broadcast to its T_g rows."""
+    rows, kept = _kept_rows(groups, keep)
+    residual = branch(x.index_select(0, rows), kept)  # (S_kept, C)
+    per_row = torch.cat(
+        [k.weight.repeat_interleave(t) for k, (_, t) in zip(keep, kept.sizes)]
+    )  # (S_kept,)
+    weighted = residual * per_row[:, None].to(residual.dtype)
+    return torch.index_add(x, 0, rows, weighted.to(x.dtype))
+
+
 @dataclass(frozen=True)
 class GroupKeep:
     """The samples of one group that keep a residual branch.
@@ -162,12 +182,16 @@ class GroupKeep:
         scale (float): Scale of the kept branches (``1 / keep_prob`` or
             ``B / k``).
         device (torch.device): Where the indices live.
+        weight (Tensor, optional): Per kept sample (k,) the weight of its
+            branch, drawn on the device (``'static'`` mode; ``scale`` is
+            then unused).
     """
 
     idx: Optional[Tensor]
     count: int
     scale: float
     device: torch.device
+    weight: Optional[Tensor] = None
 
 
 def draw_keep(
@@ -186,7 +210,7 @@ def draw_keep(
         drop_prob (float): Drop probability; 0 gives None (keep all).
         rule (str): For ``mode='bernoulli'``: ``'below'``: kept where
             ``u < 1 - p``
-            (:func:`~mmssl.models.utils.drop_path.drop_add_residual`);
+            (:func:`~mmssl.models.layers.drop_path.drop_add_residual`);
             ``'floor'``: kept where ``floor(1 - p + u) == 1`` with ``u`` in
             ``dtype`` (mmcv's ``DropPath``). The same draws as the block's
             own forward give the same decisions.
@@ -194,9 +218,11 @@ def draw_keep(
         dtype (torch.dtype): The tokens' dtype (``'floor'`` draws in it).
         generators (Sequence, optional): One generator per group (None
             entries, or None: the global RNG).
-        mode (str): ``'bernoulli'`` or a fixed-count mode (per group the
-            draws of :func:`~mmssl.models.utils.drop_path.keep_count` and
-            :func:`~mmssl.models.utils.drop_path.keep_indices`, in the
+        mode (str): ``'bernoulli'``, ``'static'`` (per group
+            :func:`~mmssl.models.layers.drop_path.static_keep`) or a
+            fixed-count mode (per group the
+            draws of :func:`~mmssl.models.layers.drop_path.keep_count` and
+            :func:`~mmssl.models.layers.drop_path.keep_indices`, in the
             block's order).
 
     Returns:
@@ -208,6 +234,10 @@ def draw_keep(
     gens = list(generators) if generators else [None] * len(groups.sizes)
     keep = []
     for (b, _), gen in zip(groups.sizes, gens):
+        if mode == 'static':
+            idx, weight = static_keep(b, drop_prob, device, gen)
+            keep.append(GroupKeep(idx, idx.shape[0], 1.0, device, weight))
+            continue
         if mode != 'bernoulli':
             k = keep_count(b, drop_prob, mode, gen)
             idx = None if k == b else keep_indices(b, k, device, gen)

@@ -1,0 +1,29 @@
+"""Building blocks of the ViT backbones, one concept per file: attention,
+FFN (MLP or SwiGLU), the DINO block, stochastic depth and token
+packing."""
+
+from .attention import Attention
+from .block import DINOBlock
+from .drop_path import (
+    DROP_PATH_MODES,
+    DROP_PATH_SCHEDULES,
+    drop_add_residual,
+    drop_path_rates,
+)
+from .ffn import FFN_TYPES, build_ffn, swiglu_hidden_dims
+from .token_packing import TokenGroups, pack_tokens, unpack_tokens
+
+__all__ = [
+    'Attention',
+    'DINOBlock',
+    'DROP_PATH_MODES',
+    'DROP_PATH_SCHEDULES',
+    'FFN_TYPES',
+    'TokenGroups',
+    'build_ffn',
+    'drop_add_residual',
+    'drop_path_rates',
+    'pack_tokens',
+    'swiglu_hidden_dims',
+    'unpack_tokens',
+]

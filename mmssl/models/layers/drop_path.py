@@ -1,0 +1,313 @@
+# Copyright (c) mmssl contributors. All rights reserved.
+"""Stochastic depth that skips the work of the dropped samples.
+
+Stochastic depth (Huang et al. 2016, https://arxiv.org/abs/1603.09382)
+drops a residual branch per sample: ``x + mask * branch(x) / keep_prob``
+with ``mask ~ Bernoulli(keep_prob)``. The usual implementation (mmcv's
+``DropPath``) computes ``branch(x)`` for every sample and multiplies the
+dropped ones by zero. Here the branch runs only on the kept samples and its
+result is added back at their rows, so a drop rate of 0.4 saves about 40%
+of the block's compute.
+
+Which samples are kept (``drop_path_mode``):
+
+- ``'static'``: ``k = max(ceil(B * keep_prob), 1)`` random samples run the
+  branch, a number fixed by B and the rate. The first ``k - 1`` are kept;
+  the k-th is kept with probability ``B * keep_prob - (k - 1)``, a draw
+  made on the device that weights its row by 0 or 1. Every sample is then
+  kept with probability exactly ``keep_prob`` and kept rows are scaled by
+  ``1 / keep_prob``, the distribution of the per-sample marginals of
+  ``'bernoulli'``. Fixed shapes, no host value: no host sync and one
+  ``torch.compile`` graph per input shape. The DINO configs use it.
+- ``'bernoulli'`` (the backbones' default): each sample is kept
+  independently with probability ``keep_prob`` and scaled by
+  ``1 / keep_prob``, exactly the distribution of the usual
+  implementation. The kept count varies, which needs a host sync
+  (``nonzero``) and gives a new shape at every call.
+- ``'fixed'``: a uniformly random subset of ``k = max(floor(B *
+  keep_prob), 1)`` samples, scaled by ``B / k``: the count rule of
+  DINOv2's batch-subset stochastic depth (Oquab et al. 2023,
+  https://arxiv.org/abs/2304.07193). Fixed shapes and no host sync, but
+  rounding down drops more than the nominal rate at small batches (B=4,
+  rate 0.1: 1 of 4).
+- ``'fixed_stochastic'``: ``k = max(floor(B * keep_prob + U), 1)`` with
+  ``U ~ U[0, 1)`` drawn on the host, so ``E[k] = B * keep_prob`` whenever
+  that is at least 1: the nominal rate in expectation, two shapes per
+  batch size (and a new Python number per call, which a compiled block
+  guards on).
+
+In every mode the result equals ``x + branch(x)`` in expectation.
+"""
+
+import contextlib
+import math
+from typing import Callable, List, Optional, Tuple
+
+import torch
+from torch import Tensor
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+DROP_PATH_SCHEDULES = ('linear', 'uniform')
+DROP_PATH_MODES = ('bernoulli', 'static', 'fixed', 'fixed_stochastic')
+
+#: Attention kernels that need no per-shape plan (no cuDNN attention).
+_PLAN_FREE_ATTENTION = (
+    SDPBackend.FLASH_ATTENTION,
+    SDPBackend.EFFICIENT_ATTENTION,
+    SDPBackend.MATH,
+)
+
+
+def generator_kwargs(generator: Optional[torch.Generator]) -> dict:
+    """``dict(generator=...)`` for ``torch.rand``, empty for None.
+
+    Passing ``generator=None`` selects torch.rand's generator overload,
+    which takes no symbolic sizes: a compiled block then failed once dynamo
+    made the batch size dynamic (``SymIntArrayRef expected to contain only
+    concrete integers``).
+    """
+    return {} if generator is None else dict(generator=generator)
+
+
+def subset_attention_backends(x: Tensor):
+    """Context for running a branch on a random subset of ``x``'s samples.
+
+    The kept subset has a new batch size at almost every call. cuDNN's
+    attention (which torch's ``scaled_dot_product_attention`` picks for bf16
+    on recent GPUs) builds an execution plan per new shape, about 12 ms of
+    host time each: on an H200 that made the bf16 ViT-S/14 forward+backward
+    with drop path 0.4 ten times slower than with fixed shapes. Flash and
+    memory-efficient attention need no plan, so they are used instead on
+    CUDA; elsewhere nothing changes.
+    """
+    if not x.is_cuda:
+        return contextlib.nullcontext()
+    return sdpa_kernel(list(_PLAN_FREE_ATTENTION))
+
+
+def drop_path_rates(
+    rate: float, num_layers: int, schedule: str = 'linear'
+) -> List[float]:
+    """Per-block drop rates.
+
+    Args:
+        rate (float): Drop rate of the last block, in [0, 1).
+        num_layers (int): Number of blocks.
+        schedule (str): ``'linear'`` (0 in the first block rising to
+            ``rate`` in the last, Huang et al.) or ``'uniform'`` (``rate`` in
+            every block, as DINOv2 uses for its large models).
+
+    Returns:
+        list[float]: One rate per block.
+    """
+    if schedule not in DROP_PATH_SCHEDULES:
+        raise ValueError(
+            f'drop_path_schedule={schedule!r} is not supported; use one of '
+            f'{DROP_PATH_SCHEDULES}.'
+        )
+    if not 0.0 <= rate < 1.0:
+        raise ValueError(f'drop_path_rate must be in [0, 1), got {rate}.')
+    if schedule == 'uniform':
+        return [float(rate)] * num_layers
+    if num_layers == 1:
+        return [0.0]
+    step = rate / (num_layers - 1)
+    return [i * step for i in range(num_layers)]
+
+
+def check_drop_path_mode(mode: str) -> str:
+    """Return ``mode`` if it is one of :data:`DROP_PATH_MODES`."""
+    if mode not in DROP_PATH_MODES:
+        raise ValueError(
+            f'drop_path_mode={mode!r} is not supported; use one of '
+            f'{DROP_PATH_MODES} (see mmssl/models/layers/drop_path.py).'
+        )
+    return mode
+
+
+@torch.compiler.disable
+def host_uniform(generator: Optional[torch.Generator] = None) -> float:
+    """One U[0, 1) number drawn on the host (no device sync): from
+    ``generator`` if it is a CPU generator, else from torch's CPU RNG.
+    Kept out of ``torch.compile`` graphs (a Python float, not a tensor)."""
+    if generator is not None and generator.device.type != 'cpu':
+        generator = None
+    return float(torch.rand((), **generator_kwargs(generator)))
+
+
+def keep_count(
+    batch: int,
+    drop_prob: float,
+    mode: str,
+    generator: Optional[torch.Generator] = None,
+) -> int:
+    """Samples a ``'fixed'`` or ``'fixed_stochastic'`` draw keeps.
+
+    Args:
+        batch (int): Batch size B.
+        drop_prob (float): Drop rate p.
+        mode (str): ``'fixed'``: ``max(floor(B(1-p)), 1)``;
+            ``'fixed_stochastic'``: ``max(floor(B(1-p) + U), 1)``.
+        generator (torch.Generator, optional): RNG of U (CPU only).
+
+    Returns:
+        int: k in [1, B].
+    """
+    expected = batch * (1.0 - drop_prob)
+    if mode == 'fixed_stochastic':
+        expected += host_uniform(generator)
+    elif mode != 'fixed':
+        raise ValueError(
+            f'keep_count is for the fixed-count modes, got {mode!r}.'
+        )
+    return min(max(int(math.floor(expected)), 1), batch)
+
+
+def keep_indices(
+    batch: int,
+    count: int,
+    device: torch.device,
+    generator: Optional[torch.Generator] = None,
+) -> Tensor:
+    """A uniformly random subset of ``count`` of ``range(batch)`` drawn on
+    ``device`` (the ``count`` smallest of B uniform keys), without host
+    sync: (count,) int64."""
+    keys = torch.rand(batch, device=device, **generator_kwargs(generator))
+    return keys.argsort()[:count]
+
+
+def static_keep_count(batch: int, drop_prob: float) -> int:
+    """Rows a ``'static'`` draw runs the branch on: ``max(ceil(B(1-p)),
+    1)``, capped at B; a Python int fixed by B and p."""
+    expected = batch * (1.0 - drop_prob)
+    # round() first: B(1-p) = 3.0000000000000004 must give 3, not 4
+    return min(max(math.ceil(round(expected, 9)), 1), batch)
+
+
+def static_keep(
+    batch: int,
+    drop_prob: float,
+    device: torch.device,
+    generator: Optional[torch.Generator] = None,
+) -> Tuple[Tensor, Tensor]:
+    """Indices and weights of a ``'static'`` stochastic-depth draw.
+
+    ``k = static_keep_count(B, p)`` random distinct samples; the first
+    ``k - 1`` have weight ``1 / keep_prob``, the last
+    ``Bernoulli(f) / keep_prob`` with ``f = B * keep_prob - (k - 1)``
+    (drawn on ``device``). Each sample is kept with probability
+    ``(k - 1) / B + f / B = keep_prob`` and the expected weight of every
+    sample is 1.
+
+    Returns:
+        tuple[Tensor, Tensor]: Indices (k,) int64 and weights (k,)
+        float32, both on ``device``.
+    """
+    keep_prob = 1.0 - drop_prob
+    count = static_keep_count(batch, drop_prob)
+    frac = batch * keep_prob - (count - 1)  # in (0, 1]
+    idx = keep_indices(batch, count, device, generator)  # (k,)
+    u = torch.rand(1, device=device, **generator_kwargs(generator))
+    last = (u < frac).float()  # (1,), 1 with probability frac
+    ones = torch.ones(count - 1, device=device)
+    return idx, torch.cat([ones, last]) / keep_prob
+
+
+def _static_residual(
+    x: Tensor,
+    branch: Callable[[Tensor], Tensor],
+    drop_prob: float,
+    generator: Optional[torch.Generator],
+) -> Tensor:
+    """``drop_add_residual`` of the ``'static'`` mode: k rows, always."""
+    idx, weight = static_keep(x.shape[0], drop_prob, x.device, generator)
+    residual = branch(x.index_select(0, idx))  # (k, ...)
+    weight = weight.view(-1, *([1] * (x.dim() - 1))).to(residual.dtype)
+    return torch.index_add(x, 0, idx, (residual * weight).to(x.dtype))
+
+
+def drop_add_residual(
+    x: Tensor,
+    branch: Callable[[Tensor], Tensor],
+    drop_prob: float,
+    training: bool,
+    generator: Optional[torch.Generator] = None,
+    mode: str = 'bernoulli',
+) -> Tensor:
+    """``x + drop_path(branch(x))`` computing ``branch`` on kept rows only.
+
+    Args:
+        x (Tensor): Input (B, ...); ``branch`` maps it to the same shape.
+        branch (Callable): The residual branch; it sees a batch of the kept
+            samples only (possibly empty).
+        drop_prob (float): Probability of dropping a sample's branch.
+        training (bool): Drop only in training; otherwise ``x + branch(x)``.
+        generator (torch.Generator, optional): RNG for the keep mask.
+        mode (str): One of :data:`DROP_PATH_MODES` (module docstring).
+            Defaults to ``'bernoulli'``.
+
+    Returns:
+        Tensor: Same shape as ``x``. Dropped rows are ``x`` unchanged (their
+        gradient flows only through the identity); kept rows are
+        ``x + branch(x) / (1 - drop_prob)`` (``'bernoulli'``) or
+        ``x + branch(x) * B / k`` (fixed-count modes) or ``x + branch(x)
+        * w`` with ``w`` of :func:`static_keep` (``'static'``).
+    """
+    if not training or drop_prob == 0.0:
+        return x + branch(x)
+    if mode == 'static':
+        return _static_residual(x, branch, drop_prob, generator)
+    if mode != 'bernoulli':
+        return _fixed_count_residual(x, branch, drop_prob, generator, mode)
+    keep_prob = 1.0 - drop_prob
+    rand = torch.rand(
+        x.shape[0], device=x.device, **generator_kwargs(generator)
+    )
+    keep = rand < keep_prob  # (B,), Bernoulli(keep_prob)
+    idx = keep.nonzero().squeeze(1)  # (B_kept,)
+    if idx.numel() == x.shape[0]:
+        return torch.add(x, branch(x), alpha=1.0 / keep_prob)
+    # An empty subset still runs the branch (on zero rows) so that every
+    # parameter stays in the graph, which DDP without
+    # find_unused_parameters requires.
+    with subset_attention_backends(x):
+        residual = branch(x.index_select(0, idx))  # (B_kept, ...)
+    return torch.index_add(
+        x, 0, idx, residual.to(x.dtype), alpha=1.0 / keep_prob
+    )
+
+
+def _fixed_count_residual(
+    x: Tensor,
+    branch: Callable[[Tensor], Tensor],
+    drop_prob: float,
+    generator: Optional[torch.Generator],
+    mode: str,
+) -> Tensor:
+    """``drop_add_residual`` of the fixed-count modes: k from the host,
+    the subset drawn on the device."""
+    batch = x.shape[0]
+    count = keep_count(batch, drop_prob, check_drop_path_mode(mode), generator)
+    if count == batch:  # scale B / k = 1
+        return x + branch(x)
+    idx = keep_indices(batch, count, x.device, generator)  # (k,)
+    with subset_attention_backends(x):
+        residual = branch(x.index_select(0, idx))  # (k, ...)
+    return torch.index_add(
+        x, 0, idx, residual.to(x.dtype), alpha=batch / count
+    )
+
+
+__all__ = [
+    'DROP_PATH_MODES',
+    'DROP_PATH_SCHEDULES',
+    'check_drop_path_mode',
+    'drop_add_residual',
+    'drop_path_rates',
+    'generator_kwargs',
+    'keep_count',
+    'keep_indices',
+    'static_keep',
+    'static_keep_count',
+    'subset_attention_backends',
+]

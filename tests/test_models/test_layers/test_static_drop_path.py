@@ -1,0 +1,128 @@
+"""``drop_path_mode='static'``: a fixed number of rows per branch, the
+nominal rate exactly, no host value."""
+
+import math
+
+import pytest
+import torch
+from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from mmssl.models.layers import DINOBlock
+from mmssl.models.layers.drop_path import (
+    drop_add_residual,
+    static_keep,
+    static_keep_count,
+)
+
+
+class Recorder(nn.Module):
+    """A linear branch that records the batch sizes it sees."""
+
+    def __init__(self, dim=4):
+        super().__init__()
+        torch.manual_seed(1)
+        self.lin = nn.Linear(dim, dim)
+        self.sizes = []
+
+    def forward(self, x):
+        self.sizes.append(x.shape[0])
+        return self.lin(x)
+
+
+#: aten ops that need a value of the device on the host
+HOST_OPS = ('nonzero', '_local_scalar_dense', 'is_nonzero', 'masked_select')
+
+
+class HostValueCounter(TorchDispatchMode):
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func.__name__.split('.')[0] in HOST_OPS:
+            self.seen.append(func.__name__)
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize(
+    'batch,p,k',
+    [(8, 0.4, 5), (5, 0.3, 4), (4, 0.25, 3), (4, 0.9, 1), (16, 0.0, 16)],
+)
+def test_the_branch_always_sees_ceil_rows(batch, p, k):
+    # k = ceil(B(1 - p)): 4.8 -> 5, 3.5 -> 4, 3 -> 3, 0.4 -> 1
+    assert static_keep_count(batch, p) == k
+    branch = Recorder()
+    x = torch.randn(batch, 3, 4)
+    for _ in range(20):
+        out = drop_add_residual(x, branch, p, True, mode='static')
+        assert out.shape == x.shape
+    assert branch.sizes == [k] * 20
+
+
+def test_weights_and_indices():
+    idx, w = static_keep(5, 0.3, torch.device('cpu'))
+    assert idx.shape == w.shape == (4,)
+    assert len(set(idx.tolist())) == 4  # distinct samples
+    keep = 0.7
+    assert torch.equal(w[:3], torch.full((3,), 1 / keep))
+    assert w[3].item() in (0.0, pytest.approx(1 / keep))
+
+
+def test_expectation_and_drop_rate_are_exact():
+    """Mean of N draws vs x + branch(x), and each sample's empirical drop
+    rate vs p, within 5 standard errors (fixed seed). B = 5, p = 0.3:
+    4 rows run, the 4th kept with probability 0.5."""
+    B, p, n = 5, 0.3, 4000
+    branch = Recorder()
+    x = torch.randn(B, 2, 4)
+    torch.manual_seed(0)
+    total = torch.zeros_like(x)
+    dropped = torch.zeros(B)
+    with torch.no_grad():
+        full = branch.lin(x)
+        for _ in range(n):
+            out = drop_add_residual(x, branch, p, True, mode='static')
+            total += out
+            dropped += (out == x).flatten(1).all(1).float()
+    rate = dropped / n
+    se = math.sqrt(p * (1 - p) / n)
+    assert ((rate - p).abs() < 5 * se).all(), rate  # every sample
+    bound = 5 * full.abs() * math.sqrt(p / (1 - p)) / math.sqrt(n) + 1e-5
+    assert ((total / n - (x + full)).abs() <= bound).all()
+    # kept rows are branch / (1 - p): the bound sees a missing scale, and
+    # the rate test sees a k-th row always kept (drop rate 0.2, not 0.3)
+    assert ((x + (1 - p) * full - (x + full)).abs() > bound).any()
+    assert abs(1 - 4 / B - p) > 5 * se
+
+
+def _block(mode='static', rate=0.5):
+    torch.manual_seed(0)
+    return DINOBlock(16, 2, 32, drop_path_rate=rate, drop_path_mode=mode)
+
+
+def test_block_training_step_asks_the_host_for_nothing():
+    block = _block().train()
+    x = torch.randn(6, 5, 16, requires_grad=True)
+    with HostValueCounter() as counter:
+        block(x).sum().backward()
+    assert counter.seen == []
+    # the counter sees the Bernoulli mode's nonzero
+    with HostValueCounter() as counter:
+        _block('bernoulli').train()(x).sum().backward()
+    assert 'nonzero.default' in counter.seen
+
+
+def test_block_is_built_with_its_rate_and_drops_only_with_autograd():
+    block = _block(rate=0.5).train()
+    assert block.drop_path_rate == 0.5 and block.drop_path_mode == 'static'
+    x = torch.randn(6, 5, 16)
+    with torch.no_grad():  # the EMA teacher's case: every branch, unscaled
+        whole = block(x)
+        torch.testing.assert_close(block.eval()(x), whole)
+    block.train()
+    torch.manual_seed(1)
+    out = block(x).detach()
+    assert not torch.allclose(out, whole)
+    with pytest.raises(ValueError, match='drop_path_rate'):
+        DINOBlock(16, 2, 32, drop_path_rate=1.0)
