@@ -64,7 +64,7 @@ class ReferenceStep:
     Args:
         ref (dict): :func:`load_reference`'s modules.
         crops (tuple): Global crops list, local crops list and iBOT masks
-            (2B, 256), as ``benchmark_vs_reference.make_crops`` makes them.
+            (2B, 256), as ``speed_vs_reference.make_crops`` makes them.
         drop_path (float): Stochastic depth rate of the last block.
         device (str): Where to run.
         arch (str): ``'small'`` (ViT-S/14) or ``'large'`` (ViT-L/14).

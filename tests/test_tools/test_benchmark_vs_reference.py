@@ -1,9 +1,11 @@
-"""tools/analysis_tools/benchmark_vs_reference.py: one mmssl row per
-(variant, drop-path mode), each model built with its mode."""
+"""tools/analysis_tools/benchmark_vs_reference.py over
+mmssl.analysis.speed_vs_reference: one mmssl row per (variant, drop-path
+mode), each model built with its mode."""
 
 import pytest
 from torch import nn
 
+from mmssl.analysis import speed_vs_reference as svr
 from tests.support.tools import load_tool
 
 bvr = load_tool('analysis_tools/benchmark_vs_reference.py')
@@ -14,14 +16,14 @@ def test_rows_and_names_per_drop_path_mode():
         ['--reference-root', 'x', '--variants', 'plain', 'packed',
          '--drop-path-mode', 'bernoulli', 'fixed']
     )  # fmt: skip
-    rows = bvr.rows(args)
+    rows = svr.rows(args)
     assert rows == [
         ('plain', 'bernoulli'),
         ('packed', 'bernoulli'),
         ('plain', 'fixed'),
         ('packed', 'fixed'),
     ]
-    assert [bvr.name_of(*r) for r in rows] == [
+    assert [svr.name_of(*r) for r in rows] == [
         'mmssl',
         'mmssl+packed',
         'mmssl[fixed]',
@@ -42,13 +44,13 @@ def test_backbone_rows_use_their_mode(monkeypatch):
         built[mode] = model.layers[-1].drop_path_rate
         return lambda: None
 
-    monkeypatch.setattr(bvr, 'mmssl_backbone_fn', capture)
+    monkeypatch.setattr(svr, 'mmssl_backbone_fn', capture)
     args = bvr.parse_args(
         ['--reference-root', 'x', '--batch', '1',
          '--drop-path-mode', 'fixed', 'fixed_stochastic']
     )  # fmt: skip
     ref = dict(vit_small=lambda **kw: nn.Linear(1, 1))
-    fns = bvr.backbone_fns(ref, args)
+    fns = svr.backbone_fns(ref, args)
     assert list(fns) == [
         'mmssl[fixed]',
         'mmssl[fixed_stochastic]',
@@ -63,10 +65,12 @@ def test_arch_and_checkpointing_switches():
     args = bvr.parse_args(
         ['--reference-root', 'x', '--arch', 'large', '--with-cp', 'selective']
     )  # fmt: skip
-    assert bvr.with_cp(args) == 'selective'
-    assert bvr.with_cp(bvr.parse_args(['--reference-root', 'x'])) is False
+    assert svr.with_cp(args) == 'selective'
+    assert svr.with_cp(bvr.parse_args(['--reference-root', 'x'])) is False
     for arch in ('small', 'large'):  # the mmssl side's recipe of each
-        assert osp.isfile(bvr.CONFIG.format(arch[0]))
+        assert osp.isfile(svr.recipe_config(arch, bvr.CONFIGS))
+    with pytest.raises(FileNotFoundError, match='ViT-S/14'):
+        svr.recipe_config('small', osp.join(bvr.CONFIGS, 'nowhere'))
     with pytest.raises(SystemExit):
         bvr.parse_args(['--reference-root', 'x', '--arch', 'giant'])
 
@@ -79,10 +83,10 @@ def test_a_side_out_of_memory_leaves_the_others(capsys):
 
     calls = []
     fns = dict(mmssl=lambda: calls.append(1), reference=oom)
-    times = bvr.interleave(fns, repeats=2, warmup=1)
+    times = svr.interleave(fns, repeats=2, warmup=1)
     assert list(times) == ['mmssl'] and len(times['mmssl']) == 2
     assert len(calls) == 3
-    bvr.report('t', times, flops=2e12, peak=100.0)
+    svr.report('t', times, flops=2e12, peak=100.0)
     out = capsys.readouterr().out
     assert 'reference: out of memory' in out and 'mmssl: median' in out
     median = sum(times['mmssl']) / 2

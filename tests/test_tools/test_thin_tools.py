@@ -11,10 +11,6 @@ PENDING = {
     # owned by the evaluation work; knn_eval imports knn_eval_options
     'tools/misc/knn_eval.py',
     'tools/misc/knn_eval_options.py',
-    # import benchmark_vs_reference (backbone_fns, step_fns), whose code
-    # moves into mmssl.analysis with the GPU benchmark work
-    'tools/dev/profile_backbone.py',
-    'tools/dev/profile_step.py',
 }
 
 

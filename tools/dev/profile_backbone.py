@@ -2,7 +2,8 @@
 """Op-level profile of the ViT-S/14 multi-crop forward+backward, mmssl
 against the reference DINOv2 backbone, for finding where one side is slower.
 
-It reuses the shapes and builders of ``benchmark_vs_reference.py`` and
+It uses the shapes and builders of ``benchmark_vs_reference.py``
+(:mod:`mmssl.analysis.speed_vs_reference`) and
 prints, for each side, the ops with the most self device time (CUDA) or
 self CPU time (CPU), after ``--warmup`` untimed passes::
 
@@ -12,15 +13,11 @@ self CPU time (CPU), after ``--warmup`` untimed passes::
 
 import argparse
 import contextlib
-import os.path as osp
-import sys
 
 import torch
 
-HERE = osp.dirname(osp.abspath(__file__))
-sys.path.insert(0, osp.join(HERE, '..', 'analysis_tools'))
-
-import benchmark_vs_reference as bvr  # noqa: E402
+from mmssl.analysis.reference_dinov2 import load_reference
+from mmssl.analysis.speed_vs_reference import backbone_fns
 
 
 def main(argv=None):
@@ -36,9 +33,9 @@ def main(argv=None):
     parser.add_argument('--seed', type=int, default=0)
     args = parser.parse_args(argv)
 
-    ref = bvr.load_reference(args.reference_root)
+    ref = load_reference(args.reference_root)
     args.variants, args.compile_backend = ['plain'], None
-    fns = bvr.backbone_fns(ref, args)  # {'mmssl': ..., 'reference': ...}
+    fns = backbone_fns(ref, args)  # {'mmssl': ..., 'reference': ...}
     cuda = args.device.startswith('cuda')
     kind = 'cuda' if cuda else 'cpu'
     activities = [torch.profiler.ProfilerActivity.CPU]

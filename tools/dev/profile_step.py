@@ -16,15 +16,18 @@ import argparse
 import collections
 import functools
 import os.path as osp
-import sys
 
 import torch
 from torch.profiler import record_function
 
-HERE = osp.dirname(osp.abspath(__file__))
-sys.path.insert(0, osp.join(HERE, '..', 'analysis_tools'))
+from mmssl.analysis.reference_dinov2 import (
+    init_single_process_group,
+    load_reference,
+)
+from mmssl.analysis.speed_vs_reference import recipe_config, step_fns
 
-import benchmark_vs_reference as bvr  # noqa: E402
+#: The repository's configs/ (the mmssl side runs its DINOv2 recipe).
+CONFIGS = osp.abspath(osp.join(osp.dirname(__file__), '..', '..', 'configs'))
 
 
 def label(obj, attr, name):
@@ -113,11 +116,11 @@ def main(argv=None):
     from mmengine.logging import MMLogger
 
     MMLogger.get_instance('mmengine').setLevel('WARNING')
-    ref = bvr.load_reference(args.reference_root)
-    bvr.init_single_process_group('cpu')
+    ref = load_reference(args.reference_root)
+    init_single_process_group('cpu')
     args.device, args.compile_backend = 'cpu', None
     args.variants, args.drop_path_mode = ['plain'], [args.drop_path_mode]
-    fns, _ = bvr.step_fns(ref, args)
+    fns, _ = step_fns(ref, args, recipe_config('small', CONFIGS))
     mine, theirs = [fns[n] for n in fns]
     label_mmssl(mine.model, mine.wrapper)
     label_reference(theirs)
