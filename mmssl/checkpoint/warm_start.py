@@ -39,7 +39,6 @@ by ``WarmStartHook`` (mmssl.engine.hooks); the runner adds it to
 """
 
 import importlib
-import json
 import os.path as osp
 from typing import Any, Callable, Dict, Mapping, Optional
 
@@ -234,15 +233,6 @@ def _refuse_timm_without_pos_embed(sd: Mapping) -> None:
     )
 
 
-def read_hf_config(path: str) -> Optional[dict]:
-    """The ``config.json`` beside an HF weight file, or None."""
-    cfg = osp.join(osp.dirname(osp.abspath(path)), 'config.json')
-    if not osp.isfile(cfg):
-        return None
-    with open(cfg, encoding='utf-8') as f:
-        return json.load(f)
-
-
 def hf_dinov3_rope(path: str, backbone: nn.Module) -> Optional[StateDict]:
     """``rope_embed.periods`` from the HF config beside ``path``.
 
@@ -254,7 +244,9 @@ def hf_dinov3_rope(path: str, backbone: nn.Module) -> Optional[StateDict]:
         WarmStartError: A RoPE the backbone cannot compute, or a base
             other than the backbone's ``rope_base``.
     """
-    config = read_hf_config(path)
+    module = importlib.import_module(_DINOV3_MODULE)
+    read = getattr(module, 'read_hf_config', None)
+    config = read(path) if read else None
     if config is None:
         print_log(
             f'warm_start: no config.json beside {path}; the HF DINOv3 RoPE '
@@ -424,6 +416,5 @@ __all__ = [
     'detect_format',
     'grow_in_channels',
     'hf_dinov3_rope',
-    'read_hf_config',
     'read_weights',
 ]

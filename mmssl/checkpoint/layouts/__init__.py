@@ -20,6 +20,7 @@ from .dinov3 import (
     hf_dinov3_rope_periods,
     hf_dinov3_to_mmssl,
     mmssl_to_dinov3,
+    read_hf_config,
 )
 from .pos_embed import resize_pos_embed, square_grid
 from .timm import (
@@ -43,6 +44,7 @@ __all__ = [
     'mmssl_to_dinov2',
     'mmssl_to_dinov3',
     'mmssl_to_timm',
+    'read_hf_config',
     'resize_pos_embed',
     'square_grid',
     'timm_dinov3_to_dinov3',

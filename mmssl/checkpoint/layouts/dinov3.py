@@ -28,9 +28,11 @@ The layouts of Siméoni et al., 2025, `DINOv3
   that prefix; both spellings are read.
 """
 
+import json
+import os.path as osp
 import re
 from collections import OrderedDict
-from typing import Dict, List, Mapping, Tuple
+from typing import Dict, List, Mapping, Optional, Tuple
 
 import torch
 
@@ -299,8 +301,18 @@ def hf_dinov3_rope_periods(config: Mapping) -> torch.Tensor:
     return (float(theta) ** (4.0 * exponents / head_dim)).float()
 
 
+def read_hf_config(path: str) -> Optional[dict]:
+    """The ``config.json`` beside an HF weight file, or None."""
+    cfg = osp.join(osp.dirname(osp.abspath(path)), 'config.json')
+    if not osp.isfile(cfg):
+        return None
+    with open(cfg, encoding='utf-8') as f:
+        return json.load(f)
+
+
 __all__ = [
     'DINOV3_MARKER',
+    'read_hf_config',
     'HF_DINOV3_MARKER',
     'dinov3_to_mmssl',
     'hf_dinov3_rope_periods',
