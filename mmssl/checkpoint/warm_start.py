@@ -86,10 +86,11 @@ SCHEDULE_KEYS = ('head_iters', 'unfreeze', 'ramp_iters')
 #: (format, key suffix that marks its backbone), checked in this order.
 _MARKERS = (
     ('dinov3', 'storage_tokens'),
-    ('dinov3', 'rope_embed.periods'),
     ('hf_dinov3', 'embeddings.patch_embeddings.weight'),
     ('hf_dinov2', HF_DINOV2_MARKER),
+    # an mmssl DINOv3ViT has rope_embed.periods too: mmssl first
     ('mmssl', MMSSL_MARKER),
+    ('dinov3', 'rope_embed.periods'),
     ('dinov2', DINOV2_MARKER),
 )
 _DINOV3_MODULE = 'mmssl.checkpoint.layouts.dinov3'

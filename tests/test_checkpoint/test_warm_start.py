@@ -397,3 +397,24 @@ def test_hf_dinov3_rope_theta_must_match_the_backbone(tmp_path):
     (tmp_path / 'config.json').write_text(json.dumps(cfg))
     with pytest.raises(WarmStartError, match='positive'):
         hf_dinov3_rope(path, backbone)
+
+
+def test_mmssl_dinov3_checkpoint_is_mmssl_not_the_hub_layout(tmp_path):
+    """An mmssl DINOv3ViT run stores rope_embed.periods, as the hub files
+    do; its patch_embed.projection names it mmssl (teacher first)."""
+    from mmssl.models.backbones import DINOv3ViT
+
+    def build(seed):
+        torch.manual_seed(seed)
+        arch = dict(embed_dims=32, num_layers=1, num_heads=2)
+        return DINOv3ViT(arch=arch, out_type='raw').eval()
+
+    src = build(0)
+    state = {'teacher.backbone.' + k: v for k, v in src.state_dict().items()}
+    assert detect_format(state) == 'mmssl'
+    path = save({'state_dict': state, 'meta': {}}, tmp_path / 'run.pth')
+    algo = Algo(build(1))
+    report = apply_warm_start(algo, dict(checkpoint=path))
+    assert report.missing == [] and report.unexpected == []
+    x = torch.randn(1, 3, 32, 32)
+    assert torch.equal(features(algo.backbone, x), features(src, x))
