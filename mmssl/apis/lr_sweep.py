@@ -92,6 +92,7 @@ def sweep_linear_probe(
         (its ``metric``), ``test`` (test metrics of the chosen run, or
         None), ``holdout_share`` and ``seed``.
     """
+    from mmssl.checkpoint import loading_policy
     from mmssl.engine.runner import build_runner
 
     if not lrs:
@@ -119,7 +120,10 @@ def sweep_linear_probe(
     best_lr, runner = best
     tested = None
     if test and runner.test_dataloader is not None:
-        tested = {k: float(v) for k, v in runner.test().items()}
+        # PretrainedInitHook reloads init_cfg before testing: under the
+        # checkpoint policy, as tools/test.py runs it
+        with loading_policy(cfg.get('trust_checkpoint'), 'the probe'):
+            tested = {k: float(v) for k, v in runner.test().items()}
     summary = dict(
         holdout={_run_name(lr): m for lr, m in results.items()},
         best_lr=best_lr,
