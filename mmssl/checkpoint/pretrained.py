@@ -194,6 +194,10 @@ class PretrainedStrip:
         checkpoint (str): Path or URL.
         prefix, strip_prefixes, state_key, map_location: See
             :func:`load_pretrained`.
+        min_match (float, optional): Stop with the report when fewer than
+            this share of the module's tensors were loaded (a fine-tune
+            that would silently start from scratch). Defaults to None (no
+            check).
     """
 
     def __init__(
@@ -203,7 +207,9 @@ class PretrainedStrip:
         strip_prefixes: Sequence[str] = ('module.', 'backbone.'),
         state_key: Optional[str] = 'auto',
         map_location: Any = 'cpu',
+        min_match: Optional[float] = None,
     ) -> None:
+        self.min_match = min_match
         self.checkpoint = checkpoint
         self.prefix = prefix
         self.strip_prefixes = tuple(strip_prefixes)
@@ -224,6 +230,17 @@ class PretrainedStrip:
             state_key=self.state_key,
             map_location=self.map_location,
         )
+        total = len(module.state_dict())
+        share = len(self.report.matched) / max(total, 1)
+        if self.min_match is not None and share < self.min_match:
+            raise RuntimeError(
+                f'PretrainedStrip: only {len(self.report.matched)}/{total} '
+                f'({share:.1%}) of the {type(module).__name__} tensors were '
+                f'loaded from {self.checkpoint}, below min_match='
+                f'{self.min_match:.0%}. Is the prefix ({self.prefix!r}) '
+                f'right, and does the config match the checkpoint?\n'
+                f'{self.report.summary()}'
+            )
         if hasattr(module, '_params_init_info'):
             from mmengine.model.weight_init import update_init_info
 

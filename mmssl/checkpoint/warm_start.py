@@ -6,20 +6,24 @@ DINOv2 (and DINOv3) calls :func:`apply_warm_start` at the end of the
 algorithm's ``init_weights``. Formats (``format='auto'`` tells them apart
 by their key names, see :func:`detect_format`):
 
-=============  ==========================================================
-``dinov2``     facebookresearch/dinov2 hub ``.pth`` (``blocks.N.*``,
-               ``mask_token``); training files with ``teacher.backbone.``
-``timm``       timm ViT state dict (DINOv2 block names, no ``mask_token``)
-``hf_dinov2``  HF transformers ``Dinov2Model`` (``.safetensors`` / ``.bin``)
-``dinov3``     facebookresearch/dinov3 hub ``.pth`` (``storage_tokens``,
-               ``rope_embed.periods``)
-``hf_dinov3``  HF transformers ``DINOv3ViTModel``
-``mmssl``      an mmssl backbone, or the backbone of an mmssl algorithm
-               checkpoint (teacher first)
-``mmssl_full`` an mmssl algorithm checkpoint, loaded whole: student,
-               teacher, heads and loss buffers (chaining of stages; never
-               chosen by ``'auto'``)
-=============  ==========================================================
+==============  =========================================================
+``dinov2``      facebookresearch/dinov2 hub ``.pth`` (``blocks.N.*``,
+                ``mask_token``); training files with ``teacher.backbone.``
+``timm``        timm ViT state dict (DINOv2 block names, no ``mask_token``)
+``timm_dinov3`` timm DINOv3 RoPE ViT (``eva.py``, ``vit_*_dinov3[_qkvb]``:
+                ``reg_token``, ``gamma_1``, no ``pos_embed``)
+``hf_dinov2``   HF transformers ``Dinov2Model`` (``.safetensors`` / ``.bin``)
+``dinov3``      facebookresearch/dinov3 hub ``.pth`` (``storage_tokens``,
+                ``rope_embed.periods``)
+``hf_dinov3``   HF transformers ``DINOv3ViTModel`` (files, or a live
+                model's ``model.layer.N`` names); the RoPE base is read
+                from ``config.json`` beside the weights when it is there
+``mmssl``       an mmssl backbone, or the backbone of an mmssl algorithm
+                checkpoint (teacher first)
+``mmssl_full``  an mmssl algorithm checkpoint, loaded whole: student,
+                teacher, heads and loss buffers (chaining of stages; never
+                chosen by ``'auto'``)
+==============  =========================================================
 
 For the backbone formats the converted weights go into the student
 backbone, then into the teacher backbone; the heads keep their fresh
@@ -46,7 +50,11 @@ from .io import load_checkpoint
 from .layouts.dinov2 import DINOV2_MARKER, MMSSL_MARKER, dinov2_to_mmssl
 from .layouts.hf_dinov2 import HF_DINOV2_MARKER, hf_dinov2_to_mmssl
 from .layouts.pos_embed import resize_pos_embed, square_grid
-from .layouts.timm import timm_to_dinov2
+from .layouts.timm import (
+    is_timm_dinov3,
+    timm_dinov3_to_dinov3,
+    timm_to_dinov2,
+)
 from .pretrained import LoadReport, load_pretrained
 from .state_dict import backbone_prefixes, strip_prefix, unwrap_state_dict
 
@@ -56,6 +64,7 @@ FORMATS = (
     'auto',
     'dinov2',
     'timm',
+    'timm_dinov3',
     'hf_dinov2',
     'dinov3',
     'hf_dinov3',
@@ -77,10 +86,11 @@ SCHEDULE_KEYS = ('head_iters', 'unfreeze', 'ramp_iters')
 #: (format, key suffix that marks its backbone), checked in this order.
 _MARKERS = (
     ('dinov3', 'storage_tokens'),
-    ('dinov3', 'rope_embed.periods'),
     ('hf_dinov3', 'embeddings.patch_embeddings.weight'),
     ('hf_dinov2', HF_DINOV2_MARKER),
+    # an mmssl DINOv3ViT has rope_embed.periods too: mmssl first
     ('mmssl', MMSSL_MARKER),
+    ('dinov3', 'rope_embed.periods'),
     ('dinov2', DINOV2_MARKER),
 )
 _DINOV3_MODULE = 'mmssl.checkpoint.layouts.dinov3'
@@ -123,7 +133,9 @@ def detect_format(keys) -> str:
             if fmt == 'dinov2' and not any(
                 k.endswith('mask_token') for k in keys
             ):
-                return 'timm'  # timm drops DINOv2's mask_token
+                # timm drops DINOv2's mask_token; its DINOv3 models
+                # (eva.py) have no pos_embed and EVA's gamma_1
+                return 'timm_dinov3' if is_timm_dinov3(keys) else 'timm'
             return fmt
     raise WarmStartError(
         f'Cannot tell the checkpoint format from its keys (first: '
@@ -144,7 +156,10 @@ def _dinov2_layout(sd: Mapping) -> StateDict:
 
 def _dinov3_converter(fmt: str) -> Callable:
     """``dinov3_to_mmssl`` / ``hf_dinov3_to_mmssl``, imported when needed."""
-    name = 'dinov3_to_mmssl' if fmt == 'dinov3' else 'hf_dinov3_to_mmssl'
+    name = {
+        'hf_dinov3': 'hf_dinov3_to_mmssl',
+        'rope': 'hf_dinov3_rope_periods',
+    }.get(fmt, 'dinov3_to_mmssl')
     try:
         module = importlib.import_module(_DINOV3_MODULE)
     except ImportError as err:
@@ -160,6 +175,7 @@ def _dinov3_converter(fmt: str) -> Callable:
 _MARKER_OF = {
     'dinov2': DINOV2_MARKER,
     'timm': DINOV2_MARKER,
+    'timm_dinov3': DINOV2_MARKER,
     'hf_dinov2': HF_DINOV2_MARKER,
     'mmssl': MMSSL_MARKER,
     'dinov3': 'patch_embed.proj.weight',
@@ -186,12 +202,74 @@ def convert_backbone(
     if fmt == 'dinov2':
         return _dinov2_layout(sd)
     if fmt == 'timm':
+        _refuse_timm_without_pos_embed(sd)
         return _dinov2_layout(timm_to_dinov2(sd))
+    if fmt == 'timm_dinov3':
+        hub = timm_dinov3_to_dinov3(sd)
+        return dict(_dinov3_converter('dinov3')(hub, strict=False))
     if fmt == 'hf_dinov2':
         return hf_dinov2_to_mmssl(sd, strict=False)
     if fmt in ('dinov3', 'hf_dinov3'):
         return dict(_dinov3_converter(fmt)(sd))
     return dict(sd)  # mmssl
+
+
+def _refuse_timm_without_pos_embed(sd: Mapping) -> None:
+    """A timm ViT without ``pos_embed`` is not the DINOv2 layout."""
+    if 'pos_embed' in sd:
+        return
+    if is_timm_dinov3(sd):
+        raise WarmStartError(
+            'warm_start: the checkpoint is a timm DINOv3 model (eva.py '
+            "layout: reg_token, gamma_1, no pos_embed), not format='timm' "
+            "(timm's DINOv2 ViT). Use format='timm_dinov3' (or 'auto') "
+            'with a DINOv3ViT backbone (configs/dinov3/).'
+        )
+    raise WarmStartError(
+        "warm_start: format='timm' expects timm's ViT layout with "
+        'pos_embed (vit_*_dinov2); this file has none (first keys: '
+        f'{list(sd)[:5]}). A RoPE model (timm eva.py) other than DINOv3 '
+        'has no mmssl counterpart: convert it yourself or use a DINOv2 '
+        'or DINOv3 checkpoint.'
+    )
+
+
+def hf_dinov3_rope(path: str, backbone: nn.Module) -> Optional[StateDict]:
+    """``rope_embed.periods`` from the HF config beside ``path``.
+
+    Returns:
+        dict, optional: ``{'rope_embed.periods': ...}``, or None without a
+        ``config.json`` (the backbone keeps its own periods).
+
+    Raises:
+        WarmStartError: A RoPE the backbone cannot compute, or a base
+            other than the backbone's ``rope_base``.
+    """
+    module = importlib.import_module(_DINOV3_MODULE)
+    read = getattr(module, 'read_hf_config', None)
+    config = read(path) if read else None
+    if config is None:
+        print_log(
+            f'warm_start: no config.json beside {path}; the HF DINOv3 RoPE '
+            "base is taken to be the backbone's rope_base.",
+            logger='current',
+        )
+        return None
+    try:
+        periods = _dinov3_converter('rope')(config)
+    except ValueError as err:
+        raise WarmStartError(f'warm_start: {err}') from err
+    theta = (config.get('rope_parameters') or {}).get(
+        'rope_theta', config.get('rope_theta', 100.0)
+    )
+    base = getattr(getattr(backbone, 'rope_embed', None), 'base', None)
+    if base is not None and float(base) != float(theta):
+        raise WarmStartError(
+            f'warm_start: {path} was trained with rope_theta={theta} '
+            f'(config.json) but the backbone has rope_base={base}; set '
+            f'model.backbone.rope_base={theta} in the config.'
+        )
+    return {'rope_embed.periods': periods}
 
 
 def grow_in_channels(weight: torch.Tensor, channels: int) -> torch.Tensor:
@@ -281,6 +359,8 @@ def apply_warm_start(model: nn.Module, cfg: Mapping, logger: Any = 'current'):
     if fmt == 'auto':
         fmt = detect_format(sd)
     state = convert_backbone(sd, fmt, cfg.get('prefix'))
+    if fmt == 'hf_dinov3':
+        state.update(hf_dinov3_rope(path, model.backbone) or {})
     own = model.backbone.state_dict()
     report = load_pretrained(
         model.backbone,
@@ -336,5 +416,6 @@ __all__ = [
     'convert_backbone',
     'detect_format',
     'grow_in_channels',
+    'hf_dinov3_rope',
     'read_weights',
 ]

@@ -3,6 +3,7 @@ from .cluster_uniform_sampler import ClusterUniformSampler
 from .image_folder import ImageFolderDataset
 from .image_index import IMG_EXTENSIONS, scan_images
 from .knn_dataset import KNNDataset
+from .label_subset import LabelSubset, select_label_subset
 from .mixed import MixedDataset, WeightedMixSampler, epoch_indices
 from .mixed_resolution import (
     MixedResolutionBatchSampler,
@@ -18,6 +19,8 @@ __all__ = [
     'batch_masks',
     'block_mask_collate',
     'KNNDataset',
+    'LabelSubset',
+    'select_label_subset',
     'ImageFolderDataset',
     'PathTable',
     'scan_images',

@@ -122,6 +122,10 @@ def tiny_cfg(
     init = backbone.get('init_cfg') if isinstance(backbone, dict) else None
     if isinstance(init, dict) and init.get('type') == 'Pretrained':
         backbone.init_cfg = None  # the linear probe's checkpoint=''
+    if isinstance(model.get('init_cfg'), dict) and not model.init_cfg.get(
+        'checkpoint', True
+    ):
+        model.init_cfg = None  # the fine-tune demo's checkpoint=''
 
     for name in ('val', 'test'):
         cfg[f'{name}_dataloader'] = None

@@ -6,10 +6,14 @@ import torch
 
 from mmssl.checkpoint.layouts import (
     dinov3_to_mmssl,
+    hf_dinov3_rope_periods,
     hf_dinov3_to_mmssl,
+    is_timm_dinov3,
     mmssl_to_dinov3,
+    timm_dinov3_to_dinov3,
 )
 from mmssl.models.backbones import DINOv3ViT
+from mmssl.models.utils.rope import rope_periods
 from tests.support.dinov3_ref import make_hub_state_dict, ref_dinov3_forward
 
 EMBED, HEADS = 32, 2
@@ -178,12 +182,18 @@ def to_hf(sd):
     return out
 
 
+@pytest.mark.parametrize('prefix', ['', 'model.'])
 @pytest.mark.parametrize('name', ['mlp_regs', 'swiglu_regs'])
-def test_hf_transformers_weights_match_reference(name):
+def test_hf_transformers_weights_match_reference(name, prefix):
+    """Files name the blocks ``layer.N``; a live transformers 5 model
+    (``save_file(model.state_dict())``) names them ``model.layer.N``."""
     sd, model = variant(name, seed=4)
     # HF computes the default periods (base 100): give the reference those
     sd['rope_embed.periods'] = model.rope_embed.periods.clone()
-    hf = to_hf(sd)
+    hf = {
+        (prefix + k if k.startswith('layer.') else k): v
+        for k, v in to_hf(sd).items()
+    }
     assert not any('k_proj.bias' in k for k in hf)
     mm = hf_dinov3_to_mmssl(hf)
     assert 'rope_embed.periods' not in mm
@@ -205,3 +215,81 @@ def test_hf_patch_embedding_names(name):
     out = hf_dinov3_to_mmssl({f'embeddings.patch_embeddings.{name}weight': w})
     assert list(out) == ['patch_embed.projection.weight']
     assert out['patch_embed.projection.weight'] is w
+
+
+def to_timm(sd):
+    """Hub weights -> timm DINOv3 (eva.py) names, from timm's own
+    checkpoint filter: storage_tokens -> reg_token, ls1/ls2.gamma ->
+    gamma_1/gamma_2, qkv.bias -> q_bias and v_bias (the key bias dropped),
+    mlp.w1/w2/w3 -> fc1_g/fc1_x/fc2; mask_token, bias_mask and the periods
+    are not kept."""
+    ren = (
+        ('storage_tokens', 'reg_token'),
+        ('ls1.gamma', 'gamma_1'),
+        ('ls2.gamma', 'gamma_2'),
+        ('mlp.w1.', 'mlp.fc1_g.'),
+        ('mlp.w2.', 'mlp.fc1_x.'),
+        ('mlp.w3.', 'mlp.fc2.'),
+    )
+    out = {}
+    for key, v in sd.items():
+        if key.endswith(('periods', 'bias_mask', 'mask_token')):
+            continue
+        if key.endswith('attn.qkv.bias'):
+            q, _, val = v.chunk(3)
+            out[key.replace('qkv.bias', 'q_bias')] = q
+            out[key.replace('qkv.bias', 'v_bias')] = val
+            continue
+        for src, dst in ren:
+            key = key.replace(src, dst)
+        out[key] = v
+    return out
+
+
+@pytest.mark.parametrize('name', ['mlp_regs', 'swiglu_regs'])
+def test_timm_dinov3_weights_match_reference(name):
+    sd, model = variant(name, seed=5)
+    # timm keeps no periods: the model's own (base 100) are used
+    sd['rope_embed.periods'] = model.rope_embed.periods.clone()
+    timm = to_timm(sd)
+    timm['head.weight'] = torch.zeros(3, EMBED)  # a classifier: dropped
+    assert is_timm_dinov3(timm) and 'pos_embed' not in timm
+    hub = timm_dinov3_to_dinov3(timm)
+    # the key bias comes back zero and masked, as the hub files mask it
+    assert torch.equal(
+        hub['blocks.0.attn.qkv.bias_mask'], sd['blocks.0.attn.qkv.bias_mask']
+    )
+    assert not hub['blocks.0.attn.qkv.bias'][EMBED : 2 * EMBED].any()
+    mm = dinov3_to_mmssl(hub)
+    res = model.load_state_dict(mm, strict=False)
+    assert res.missing_keys == ['mask_token']  # timm keeps none
+    assert not res.unexpected_keys
+    assert_matches_reference(model, sd, torch.randn(1, 3, 64, 96))
+
+
+def test_timm_dinov3_needs_both_biases():
+    sd, _ = variant('mlp_regs')
+    timm = to_timm(sd)
+    del timm['blocks.1.attn.v_bias']
+    with pytest.raises(KeyError, match='block 1 .*v_bias'):
+        timm_dinov3_to_dinov3(timm)
+
+
+def test_hf_rope_periods_from_config():
+    cfg = dict(hidden_size=32, num_attention_heads=2)
+    assert torch.equal(hf_dinov3_rope_periods(cfg), rope_periods(16, 100.0))
+    # transformers' inverse frequencies: 1 / theta ** arange(0, 1, 4 / hd)
+    inv = 1 / 1000.0 ** torch.arange(0, 1, 4 / 16, dtype=torch.float64)
+    got = hf_dinov3_rope_periods({**cfg, 'rope_theta': 1000.0})
+    torch.testing.assert_close(got.double(), 1 / inv, rtol=1e-6, atol=0)
+    nested = {**cfg, 'rope_parameters': {'rope_theta': 1000.0}}
+    assert torch.equal(hf_dinov3_rope_periods(nested), got)
+    for bad, match in (
+        ({'rope_theta': -1.0}, 'positive'),
+        ({'rope_theta': float('inf')}, 'positive'),
+        ({'rope_parameters': {'rope_type': 'yarn'}}, 'yarn'),
+        ({'rope_scaling': {'factor': 2.0}}, 'scaling'),
+        ({'hidden_size': 24, 'num_attention_heads': 4}, 'multiple of 4'),
+    ):
+        with pytest.raises(ValueError, match=match):
+            hf_dinov3_rope_periods({**cfg, **bad})

@@ -21,10 +21,17 @@ from mmssl.models.backbones import DINOVisionTransformer
 ARCH = dict(embed_dims=16, num_layers=2, num_heads=2, feedforward_channels=32)
 
 
-def vit(seed: int, in_channels: int = 3, img_size: int = 32, regs: int = 1):
+def vit(
+    seed: int,
+    in_channels: int = 3,
+    img_size: int = 32,
+    regs: int = 1,
+    ffn_type: str = None,
+):
     torch.manual_seed(seed)
+    arch = dict(ARCH, ffn_type=ffn_type) if ffn_type else ARCH
     model = DINOVisionTransformer(
-        arch=ARCH,
+        arch=arch,
         img_size=img_size,
         patch_size=8,
         num_register_tokens=regs,
@@ -291,3 +298,123 @@ def test_bad_config_is_refused(tmp_path):
         apply_warm_start(Algo(vit(1)), dict(checkpoint='x', heads=1))
     with pytest.raises(WarmStartError, match='format'):
         apply_warm_start(Algo(vit(1)), dict(checkpoint='x', format='v9'))
+
+
+def to_hf_in_memory(hf):
+    """HF ``Dinov2Model`` file names -> the names transformers 5 gives a
+    live model (its conversion mapping): ``attention.{q,k,v,o}_proj``."""
+    ren = (
+        ('attention.attention.query.', 'attention.q_proj.'),
+        ('attention.attention.key.', 'attention.k_proj.'),
+        ('attention.attention.value.', 'attention.v_proj.'),
+        ('attention.output.dense.', 'attention.o_proj.'),
+    )
+    out = {}
+    for key, value in hf.items():
+        for src, dst in ren:
+            key = key.replace(src, dst)
+        out[key] = value
+    return out
+
+
+@pytest.mark.parametrize('glu', [False, True])
+def test_hf_dinov2_in_memory_names(tmp_path, glu):
+    """``save_file(Dinov2Model(...).state_dict())`` loads exactly; SwiGLU
+    ``weights_in`` is held as ``gate_proj`` (first half) and ``up_proj``."""
+    from safetensors.torch import save_file
+
+    src = vit(0, ffn_type='swiglu_fused' if glu else None)
+    hub = mmssl_to_dinov2(src.state_dict())
+    glu_parts = {}
+    if glu:
+        for i in range(ARCH['num_layers']):
+            b, e = f'blocks.{i}.mlp.', f'encoder.layer.{i}.mlp.'
+            for kind in ('weight', 'bias'):
+                gate, up = hub.pop(f'{b}w12.{kind}').chunk(2)
+                glu_parts[f'{e}gate_proj.{kind}'] = gate
+                glu_parts[f'{e}up_proj.{kind}'] = up
+                glu_parts[f'{e}down_proj.{kind}'] = hub.pop(f'{b}w3.{kind}')
+    hf = {**to_hf_in_memory(to_hf(hub)), **glu_parts}
+    assert any('q_proj' in k for k in hf)
+    path = str(tmp_path / 'model.safetensors')
+    save_file({k: v.contiguous() for k, v in hf.items()}, path)
+    assert detect_format(hf) == 'hf_dinov2'
+    algo = Algo(vit(1, ffn_type='swiglu_fused' if glu else None))
+    report = apply_warm_start(algo, dict(checkpoint=path))
+    assert report.missing == [] and report.unexpected == []
+    x = torch.randn(2, 3, 32, 32)
+    assert torch.allclose(features(algo.backbone, x), features(src, x))
+
+
+def test_hf_dinov2_block_without_all_parts_is_named():
+    from mmssl.checkpoint.layouts.hf_dinov2 import hf_dinov2_to_mmssl
+
+    with pytest.raises(KeyError, match=r'layer\.3\.mlp .*gate, up'):
+        hf_dinov2_to_mmssl(
+            {'encoder.layer.3.mlp.gate_proj.weight': torch.zeros(4, 2)}
+        )
+
+
+TIMM_DINOV3 = {
+    'cls_token': torch.zeros(1, 1, 16),
+    'reg_token': torch.zeros(1, 4, 16),
+    'patch_embed.proj.weight': torch.zeros(16, 3, 16, 16),
+    'blocks.0.gamma_1': torch.zeros(16),
+    'blocks.0.attn.qkv.weight': torch.zeros(48, 16),
+}
+
+
+def test_timm_dinov3_is_detected_and_refused_as_timm(tmp_path):
+    assert detect_format(TIMM_DINOV3) == 'timm_dinov3'
+    path = save(TIMM_DINOV3, tmp_path / 'timm_dinov3.pth')
+    with pytest.raises(WarmStartError, match="format='timm_dinov3'"):
+        apply_warm_start(Algo(vit(1)), dict(checkpoint=path, format='timm'))
+    # another timm RoPE model without pos_embed: named, no KeyError
+    other = {k: v for k, v in TIMM_DINOV3.items() if 'gamma' not in k}
+    path = save(other, tmp_path / 'eva.pth')
+    with pytest.raises(WarmStartError, match='has none'):
+        apply_warm_start(Algo(vit(1)), dict(checkpoint=path))
+
+
+def test_hf_dinov3_rope_theta_must_match_the_backbone(tmp_path):
+    import json
+
+    from mmssl.checkpoint.warm_start import hf_dinov3_rope
+    from mmssl.models.backbones import DINOv3ViT
+
+    arch = dict(embed_dims=32, num_layers=1, num_heads=2)
+    path = str(tmp_path / 'model.safetensors')
+    backbone = DINOv3ViT(arch=arch, rope_base=100.0)
+    assert hf_dinov3_rope(path, backbone) is None  # no config.json
+    cfg = dict(hidden_size=32, num_attention_heads=2, rope_theta=1000.0)
+    (tmp_path / 'config.json').write_text(json.dumps(cfg))
+    with pytest.raises(WarmStartError, match='rope_base=1000.0'):
+        hf_dinov3_rope(path, backbone)
+    backbone = DINOv3ViT(arch=arch, rope_base=1000.0)
+    periods = hf_dinov3_rope(path, backbone)['rope_embed.periods']
+    assert torch.allclose(periods, backbone.rope_embed.periods)
+    cfg['rope_theta'] = 0.0
+    (tmp_path / 'config.json').write_text(json.dumps(cfg))
+    with pytest.raises(WarmStartError, match='positive'):
+        hf_dinov3_rope(path, backbone)
+
+
+def test_mmssl_dinov3_checkpoint_is_mmssl_not_the_hub_layout(tmp_path):
+    """An mmssl DINOv3ViT run stores rope_embed.periods, as the hub files
+    do; its patch_embed.projection names it mmssl (teacher first)."""
+    from mmssl.models.backbones import DINOv3ViT
+
+    def build(seed):
+        torch.manual_seed(seed)
+        arch = dict(embed_dims=32, num_layers=1, num_heads=2)
+        return DINOv3ViT(arch=arch, out_type='raw').eval()
+
+    src = build(0)
+    state = {'teacher.backbone.' + k: v for k, v in src.state_dict().items()}
+    assert detect_format(state) == 'mmssl'
+    path = save({'state_dict': state, 'meta': {}}, tmp_path / 'run.pth')
+    algo = Algo(build(1))
+    report = apply_warm_start(algo, dict(checkpoint=path))
+    assert report.missing == [] and report.unexpected == []
+    x = torch.randn(1, 3, 32, 32)
+    assert torch.equal(features(algo.backbone, x), features(src, x))

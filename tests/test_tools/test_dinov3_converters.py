@@ -155,3 +155,28 @@ def test_refuses_code_running_pickle_and_bad_keys(tmp_path, capsys):
     back = load_tool('model_converters/mmssl_to_dinov3.py')
     with pytest.raises(SystemExit, match='rope_embed.periods'):
         back.main([str(tmp_path / 'v2.pth'), str(tmp_path / 'hub.pth')])
+
+
+def test_hf_rope_theta_from_config_json(tmp_path):
+    """With config.json beside model.safetensors (rope_theta 1000), the
+    periods are written; a live model's model.layer.N names convert."""
+    import json
+
+    from safetensors.torch import save_file
+
+    from mmssl.models.utils.rope import rope_periods
+
+    hf = {
+        'embeddings.cls_token': torch.zeros(1, 1, EMBED),
+        'embeddings.patch_embeddings.weight': torch.zeros(EMBED, 3, 16, 16),
+        'model.layer.0.norm1.weight': torch.ones(EMBED),
+    }
+    src = tmp_path / 'model.safetensors'
+    save_file(hf, str(src))
+    cfg = dict(hidden_size=EMBED, num_attention_heads=HEADS, rope_theta=1e3)
+    (tmp_path / 'config.json').write_text(json.dumps(cfg))
+    tool = load_tool('model_converters/dinov3_to_mmssl.py')
+    out = tool.main([str(src), str(tmp_path / 'o.pth'), '--prefix', ''])
+    want = rope_periods(EMBED // HEADS, 1000.0)
+    torch.testing.assert_close(out['rope_embed.periods'], want)
+    assert 'layers.0.ln1.weight' in out

@@ -38,7 +38,9 @@ from mmssl.checkpoint.layouts import (
     DINOV3_MARKER,
     HF_DINOV3_MARKER,
     dinov3_to_mmssl,
+    hf_dinov3_rope_periods,
     hf_dinov3_to_mmssl,
+    read_hf_config,
 )
 
 FORMAT_OPTION = (
@@ -72,6 +74,9 @@ def _convert(args, state: dict) -> Converted:
     fmt = args.format
     convert = hf_dinov3_to_mmssl if fmt == 'hf' else dinov3_to_mmssl
     converted = convert(state, strict=not args.no_strict)
+    hf_config = read_hf_config(args.src) if fmt == 'hf' else None
+    if hf_config is not None:  # RoPE periods from rope_theta
+        converted['rope_embed.periods'] = hf_dinov3_rope_periods(hf_config)
     prefixes = args.prefix if args.prefix is not None else ['backbone.']
     out = add_prefix(converted, prefixes)
     meta = vit_meta(converted)

@@ -21,13 +21,18 @@ The layouts of Siméoni et al., 2025, `DINOv3
   ``layer.N.{norm1, attention.{q,k,v,o}_proj, layer_scale1.lambda1, norm2,
   mlp.{up,down}_proj | mlp.{gate,up,down}_proj, layer_scale2.lambda1}``,
   ``norm.*``; q, k and v are separate, the key has no bias when it is
-  masked, and the RoPE periods are not stored (the mmssl model keeps its
-  own, computed from the same base).
+  masked, and the RoPE periods are not stored: they follow from
+  ``rope_theta`` in the model's ``config.json``
+  (:func:`hf_dinov3_rope_periods`). transformers 5 keeps the blocks under
+  ``model.layer.N`` in memory, so a state dict saved from a live model has
+  that prefix; both spellings are read.
 """
 
+import json
+import os.path as osp
 import re
 from collections import OrderedDict
-from typing import Dict, List, Mapping, Tuple
+from typing import Dict, List, Mapping, Optional, Tuple
 
 import torch
 
@@ -61,7 +66,8 @@ _TOP_MAP: Tuple[Tuple[str, str], ...] = (
 )
 _HUB_BLOCK = re.compile(r'^blocks\.(\d+)\.(.+)$')
 _MMSSL_BLOCK = re.compile(r'^layers\.(\d+)\.(.+)$')
-_HF_BLOCK = re.compile(r'^layer\.(\d+)\.(.+)$')
+# ``layer.N`` in files, ``model.layer.N`` in memory (transformers 5)
+_HF_BLOCK = re.compile(r'^(?:model\.)?layer\.(\d+)\.(.+)$')
 
 #: Backbone finder markers. The hub patch key is the one DINOv2 uses too;
 #: ``rope_embed.periods`` tells a DINOv3 file (hub or mmssl) apart.
@@ -245,10 +251,71 @@ def hf_dinov3_to_mmssl(state_dict: Mapping, strict: bool = True) -> StateDict:
     return out
 
 
+def hf_dinov3_rope_periods(config: Mapping) -> torch.Tensor:
+    """The RoPE periods a ``DINOv3ViTConfig`` (``config.json``) implies.
+
+    transformers computes ``inv_freq = 1 / rope_theta ** (4 i / head_dim)``;
+    mmssl's :class:`~mmssl.models.utils.rope.RoPE2D` stores the periods
+    ``rope_theta ** (4 i / head_dim)``, the same rotation. Loading these
+    periods into ``rope_embed.periods`` carries any base over exactly.
+
+    Args:
+        config (Mapping): The parsed ``config.json``; reads ``rope_theta``
+            (or ``rope_parameters['rope_theta']``; default 100),
+            ``hidden_size`` and ``num_attention_heads``.
+
+    Returns:
+        Tensor: Periods (head_dim // 4,), float32.
+
+    Raises:
+        ValueError: A RoPE the backbone cannot compute: a ``rope_type``
+            other than the default, a scaling, a base that is not a
+            positive finite number, or a head width not a multiple of 4.
+    """
+    params = dict(config.get('rope_parameters') or {})
+    rope_type = params.get('rope_type', 'default')
+    scaling = config.get('rope_scaling')
+    if rope_type != 'default' or scaling:
+        raise ValueError(
+            f'HF DINOv3 config has RoPE type {rope_type!r} / scaling '
+            f"{scaling!r}; mmssl's DINOv3ViT computes only the default "
+            'DINOv3 periods (rope_theta ** (4 i / head_dim)).'
+        )
+    theta = params.get('rope_theta', config.get('rope_theta', 100.0))
+    if not isinstance(theta, (int, float)) or not 0 < theta < float('inf'):
+        raise ValueError(
+            f'HF DINOv3 config rope_theta={theta!r}: the RoPE base must be '
+            'a positive finite number.'
+        )
+    heads = int(config.get('num_attention_heads', 0))
+    width = int(config.get('hidden_size', 0))
+    if heads <= 0 or width % heads or (width // heads) % 4:
+        raise ValueError(
+            f'HF DINOv3 config hidden_size={width}, num_attention_heads='
+            f'{heads}: the head width must be a multiple of 4 for 2D RoPE.'
+        )
+    head_dim = width // heads
+    # rope_periods() of mmssl.models.utils.rope (checkpoint/ must not
+    # import models/): float64 powers, stored as float32
+    exponents = torch.arange(head_dim // 4, dtype=torch.float64)
+    return (float(theta) ** (4.0 * exponents / head_dim)).float()
+
+
+def read_hf_config(path: str) -> Optional[dict]:
+    """The ``config.json`` beside an HF weight file, or None."""
+    cfg = osp.join(osp.dirname(osp.abspath(path)), 'config.json')
+    if not osp.isfile(cfg):
+        return None
+    with open(cfg, encoding='utf-8') as f:
+        return json.load(f)
+
+
 __all__ = [
     'DINOV3_MARKER',
+    'read_hf_config',
     'HF_DINOV3_MARKER',
     'dinov3_to_mmssl',
+    'hf_dinov3_rope_periods',
     'hf_dinov3_to_mmssl',
     'mmssl_to_dinov3',
 ]

@@ -15,6 +15,12 @@ The layout of ``transformers``' ``Dinov2Model`` (and
   ``.layer_scale2.lambda1``;
 - ``layernorm.{weight,bias}``.
 
+transformers 5 renames these when it loads a file, so a state dict saved
+from a model in memory (``save_file(model.state_dict(), ...)``) names
+``.attention.{q,k,v,o}_proj`` and, for SwiGLU, ``.mlp.gate_proj`` /
+``.mlp.up_proj`` (the two halves of ``weights_in``, gate first) and
+``.mlp.down_proj``; both spellings are read.
+
 mmssl's :class:`~mmssl.models.DINOVisionTransformer` has one fused
 ``attn.qkv`` projection: its rows are query, key, value stacked in that
 order (the DINOv2 ``qkv`` layout).
@@ -48,16 +54,40 @@ _TOP = {
 _BLOCK = (
     ('norm1.', 'ln1.'),
     ('attention.output.dense.', 'attn.proj.'),
+    ('attention.o_proj.', 'attn.proj.'),
     ('layer_scale1.lambda1', 'attn.gamma1.weight'),
     ('norm2.', 'ln2.'),
     ('mlp.fc1.', 'ffn.layers.0.0.'),
     ('mlp.fc2.', 'ffn.layers.1.'),
     ('mlp.weights_in.', 'ffn.w12.'),
     ('mlp.weights_out.', 'ffn.w3.'),
+    ('mlp.down_proj.', 'ffn.w3.'),
     ('layer_scale2.lambda1', 'ffn.gamma2.weight'),
 )
 _LAYER = re.compile(r'^encoder\.layer\.(\d+)\.(.+)$')
-_QKV = re.compile(r'^attention\.attention\.(query|key|value)\.(weight|bias)$')
+_QKV = re.compile(
+    r'^attention\.(?:attention\.(query|key|value)|([qkv])_proj)\.'
+    r'(weight|bias)$'
+)
+_GLU = re.compile(r'^mlp\.(gate|up)_proj\.(weight|bias)$')
+_QKV_NAME = {'q': 'query', 'k': 'key', 'v': 'value'}
+
+
+def _fuse(
+    out: StateDict, parts: dict, names: tuple, dst: str, what: str
+) -> None:
+    """``parts[(index, kind)][name]`` stacked on dim 0 in ``names``
+    order into ``layers.<index>.<dst>.<kind>``."""
+    for (index, kind), found in sorted(parts.items()):
+        if set(found) != set(names):
+            raise KeyError(
+                f'encoder.layer.{index}.{what} has only {sorted(found)} '
+                f'{kind}s; {", ".join(names)} are needed.'
+            )
+        # rows of the first part, then the next ...
+        out[f'layers.{index}.{dst}.{kind}'] = torch.cat(
+            [found[n] for n in names]
+        )
 
 
 def hf_dinov2_to_mmssl(state_dict: Mapping, strict: bool = True) -> StateDict:
@@ -71,14 +101,16 @@ def hf_dinov2_to_mmssl(state_dict: Mapping, strict: bool = True) -> StateDict:
 
     Returns:
         dict: Weights for :class:`DINOVisionTransformer`; query, key and
-        value are concatenated (on dim 0) into ``attn.qkv``.
+        value are concatenated (on dim 0) into ``attn.qkv``, SwiGLU gate
+        and up projections into ``ffn.w12``.
 
     Raises:
         KeyError: Unknown keys (``strict``), or a block without all of
-            query, key and value.
+            query, key and value (gate and up).
     """
     out: StateDict = OrderedDict()
     qkv: dict = {}
+    glu: dict = {}
     unknown = []
     for key, value in state_dict.items():
         if key in _TOP:
@@ -91,25 +123,22 @@ def hf_dinov2_to_mmssl(state_dict: Mapping, strict: bool = True) -> StateDict:
             index, rest = match.groups()
             part = _QKV.match(rest)
             if part:
-                qkv.setdefault((index, part.group(2)), {})[part.group(1)] = (
-                    value
-                )
+                name = part[1] or _QKV_NAME[part[2]]
+                qkv.setdefault((index, part[3]), {})[name] = value
+                continue
+            part = _GLU.match(rest)
+            if part:
+                glu.setdefault((index, part[2]), {})[part[1]] = value
                 continue
             new = _map_sub(rest, _BLOCK)
             if new is not None:
                 out[f'layers.{index}.{new}'] = value
                 continue
         unknown.append(key)
-    for (index, kind), parts in sorted(qkv.items()):
-        if set(parts) != {'query', 'key', 'value'}:
-            raise KeyError(
-                f'encoder.layer.{index}.attention.attention has only '
-                f'{sorted(parts)} {kind}s; query, key and value are needed.'
-            )
-        # (3C, C) / (3C,): rows of query, then key, then value
-        out[f'layers.{index}.attn.qkv.{kind}'] = torch.cat(
-            [parts['query'], parts['key'], parts['value']]
-        )
+    # (3C, C) / (3C,): rows of query, then key, then value
+    _fuse(out, qkv, ('query', 'key', 'value'), 'attn.qkv', 'attention')
+    # (2H, C) / (2H,): the gate rows first, as in ``weights_in``
+    _fuse(out, glu, ('gate', 'up'), 'ffn.w12', 'mlp')
     if unknown and strict:
         raise KeyError(
             f'Unrecognised HF Dinov2Model keys: {unknown[:10]}'

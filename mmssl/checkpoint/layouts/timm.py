@@ -1,9 +1,17 @@
-"""timm's ViT key layout (``vit_*_patch14_dinov2`` models).
+"""timm's ViT key layouts (``vit_*_dinov2`` and ``vit_*_dinov3`` models).
 
-The DINOv2 layout (:mod:`.dinov2`) without ``mask_token``, SwiGLU as
-``mlp.fc1``/``mlp.fc2``; models with registers (``*_reg4_dinov2``) use
-``reg_token`` and no position embedding on the class token
-(``cls_token + pos_embed[:, 0]``, ``pos_embed[:, 1:]``).
+- ``vit_*_patch14_dinov2`` (timm ``vision_transformer.py``): the DINOv2
+  layout (:mod:`.dinov2`) without ``mask_token``, SwiGLU as
+  ``mlp.fc1``/``mlp.fc2``; models with registers (``*_reg4_dinov2``) use
+  ``reg_token`` and no position embedding on the class token
+  (``cls_token + pos_embed[:, 0]``, ``pos_embed[:, 1:]``).
+- ``vit_*_patch16_dinov3[_qkvb]`` (timm ``eva.py``, the RoPE ViT of
+  DINOv3): no ``pos_embed`` and no ``mask_token``; ``reg_token`` for the
+  storage tokens, LayerScale as ``blocks.N.gamma_1`` / ``gamma_2``, the
+  query and value biases as ``attn.q_bias`` / ``attn.v_bias`` (the key
+  bias is fixed at zero; ``*_dinov3`` without ``_qkvb`` has none), SwiGLU
+  as ``mlp.fc1_g`` (gate), ``mlp.fc1_x``, ``mlp.fc2``; RoPE periods are
+  not stored (base 100 in every released model).
 """
 
 import re
@@ -103,7 +111,83 @@ def timm_to_mmssl(state_dict: Mapping, strict: bool = False) -> StateDict:
     return dinov2_to_mmssl(timm_to_dinov2(state_dict), strict=strict)
 
 
+_EVA_BLOCK = re.compile(r'^blocks\.(\d+)\.(.+)$')
+_EVA_SUB = (
+    ('gamma_1', 'ls1.gamma'),
+    ('gamma_2', 'ls2.gamma'),
+    ('mlp.fc1_g.', 'mlp.w1.'),
+    ('mlp.fc1_x.', 'mlp.w2.'),
+)
+
+
+def is_timm_dinov3(keys) -> bool:
+    """Whether ``keys`` are a timm DINOv3 (``eva.py``) model's.
+
+    The timm ViT markers (``patch_embed.proj.weight``, no ``mask_token``)
+    with EVA's LayerScale names (``gamma_1``) and no ``pos_embed``.
+    """
+    keys = list(keys)
+    return any(k.endswith('.gamma_1') for k in keys) and not any(
+        k == 'pos_embed' or k.endswith('.pos_embed') for k in keys
+    )
+
+
+def timm_dinov3_to_dinov3(state_dict: Mapping) -> StateDict:
+    """Convert timm DINOv3 (``eva.py``) weights to the DINOv3 hub layout.
+
+    The query and value biases become one ``attn.qkv.bias`` with a zero
+    key bias and a ``bias_mask`` that keeps it zero (the hub models'
+    ``mask_k_bias``); ``mlp.fc2`` of a SwiGLU block becomes ``mlp.w3``.
+    ``head.*`` is dropped; other keys are passed on under their own name.
+
+    Args:
+        state_dict (Mapping): timm DINOv3 weights, no prefix.
+
+    Returns:
+        dict: DINOv3 hub-layout weights (:mod:`.dinov3`), without
+        ``mask_token`` and ``rope_embed.periods``, which timm does not keep.
+    """
+    sd = {k: v for k, v in state_dict.items() if not k.startswith('head.')}
+    glu = {m[1] for m in map(_EVA_BLOCK.match, sd) if m and 'fc1_g' in m[2]}
+    out: StateDict = OrderedDict()
+    biases: dict = {}
+    for key, value in sd.items():
+        match = _EVA_BLOCK.match(key)
+        if key == 'reg_token':
+            out['storage_tokens'] = value
+            continue
+        if not match:
+            out[key] = value
+            continue
+        index, rest = match.groups()
+        if rest in ('attn.q_bias', 'attn.v_bias'):
+            biases.setdefault(index, {})[rest[5]] = value
+            continue
+        if rest.startswith('mlp.fc2.') and index in glu:
+            rest = 'mlp.w3.' + rest[len('mlp.fc2.') :]
+        for src, dst in _EVA_SUB:
+            if rest == src or (src.endswith('.') and rest.startswith(src)):
+                rest = dst + rest[len(src) :]
+                break
+        out[f'blocks.{index}.{rest}'] = value
+    for index, parts in biases.items():
+        if set(parts) != {'q', 'v'}:
+            raise KeyError(
+                f'timm DINOv3 block {index} has only the {sorted(parts)} '
+                'bias; q_bias and v_bias are needed.'
+            )
+        q = parts['q']
+        zero = torch.zeros_like(q)
+        # (3C,): query, key (zero, masked), value rows of attn.qkv
+        out[f'blocks.{index}.attn.qkv.bias'] = torch.cat([q, zero, parts['v']])
+        one = torch.ones_like(q)
+        out[f'blocks.{index}.attn.qkv.bias_mask'] = torch.cat([one, zero, one])
+    return out
+
+
 __all__ = [
+    'is_timm_dinov3',
+    'timm_dinov3_to_dinov3',
     'dinov2_to_timm',
     'mmssl_to_timm',
     'timm_to_dinov2',
