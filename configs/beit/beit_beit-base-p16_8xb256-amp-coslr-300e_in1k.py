@@ -8,6 +8,8 @@ _base_ = 'mmpretrain::beit/beit_beit-base-p16_8xb256-amp-coslr-300e_in1k.py'
 # base's (mmengine takes a key from one base only, so they are restated)
 default_scope = 'mmssl'
 runner_type = 'SSLRunner'
+# plain mmengine Runner.from_cfg stops here, naming build_runner
+log_processor = dict(type='UnresolvedLogProcessor')
 
 # The target is a pretrained DALL-E tokenizer; PretrainedDALLETarget checks that its checkpoint
 # exists (the URL below is downloaded on first use) and otherwise says

@@ -10,6 +10,8 @@ _base_ = (
 # base's (mmengine takes a key from one base only, so they are restated)
 default_scope = 'mmssl'
 runner_type = 'SSLRunner'
+# plain mmengine Runner.from_cfg stops here, naming build_runner
+log_processor = dict(type='UnresolvedLogProcessor')
 
 # The target is a pretrained CLIP ViT-B/16; PretrainedCLIPTarget checks that its checkpoint
 # exists (the URL below is downloaded on first use) and otherwise says

@@ -10,6 +10,8 @@ _base_ = (
 # base's (mmengine takes a key from one base only, so they are restated)
 default_scope = 'mmssl'
 runner_type = 'SSLRunner'
+# plain mmengine Runner.from_cfg stops here, naming build_runner
+log_processor = dict(type='UnresolvedLogProcessor')
 
 # Input sizes that follow the backbone ('auto', resolved when the model is
 # built; docs/en/config.md), so model.backbone.arch=... alone gives a

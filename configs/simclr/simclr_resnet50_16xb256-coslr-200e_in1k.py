@@ -11,6 +11,8 @@ _base_ = [
 # base's (mmengine takes a key from one base only, so they are restated)
 default_scope = 'mmssl'
 runner_type = 'SSLRunner'
+# plain mmengine Runner.from_cfg stops here, naming build_runner
+log_processor = dict(type='UnresolvedLogProcessor')
 
 # The inherited pipeline with HueSafeColorJitter for ColorJitter (mmcv 2.2's
 # hue shift fails under numpy >= 2; see the base file named above).

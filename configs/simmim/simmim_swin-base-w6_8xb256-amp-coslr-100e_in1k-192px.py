@@ -8,6 +8,8 @@ _base_ = 'mmpretrain::simmim/simmim_swin-base-w6_8xb256-amp-coslr-100e_in1k-192p
 # base's (mmengine takes a key from one base only, so they are restated)
 default_scope = 'mmssl'
 runner_type = 'SSLRunner'
+# plain mmengine Runner.from_cfg stops here, naming build_runner
+log_processor = dict(type='UnresolvedLogProcessor')
 
 # Input sizes that follow the backbone ('auto', resolved when the model is
 # built; docs/en/config.md), so model.backbone.arch=... alone gives a
