@@ -28,13 +28,14 @@ from mmssl.registry import RUNNERS
 from mmssl.utils.config_keys import check_top_level_keys
 
 from .checkpointing import LOOP_STATE_KEY, CheckpointingMixin
-from .console import shorten_console, warnings_on_rank_zero_only
+from .console import quiet_known_warnings, shorten_console
 from .distributed import cpu_model_wrapper_cfg
 from .lifecycle import RunLifecycleMixin
 from .loops import resumable_loop_cfg
 from .run_length import resolve_run_fractions
 from .scheduler_steps import schedulers_for_run
 from .sharded_checkpoints import sharded_checkpoints_wanted
+from .workers import fit_dataloader_to_machine
 
 __all__ = ['LOOP_STATE_KEY', 'SSLRunner', 'build_runner', 'unique_timestamp']
 
@@ -132,8 +133,9 @@ class SSLRunner(RunLifecycleMixin, CheckpointingMixin, Runner):
         gets a suffix (``_1``, ``_2``, ...); every rank has the same
         history, so the ranks agree on it.
         """
+        quiet_known_warnings()  # before mmengine's setup warns
         super().setup_env(env_cfg)
-        warnings_on_rank_zero_only(get_rank())
+        quiet_known_warnings(get_rank())
         self._timestamp = unique_timestamp(self._timestamp)
 
     def build_logger(self, log_level='INFO', log_file=None, **kwargs):
@@ -242,6 +244,8 @@ class SSLRunner(RunLifecycleMixin, CheckpointingMixin, Runner):
             dict(type='DistLossAverageHook'),
             dict(type='BaseLRLogHook'),
             dict(type='LogIntervalHook'),
+            dict(type='TimeLogHook'),
+            dict(type='RunSummaryHook'),
             dict(
                 type='PreemptionHook',
                 every_minutes=self.cfg.get('checkpoint_every_minutes'),
@@ -289,6 +293,7 @@ class SSLRunner(RunLifecycleMixin, CheckpointingMixin, Runner):
         inherited from an ``mmpretrain::`` base loses its ``_scope_``
         (mmengine would pass it to the function).
         """
+        dataloader = _fit_to_machine(dataloader)
         if (
             isinstance(dataloader, dict)
             and not dataloader.get('num_workers', 0)
@@ -332,6 +337,16 @@ class SSLRunner(RunLifecycleMixin, CheckpointingMixin, Runner):
 # Older configs and tools name the CPU-aware runner; it is SSLRunner.
 RUNNERS.register_module(name='CPUAwareRunner', module=SSLRunner)
 CPUAwareRunner = SSLRunner
+
+
+def _fit_to_machine(dataloader):
+    """:func:`~.workers.fit_dataloader_to_machine`, its note logged."""
+    from mmengine.logging import print_log
+
+    dataloader, note = fit_dataloader_to_machine(dataloader)
+    if note:
+        print_log(note, logger='current')
+    return dataloader
 
 
 def build_runner(cfg) -> Runner:
