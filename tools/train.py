@@ -133,7 +133,10 @@ def parse_args(argv=None) -> argparse.Namespace:
         '--dry-run',
         action='store_true',
         help='build everything, print model and dataset sizes, iterations '
-        'per epoch, scheduler ends and lr, then exit without training',
+        'per epoch, scheduler ends, lr and the peak memory of one training '
+        'step (measured on batches of 2 and 4, extended to the batch '
+        'size; a warning when it exceeds the free memory), then exit '
+        'without training',
     )
     parser.add_argument(
         '--debug',

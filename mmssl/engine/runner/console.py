@@ -25,8 +25,10 @@ MAX_CONSOLE_LINES = 8
 #: Log records (message regexes) the console leaves out; the log file
 #: keeps them. mmengine's CheckpointHook builds a FileClient and a
 #: HardDiskBackend itself and logs their deprecation on every run; its
-#: LoggerHook logs the run's name every epoch.
+#: LoggerHook logs the run's name every epoch; its model builder says in
+#: every one-process run that SyncBN layers (usually none) become BN.
 QUIET_RECORDS = (
+    r'Distributed training is not used, all SyncBatchNorm',
     r'"FileClient" will be deprecated in future',
     r'"HardDiskBackend" is the alias of "LocalBackend"',
     r'Exp name: ',
