@@ -37,12 +37,12 @@ class TimeLogHook(Hook):
     Args:
         seconds (float): Longest silence in seconds. Defaults to 30.
         first_after (float): A line after the first iteration when it took
-            longer than this. Defaults to 5.
+            longer than this. Defaults to 15.
     """
 
     priority = 'LOW'  # after LoggerHook (BELOW_NORMAL)
 
-    def __init__(self, seconds: float = 30.0, first_after: float = 5.0):
+    def __init__(self, seconds: float = 30.0, first_after: float = 15.0):
         self.seconds = seconds
         self.first_after = first_after
         self._last: Optional[float] = None

@@ -285,6 +285,8 @@ class SSLRunner(RunLifecycleMixin, CheckpointingMixin, Runner):
         """Build a dataloader; seed workers with mmssl's ``seed_worker``.
 
         Same as :meth:`mmengine.runner.Runner.build_dataloader`, except
+        that ``num_workers`` is capped at the CPU cores available and
+        ``pin_memory`` dropped without CUDA (:mod:`.workers`, logged),
         that without a ``worker_init_fn`` in the config and with a seed,
         workers get :func:`~mmssl.datasets.worker_seed.seed_worker`
         (mmengine's default replays the same augmentations every epoch
