@@ -111,9 +111,10 @@ class WorkDirTidy:
 
     Created before the runner; :meth:`tidy` (after ``--dry-run`` or a
     user error) removes the entries added since that look like a run's
-    start (timestamped log folders, the config copy, the lock file; never
-    a checkpoint), and the folders it created (the work dir, its missing
-    parents) when they are empty again. Only rank 0 removes anything.
+    start (timestamped log folders, the config copy, the lock file) and
+    the folders it created (the work dir, its missing parents) when they
+    are empty again; nothing when anything else is new (a checkpoint: the
+    run did start). Only rank 0 removes anything.
 
     Args:
         work_dir (str): The run's work dir.
@@ -134,9 +135,10 @@ class WorkDirTidy:
         """Remove the new entries (see the class docstring)."""
         if not is_main_process() or not osp.isdir(self.work_dir):
             return
-        for name in set(os.listdir(self.work_dir)) - self.before:
-            if not _UNSTARTED_RUN_ENTRY.match(name):
-                continue
+        new = set(os.listdir(self.work_dir)) - self.before
+        if any(not _UNSTARTED_RUN_ENTRY.match(name) for name in new):
+            return  # a checkpoint or more: the run did start, keep its log
+        for name in new:
             path = osp.join(self.work_dir, name)
             if osp.isdir(path) and not osp.islink(path):
                 shutil.rmtree(path, ignore_errors=True)
