@@ -30,3 +30,18 @@ def test_ci_runs_the_readme_test_command():
     with open(osp.join(ROOT, '.ci', 'run')) as f:
         ci = f.read()
     assert test_cmd in ci.splitlines()
+
+
+def test_quick_start_shows_the_cpu_install_next_to_the_default():
+    with open(osp.join(ROOT, 'README.md')) as f:
+        text = f.read()
+    section = text.split('## Quick start', 1)[1].split('\n## ', 1)[0]
+    cpu = re.findall(r'```shell\n(.+?)\n```', section, flags=re.S)
+    assert len(cpu) == 1 and '\n' not in cpu[0]
+    default = _quick_start_commands()[0]
+    # the same demo, after the CPU build of torch and torchvision
+    prefix = (
+        'pip install torch torchvision --index-url '
+        'https://download.pytorch.org/whl/cpu && '
+    )
+    assert cpu[0] == prefix + default

@@ -56,6 +56,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     )
     add_trusted_argument(parser)
     parser.add_argument(
+        '--debug',
+        action='store_true',
+        help='show the traceback of a user error instead of one line',
+    )
+    parser.add_argument(
         '--local_rank',
         '--local-rank',
         type=int,
@@ -70,21 +75,22 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def main(argv=None) -> dict:
     args = parse_args(argv)
+    from mmssl.apis.errors import missing_config_error
     from mmssl.config.options import UnknownConfigKeyError, merge_cfg_options
     from mmssl.config.reading import load_config_file
     from mmssl.engine.runner import build_runner, setup_distributed_cfg
     from mmssl.utils import register_all_modules
 
     register_all_modules()
-    for path, what in (
-        (args.config, 'config'),
-        (args.checkpoint, 'checkpoint'),
-    ):
-        if not osp.isfile(path):
-            print(
-                f'error: {what} file {path} does not exist.', file=sys.stderr
-            )
-            sys.exit(2)
+    if not osp.isfile(args.config):
+        print(f'error: {missing_config_error(args.config)}', file=sys.stderr)
+        sys.exit(2)
+    if not osp.isfile(args.checkpoint):
+        print(
+            f'error: checkpoint file {args.checkpoint} does not exist.',
+            file=sys.stderr,
+        )
+        sys.exit(2)
     cfg = load_config_file(args.config)
     try:
         notes = merge_cfg_options(cfg, args.cfg_options, args.allow_new_keys)
@@ -139,5 +145,19 @@ def main(argv=None) -> dict:
     return metrics
 
 
+def run(argv=None) -> None:
+    """:func:`main`; a user error (mmssl.apis.errors.UserError) is one
+    line, ``error: ...``, and exit status 2, unless ``--debug``."""
+    from mmssl.apis.errors import UserError
+
+    try:
+        main(argv)
+    except UserError as exc:
+        if '--debug' in (sys.argv[1:] if argv is None else argv):
+            raise
+        print(f'error: {exc}', file=sys.stderr, flush=True)
+        sys.exit(exc.exit_code)
+
+
 if __name__ == '__main__':
-    main()
+    run()

@@ -4,8 +4,12 @@ One process (CPU or one GPU)::
 
     python tools/train.py CONFIG [--work-dir DIR] [--resume [CKPT]] [--amp]
         [--auto-scale-lr [linear|sqrt]] [--seed N] [--deterministic]
-        [--vis tensorboard|wandb] [--dry-run]
+        [--vis tensorboard|wandb] [--dry-run] [--debug]
         [--cfg-options KEY=VALUE ...] [--allow-new-keys]
+
+A user error (a bad config path, data_root or checkpoint) prints one line,
+``error: ...``, and exits with status 2 (1 when the run cannot start now);
+``--debug`` shows its traceback instead.
 
 Everything it does to the config is :func:`mmssl.apis.prepare_train_cfg`,
 which Python users call too (docs/en/get_started.md).
@@ -124,7 +128,16 @@ def parse_args(argv=None) -> argparse.Namespace:
         '--dry-run',
         action='store_true',
         help='build everything, print model and dataset sizes, iterations '
-        'per epoch, scheduler ends and lr, then exit without training',
+        'per epoch, scheduler ends, lr and the peak memory of one training '
+        'step (measured on batches of 2 and 4, extended to the batch '
+        'size; a warning when it exceeds the free memory), then exit '
+        'without training',
+    )
+    parser.add_argument(
+        '--debug',
+        action='store_true',
+        help='show the traceback of a user error (a bad config path, '
+        'data_root or checkpoint) instead of one line',
     )
     parser.add_argument('--seed', type=int, default=None, help='random seed')
     parser.add_argument(
@@ -155,7 +168,10 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def _fail(message: str, code: int = 2) -> None:
-    print(f'error: {message}', file=sys.stderr, flush=True)
+    from mmssl.engine.runner.console import rank_from_env
+
+    if rank_from_env() == 0:  # the same mistake on every rank: say it once
+        print(f'error: {message}', file=sys.stderr, flush=True)
     try:
         import torch.distributed as torch_dist
 
@@ -172,12 +188,13 @@ def main(argv=None):
     from mmengine.dist import get_rank
 
     from mmssl.apis import (
-        TrainConfigError,
         build_train_runner,
         dry_run,
         prepare_train_cfg,
         train,
     )
+    from mmssl.apis.errors import UserError
+    from mmssl.engine.runner.lifecycle import WorkDirTidy
 
     options = {k: getattr(args, k) for k in PREPARE_ARGS}
     notes = []
@@ -190,10 +207,17 @@ def main(argv=None):
                     print(f'mmssl: {line}', flush=True)
         if not args.dry_run:
             return train(cfg, notes)
-        runner = build_train_runner(cfg, notes)
-    except TrainConfigError as exc:
+        tidy = WorkDirTidy(cfg.work_dir)  # a dry run leaves nothing behind
+        try:
+            runner = build_train_runner(cfg, notes)
+            lines = dry_run(runner)
+        finally:
+            tidy.tidy()
+    except UserError as exc:
+        if args.debug:
+            raise
         _fail(str(exc), exc.exit_code)
-    print('\n'.join(dry_run(runner)), flush=True)
+    print('\n'.join(lines), flush=True)
     return runner
 
 

@@ -1,4 +1,5 @@
-"""``tools/train.py --dry-run``: build everything, report, do not train."""
+"""``tools/train.py --dry-run``: build everything, report, do not train
+(a few measuring steps on tiny batches aside)."""
 
 from typing import Any, Dict, List
 
@@ -8,6 +9,7 @@ from mmengine.runner import EpochBasedTrainLoop
 from mmssl.engine.hooks.log_interval_hook import clamp_logger_interval
 
 from .param_count import count_params
+from .step_memory import measure_step_memory, step_memory_lines
 
 
 def _fmt_count(n: int) -> str:
@@ -51,19 +53,24 @@ def _scheduler_lines(schedulers: Any, iters_per_epoch: int, max_iters: int):
     return [f'param schedulers (of {max_iters} iterations):', *lines]
 
 
-def dry_run(runner: Any) -> List[str]:
+def dry_run(runner: Any, measure_memory: bool = True) -> List[str]:
     """Build optimizer and schedulers as ``runner.train()`` would; report.
 
-    Nothing is trained and no checkpoint is written. The train loop must
-    be built (:func:`mmssl.apis.train.build_train_runner` does it).
+    No checkpoint is written. The train loop must be built
+    (:func:`mmssl.apis.train.build_train_runner` does it). With
+    ``measure_memory``, a few training steps on batches of 2 and 4
+    samples measure the peak memory of one step at the configured batch
+    (:mod:`.step_memory`), with a warning when it exceeds the memory
+    available; they change the weights of ``runner.model``.
 
     Args:
         runner (Runner): A runner whose train loop is built.
+        measure_memory (bool): Measure the peak memory of a step.
 
     Returns:
         list[str]: Lines for the console: model size, dataset size,
         iterations per epoch, the begin and end of every scheduler in
-        iterations, and the effective learning rates.
+        iterations, the effective learning rates and the peak memory.
     """
     loop = runner.train_loop
     dataloader = runner.train_dataloader
@@ -101,4 +108,12 @@ def dry_run(runner: Any) -> List[str]:
             f'after any --auto-scale-lr); {len(groups)} param group(s) '
             f'from {min(groups):.6g} to {max(groups):.6g}'
         )
+    if measure_memory:
+        try:
+            lines += step_memory_lines(measure_step_memory(runner))
+        except Exception as exc:  # report, do not hide the other lines
+            lines.append(
+                'peak memory of a training step: could not run one '
+                f'({type(exc).__name__}: {exc})'
+            )
     return lines

@@ -19,8 +19,9 @@ from typing import Any, List, Optional, Tuple, Union
 
 from mmengine.config import Config
 
-from .errors import TrainConfigError
-from .resume import set_resume
+from .errors import TrainConfigError, missing_config_error
+from .resume import check_resume_fits, set_resume
+from .val_data import check_val_data, val_warning_lines
 
 #: ``(logging level, message)`` pairs for the run's log, collected while the
 #: config is prepared (the runner and its log file do not exist yet).
@@ -54,7 +55,7 @@ def load_train_cfg(
     register_all_modules()
     if isinstance(config, str):
         if not osp.isfile(config):
-            raise TrainConfigError(f'config file {config} does not exist.')
+            raise missing_config_error(config)
         cfg = load_config_file(config)
     else:
         cfg = config
@@ -129,6 +130,7 @@ def prepare_train_cfg(
         TrainConfigError: With a message naming the problem and the fix.
     """
     from mmssl.engine.runner import setup_distributed_cfg
+    from mmssl.engine.runner.console import quiet_known_warnings
 
     notes = [] if notes is None else notes
     from mmssl.config.run_length import set_run_length
@@ -142,6 +144,7 @@ def prepare_train_cfg(
         notes.append((logging.INFO, length))
     _set_work_dir(cfg, work_dir)
     _check_work_dir_free(cfg)
+    quiet_known_warnings(0 if launcher == 'none' else None)
     try:
         _, world_size = setup_distributed_cfg(cfg, launcher)
     except RuntimeError as exc:
@@ -315,6 +318,7 @@ def build_train_runner(cfg: Config, notes: Optional[Notes] = None) -> Any:
         runner = build_runner(cfg)
     except UnknownConfigKeyError as exc:
         raise TrainConfigError(str(exc)) from exc
+    check_resume_fits(runner)
     if (cfg.get('randomness') or {}).get('deterministic'):
         # mmengine enabled strict mode; many vision ops (e.g. the CUDA
         # backward of adaptive average pooling) have no deterministic
@@ -333,9 +337,14 @@ def build_train_runner(cfg: Config, notes: Optional[Notes] = None) -> Any:
         )
     for level, line in notes:
         runner.logger.log(level, line)
+    for line in val_warning_lines(cfg):
+        runner.logger.warning(line)
     # Build the loop (and dataloader) now to refuse an empty epoch before
     # schedulers, checkpoints or collectives are set up.
-    runner._train_loop = runner.build_train_loop(runner._train_loop)
+    try:
+        runner._train_loop = runner.build_train_loop(runner._train_loop)
+    except FileNotFoundError as exc:  # a data_root, ann_file, cache ...
+        raise TrainConfigError(str(exc)) from exc
     try:
         iters = check_train_dataloader(
             runner.train_dataloader, runner.world_size
@@ -359,14 +368,23 @@ def train(cfg: Config, notes: Optional[Notes] = None) -> Any:
 
     Raises:
         TrainConfigError: See :func:`build_train_runner`; also when
-            another run holds the work dir (exit code 1).
+            another run holds the work dir (exit code 1) or the
+            validation folders do not exist. What the failed start added
+            to the work dir is removed (:class:`WorkDirTidy`).
     """
+    from mmssl.engine.runner.lifecycle import WorkDirTidy
     from mmssl.launch import WorkDirBusyError
 
-    runner = build_train_runner(cfg, notes)
+    tidy = WorkDirTidy(cfg.work_dir)
     try:
-        runner.train()
-    except WorkDirBusyError as exc:
-        runner.logger.error(str(exc))
-        raise TrainConfigError(str(exc), exit_code=1) from exc
+        check_val_data(cfg)
+        runner = build_train_runner(cfg, notes)
+        try:
+            runner.train()
+        except WorkDirBusyError as exc:
+            runner.logger.error(str(exc))
+            raise TrainConfigError(str(exc), exit_code=1) from exc
+    except TrainConfigError:
+        tidy.tidy()  # no empty timestamped folders of a run that never ran
+        raise
     return runner

@@ -102,9 +102,10 @@ def _one(sched: dict, epoch_length: int, total: int, notes: List[str]) -> Any:
     if end - begin == 1 and _is_ramp(sched):
         sched = dict(sched, end=begin + 2)
         notes.append(
-            f'{name} over one {unit} ({begin} -> {end}) would never undo '
-            f'its start factor: {begin} -> {begin + 2}, back at the end '
-            f'factor at {unit} {begin + 1}'
+            f'{name} over one {unit} ({unit} {begin}) is made two long '
+            f'({begin} -> {begin + 2}): a one-step {name} would keep its '
+            'start factor for the whole run; now the value is back to full '
+            f'at {unit} {begin + 1}'
         )
     return sched
 

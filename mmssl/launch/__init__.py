@@ -9,7 +9,6 @@ another part of mmssl.
 
 from .env import LAUNCHERS, choose_backend, dist_env
 from .lock import LOCK_NAME, RunLock, WorkDirBusyError
-from .ports import find_free_port, is_port_free
 from .resume import (
     IncompleteCheckpointWarning,
     checkpoint_candidates,
@@ -53,3 +52,17 @@ __all__ = [
     'slurm_dist_env',
     'slurm_master_port',
 ]
+
+
+def __getattr__(name: str):
+    """``find_free_port`` and ``is_port_free``, imported when first used.
+
+    The package does not import :mod:`.ports` itself, so that
+    ``python -m mmssl.launch.ports`` (the shell scripts) runs it without
+    runpy's "found in sys.modules" RuntimeWarning.
+    """
+    if name in ('find_free_port', 'is_port_free'):
+        from . import ports
+
+        return getattr(ports, name)
+    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')

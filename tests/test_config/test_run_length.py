@@ -167,6 +167,7 @@ def test_schedulers_for_run_in_short_runs():
     assert ramp == dict(type='ConstantLR', begin=7, end=14, by_epoch=False)
     assert whole is scheds[4]
     assert len(notes) == 1 and 'LinearLR over one iteration' in notes[0]
+    assert 'keep its start factor for the whole run' in notes[0]
     converted, _ = schedulers_for_run(
         dict(
             type='CosineAnnealingLR',

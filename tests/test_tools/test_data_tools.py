@@ -1,4 +1,6 @@
+import os
 import os.path as osp
+import re
 import subprocess
 import sys
 
@@ -45,6 +47,41 @@ def test_browse_dataset_writes_pngs(messy_root, tmp_path):
     pngs = sorted(p.name for p in out.iterdir())
     assert pngs == ['sample_0000.png', 'sample_0001.png']
     assert (out / 'sample_0000.png').read_bytes()[:4] == b'\x89PNG'
+
+
+def test_browse_dataset_names_each_bad_file_once(messy_root, tmp_path):
+    """The dataset's log line and the tool's own line: one of them."""
+    import subprocess
+
+    root, _ = messy_root
+    cfg = osp.join(ROOT, 'configs/_base_/datasets/custom_folder_multicrop.py')
+    proc = subprocess.run(
+        [
+            sys.executable,
+            osp.join(ROOT, 'tools/analysis_tools/browse_dataset.py'),
+            cfg,
+            '--output-dir',
+            str(tmp_path / 'browse'),
+            '-n',
+            '50',
+            '--cfg-options',
+            f'train_dataloader.dataset.data_root={root}',
+            'train_dataloader.dataset.max_bad_ratio=1.0',
+            'train_dataloader.dataset.pipeline.0.max_side=64',
+            'train_dataloader.dataset.pipeline.1.num_local_crops=0',
+            'train_dataloader.dataset.pipeline.1.global_size=32',
+        ],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=ROOT),
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout + proc.stderr
+    bad = re.findall(
+        r'(?:Skipping bad image file|skipped bad file) (\S+):', text
+    )
+    assert bad and len(bad) == len(set(bad)), bad
 
 
 def test_overlay_mask_tints_masked_patches():

@@ -78,6 +78,12 @@ def test_dist_train_two_cpu_processes(demo_data_root, tmp_path):
     assert proc.returncode == 0, log[-4000:]
     # a free port was picked (PORT unset)
     assert 'master 127.0.0.1:' in log and ':29500' not in log
+    # each warning once per job, the known noise not at all
+    assert log.count('using gloo (CPU) instead') <= 1
+    assert log.count('SyncBatchNorm layers become BatchNorm') <= 1
+    for noise in ('found in sys.modules', 'MKL_NUM_THREADS', 'Exp name:'):
+        assert noise not in log, noise
+    assert '`broadcast_buffers` is deprecated' not in log
 
     # one work dir, written by rank 0 only: one run folder, one checkpoint
     runs = [p for p in work_dir.iterdir() if p.is_dir()]

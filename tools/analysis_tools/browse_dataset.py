@@ -139,26 +139,35 @@ def build_dataset(cfg, data_root=None):
 
 
 def _samples(dataset, n: int):
-    """Yield ``(index, sample)``; bad files are named and skipped."""
+    """Yield ``(index, sample)``; bad files are named (once) and skipped.
+
+    A bad file that the dataset replaced by a stand-in is named in the
+    dataset's own log line; one that stopped ``dataset[i]`` is named here.
+    """
     from tqdm import tqdm
 
     from mmssl.datasets.image_folder import BAD_FILE_ERRORS
 
-    seen, i = set(), 0
+    seen, named, i = set(), set(), 0
     bar = tqdm(total=n, desc='browse', unit='img', leave=False)
+
+    def name_once(path, reason):  # a stand-in search meets it again
+        if path not in named:
+            named.add(path)
+            print(f'skipped bad file {path}: {reason}')
+
     while len(seen) < n and i < len(dataset):
         try:
             data = dataset[i]
         except BAD_FILE_ERRORS as err:
             path = getattr(err, 'path', None) or str(i)
-            reason = getattr(err, 'reason', None) or str(err)
-            print(f'skipped bad file {path}: {reason}')
+            name_once(path, getattr(err, 'reason', None) or str(err))
             i += 1
             continue
         i += 1
         sample = data['data_samples']
-        for path, reason in sample.get('skipped_files', None) or []:
-            print(f'skipped bad file {path}: {reason}')
+        for path, _ in sample.get('skipped_files', None) or []:
+            named.add(path)  # the dataset's log named it already
         key = sample.get('img_path', i)
         if key in seen:  # a bad file's stand-in, drawn already
             continue

@@ -11,9 +11,11 @@ from .log_interval_hook import LogIntervalHook
 from .loss_weight_schedule_hook import LossWeightScheduleHook
 from .odc_hook import ODCHook
 from .pretrained_init_hook import PretrainedInitHook
+from .run_summary_hook import RunSummaryHook
 from .swav_queue_hook import SwAVQueueHook
 from .teacher_ema_hook import TeacherEMAHook
 from .teacher_temp_warmup_hook import TeacherTempWarmupHook
+from .time_log_hook import TimeLogHook
 from .train_speed_hook import TrainSpeedHook
 from .warm_start_hook import WarmStartHook
 
@@ -33,9 +35,11 @@ __all__ = [
     'LossWeightScheduleHook',
     'ODCHook',
     'PretrainedInitHook',
+    'RunSummaryHook',
     'SwAVQueueHook',
     'TeacherEMAHook',
     'TeacherTempWarmupHook',
+    'TimeLogHook',
     'TrainSpeedHook',
     'WarmStartHook',
 ]

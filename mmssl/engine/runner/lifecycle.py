@@ -1,10 +1,15 @@
-"""How :class:`~.runner.SSLRunner` trains: work-dir lock and signals.
+"""How :class:`~.runner.SSLRunner` trains: work-dir lock and signals;
+:class:`WorkDirTidy` for runs that never trained.
 
 A mixin of ``SSLRunner`` (listed before mmengine's ``Runner``, so its
 ``super()`` calls reach ``Runner``). See the class docstring of
 :class:`~.runner.SSLRunner` for the behaviour as a whole.
 """
 
+import os
+import os.path as osp
+import re
+import shutil
 from typing import Optional
 
 from mmengine.dist import broadcast_object_list, is_main_process
@@ -94,3 +99,51 @@ class RunLifecycleMixin:
             message = requeue_slurm_job()
             print(f'mmssl: {message}', flush=True)
             self.logger.info(message)
+
+
+#: What a run that never trained leaves in its work dir: the timestamped
+#: log folder, the config copy and the lock file.
+_UNSTARTED_RUN_ENTRY = re.compile(r'^(\d{8}_\d{6}(_\d+)?|.*\.py|.*\.lock)$')
+
+
+class WorkDirTidy:
+    """Remove what a run that never trained added to its work dir.
+
+    Created before the runner; :meth:`tidy` (after ``--dry-run`` or a
+    user error) removes the entries added since that look like a run's
+    start (timestamped log folders, the config copy, the lock file) and
+    the folders it created (the work dir, its missing parents) when they
+    are empty again; nothing when anything else is new (a checkpoint: the
+    run did start). Only rank 0 removes anything.
+
+    Args:
+        work_dir (str): The run's work dir.
+    """
+
+    def __init__(self, work_dir: str) -> None:
+        self.work_dir = work_dir
+        self.existed = osp.isdir(work_dir)
+        self.before = set(os.listdir(work_dir)) if self.existed else set()
+        # the folders this run will create: work_dir and missing parents
+        self.new_dirs = []
+        path = osp.abspath(work_dir)
+        while not osp.exists(path) and path != osp.dirname(path):
+            self.new_dirs.append(path)
+            path = osp.dirname(path)
+
+    def tidy(self) -> None:
+        """Remove the new entries (see the class docstring)."""
+        if not is_main_process() or not osp.isdir(self.work_dir):
+            return
+        new = set(os.listdir(self.work_dir)) - self.before
+        if any(not _UNSTARTED_RUN_ENTRY.match(name) for name in new):
+            return  # a checkpoint or more: the run did start, keep its log
+        for name in new:
+            path = osp.join(self.work_dir, name)
+            if osp.isdir(path) and not osp.islink(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                os.remove(path)
+        for path in self.new_dirs:  # innermost first
+            if osp.isdir(path) and not os.listdir(path):
+                os.rmdir(path)

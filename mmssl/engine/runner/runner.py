@@ -27,11 +27,12 @@ from mmssl.engine.optimizers.cpu_amp_optim_wrapper import amp_on_cpu
 from mmssl.registry import RUNNERS
 
 from .checkpointing import LOOP_STATE_KEY, CheckpointingMixin
-from .console import shorten_console, warnings_on_rank_zero_only
+from .console import quiet_known_warnings, shorten_console
 from .distributed import cpu_model_wrapper_cfg
 from .lifecycle import RunLifecycleMixin
 from .loops import resumable_loop_cfg
 from .sharded_checkpoints import sharded_checkpoints_wanted
+from .workers import fit_dataloader_to_machine
 
 __all__ = ['LOOP_STATE_KEY', 'SSLRunner', 'build_runner', 'unique_timestamp']
 
@@ -128,8 +129,9 @@ class SSLRunner(RunLifecycleMixin, CheckpointingMixin, Runner):
         gets a suffix (``_1``, ``_2``, ...); every rank has the same
         history, so the ranks agree on it.
         """
+        quiet_known_warnings()  # before mmengine's setup warns
         super().setup_env(env_cfg)
-        warnings_on_rank_zero_only(get_rank())
+        quiet_known_warnings(get_rank())
         self._timestamp = unique_timestamp(self._timestamp)
 
     def build_logger(self, log_level='INFO', log_file=None, **kwargs):
@@ -238,6 +240,8 @@ class SSLRunner(RunLifecycleMixin, CheckpointingMixin, Runner):
             dict(type='DistLossAverageHook'),
             dict(type='BaseLRLogHook'),
             dict(type='LogIntervalHook'),
+            dict(type='TimeLogHook'),
+            dict(type='RunSummaryHook'),
             dict(
                 type='PreemptionHook',
                 every_minutes=self.cfg.get('checkpoint_every_minutes'),
@@ -277,6 +281,8 @@ class SSLRunner(RunLifecycleMixin, CheckpointingMixin, Runner):
         """Build a dataloader; seed workers with mmssl's ``seed_worker``.
 
         Same as :meth:`mmengine.runner.Runner.build_dataloader`, except
+        that ``num_workers`` is capped at the CPU cores available and
+        ``pin_memory`` dropped without CUDA (:mod:`.workers`, logged),
         that without a ``worker_init_fn`` in the config and with a seed,
         workers get :func:`~mmssl.datasets.worker_seed.seed_worker`
         (mmengine's default replays the same augmentations every epoch
@@ -285,6 +291,7 @@ class SSLRunner(RunLifecycleMixin, CheckpointingMixin, Runner):
         inherited from an ``mmpretrain::`` base loses its ``_scope_``
         (mmengine would pass it to the function).
         """
+        dataloader = _fit_to_machine(dataloader)
         if (
             isinstance(dataloader, dict)
             and not dataloader.get('num_workers', 0)
@@ -328,6 +335,16 @@ class SSLRunner(RunLifecycleMixin, CheckpointingMixin, Runner):
 # Older configs and tools name the CPU-aware runner; it is SSLRunner.
 RUNNERS.register_module(name='CPUAwareRunner', module=SSLRunner)
 CPUAwareRunner = SSLRunner
+
+
+def _fit_to_machine(dataloader):
+    """:func:`~.workers.fit_dataloader_to_machine`, its note logged."""
+    from mmengine.logging import print_log
+
+    dataloader, note = fit_dataloader_to_machine(dataloader)
+    if note:
+        print_log(note, logger='current')
+    return dataloader
 
 
 def build_runner(cfg) -> Runner:

@@ -1,0 +1,105 @@
+"""The closing lines of a run: where it is, and what was measured on what."""
+
+import os.path as osp
+from typing import Any, Dict, List, Optional
+
+from mmengine.dist import is_main_process
+from mmengine.hooks import Hook
+
+from mmssl.registry import HOOKS
+
+
+def data_roots(dataset_cfg: Any) -> List[str]:
+    """Every ``data_root`` (with its ``data_prefix``) in a dataset config,
+    nested ones (kNN bank and query, wrapped datasets) included.
+
+    Args:
+        dataset_cfg (Any): A dataset config (dict), a list of them, or
+            anything else (no roots).
+
+    Returns:
+        list[str]: The roots, in the order found, without repeats.
+    """
+    found: List[str] = []
+
+    def walk(item: Any) -> None:
+        if isinstance(item, (list, tuple)):
+            for x in item:
+                walk(x)
+            return
+        if not isinstance(item, dict):
+            return
+        root = item.get('data_root')
+        prefix = item.get('data_prefix')
+        if isinstance(prefix, dict):
+            prefix = prefix.get('img_path') or prefix.get('img')
+        for r in root if isinstance(root, (list, tuple)) else [root]:
+            if isinstance(r, str) and r:
+                path = osp.join(r, prefix) if isinstance(prefix, str) else r
+                if path not in found:
+                    found.append(path)
+        for key, value in item.items():
+            if key not in ('data_root', 'pipeline'):
+                walk(value)
+
+    walk(dataset_cfg)
+    return found
+
+
+def describe_val_data(cfg: Any) -> str:
+    """``'bank X, queries Y'`` for a kNN set, else the roots joined."""
+    dataset = (cfg.get('val_dataloader') or {}).get('dataset') or {}
+    if isinstance(dataset, dict) and 'bank' in dataset and 'query' in dataset:
+        bank = ', '.join(data_roots(dataset['bank'])) or '?'
+        query = ', '.join(data_roots(dataset['query'])) or '?'
+        return f'bank {bank}, queries {query}'
+    return ', '.join(data_roots(dataset)) or 'the validation set'
+
+
+def _last_checkpoint(work_dir: str) -> Optional[str]:
+    pointer = osp.join(work_dir, 'last_checkpoint')
+    if not osp.isfile(pointer):
+        return None
+    with open(pointer) as f:
+        return f.read().strip() or None
+
+
+@HOOKS.register_module()
+class RunSummaryHook(Hook):
+    """After training: the work dir, the last checkpoint and each metric
+    with the data it was computed on (rank 0 only)."""
+
+    priority = 'VERY_LOW'
+
+    def __init__(self) -> None:
+        self.metrics: Dict[str, Any] = {}
+
+    def after_val_epoch(self, runner, metrics=None) -> None:
+        self.metrics = dict(metrics or {})
+
+    def summary_lines(self, runner) -> List[str]:
+        """The closing lines (see the class docstring)."""
+        cfg = runner.cfg
+        train = (cfg.get('train_dataloader') or {}).get('dataset') or {}
+        lines = [
+            f'run finished: {runner.iter} iterations; work dir '
+            f'{osp.abspath(runner.work_dir)}',
+            f'trained on {", ".join(data_roots(train)) or "?"}',
+        ]
+        ckpt = _last_checkpoint(runner.work_dir)
+        lines.append(f'last checkpoint: {ckpt or "none saved"}')
+        if self.metrics:
+            values = ', '.join(
+                f'{k} {v:.2f}' if isinstance(v, float) else f'{k} {v}'
+                for k, v in self.metrics.items()
+            )
+            lines.append(f'{values} on {describe_val_data(cfg)}')
+        else:
+            lines.append('no validation metric (no validation ran)')
+        return lines
+
+    def after_train(self, runner) -> None:
+        if not is_main_process():
+            return
+        for line in self.summary_lines(runner):
+            runner.logger.info(line)

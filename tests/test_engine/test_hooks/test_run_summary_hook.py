@@ -1,0 +1,41 @@
+"""RunSummaryHook: the closing lines name each metric's data."""
+
+from types import SimpleNamespace
+
+from mmengine.config import Config
+
+from mmssl.engine.hooks import RunSummaryHook
+
+
+def test_summary_names_work_dir_checkpoint_and_the_data_of_each_metric(
+    tmp_path,
+):
+    (tmp_path / 'last_checkpoint').write_text(f'{tmp_path}/epoch_2.pth')
+    cfg = Config(
+        dict(
+            train_dataloader=dict(dataset=dict(data_root='/data/mine')),
+            val_dataloader=dict(
+                dataset=dict(
+                    bank=dict(data_root='data/demo', data_prefix='train'),
+                    query=dict(data_root='data/demo', data_prefix='val'),
+                )
+            ),
+        )
+    )
+    runner = SimpleNamespace(cfg=cfg, work_dir=str(tmp_path), iter=44)
+    hook = RunSummaryHook()
+    hook.after_val_epoch(runner, {'knn/top1': 61.5599, 'knn/top5': 94.429})
+    assert hook.summary_lines(runner) == [
+        f'run finished: 44 iterations; work dir {tmp_path}',
+        'trained on /data/mine',
+        f'last checkpoint: {tmp_path}/epoch_2.pth',
+        'knn/top1 61.56, knn/top5 94.43 on bank data/demo/train, '
+        'queries data/demo/val',
+    ]
+    (tmp_path / 'last_checkpoint').unlink()
+    hook = RunSummaryHook()
+    lines = hook.summary_lines(runner)
+    assert lines[2:] == [
+        'last checkpoint: none saved',
+        'no validation metric (no validation ran)',
+    ]
