@@ -1,10 +1,10 @@
 """The segmentation probe: folder layouts, bad input, a probe that must
 learn a linearly separable fixture, sliding windows."""
 
-import cv2
 import numpy as np
 import pytest
 import torch
+from _dense_fixtures import write_ade
 
 from mmssl.evaluation.dense_data import read_mask, seg_pairs
 from mmssl.evaluation.dense_probe import (
@@ -16,30 +16,6 @@ from mmssl.evaluation.dense_probe import (
 )
 from mmssl.evaluation.eval_tasks import PatchPixels
 from mmssl.evaluation.seg_probe import run_seg_probe
-
-COLOURS = {1: (0, 0, 200), 2: (200, 0, 0)}  # BGR red = class 1, blue = 2
-
-
-def write_ade(root, n_train=6, n_val=3, size=(16, 16), seed=0):
-    """ADE20K layout; left / right halves (patch-aligned) of two classes
-    whose colour gives the class; a 0 (unlabeled) corner."""
-    rng = np.random.default_rng(seed)
-    h, w = size
-    for split, n in (('training', n_train), ('validation', n_val)):
-        (root / 'images' / split).mkdir(parents=True)
-        (root / 'annotations' / split).mkdir(parents=True)
-        for i in range(n):
-            left = int(rng.integers(1, 3))
-            mask = np.full((h, w), 3 - left, np.uint8)
-            mask[:, : w // 2] = left
-            mask[:2, :2] = 0
-            img = np.zeros((h, w, 3), np.uint8)
-            for cls, colour in COLOURS.items():
-                img[mask == cls] = colour
-            img[mask == 0] = COLOURS[left]
-            cv2.imwrite(str(root / 'images' / split / f'{i}.png'), img)
-            cv2.imwrite(str(root / 'annotations' / split / f'{i}.png'), mask)
-    return str(root)
 
 
 def _featurizer():

@@ -1,22 +1,26 @@
 """Write the bundled dense set: scenes of shapes, masks and depth maps.
 
-Each 64x64 scene is a textured ground plane with 2 to 4 objects of five
-shape classes (disc, square, triangle, ring, cross) in front of it. Every
-object and the background take their colour from one shared palette and
-their texture (flat, stripes, checks, dots) at random, independently of
-their class, so a pixel's colour or a small patch's texture does not give
-its class away: the class of a pixel is the shape of the region it belongs
-to (its outline, corners and holes, i.e. context). Each object stands at a
-random depth in metres and is drawn with a size inversely proportional to
-it, the farther ones first (occlusion); the ground's depth falls from the
-top of the picture to the bottom. The layout is ADE20K's, as
-mmsegmentation reads it, with the depth maps beside it::
+Each 64x64 scene is a flat, unevenly lit ground plane with 2 to 4
+objects of five shape classes (disc, square, triangle, ring, cross) in
+front of it. Every object and the background take their colours from one
+shared palette, independently of their class, so a pixel's colour does
+not give its class away. Each class has a texture family (disc and cross:
+stripes, square: checks, triangle: dots, ring: flat like the background)
+whose period, angle and colours are random: the class of a pixel is the
+texture and the shape of the region it belongs to (discs and crosses
+share their texture, the ring its flatness with the background). Each
+object stands at a random depth in metres and is drawn with a size
+inversely proportional to it, the farther ones first (occlusion); the
+ground's depth falls from the top of the picture to the bottom. The
+layout is ADE20K's, as mmsegmentation reads it, with the depth maps
+beside it::
 
     OUT/images/{training,validation}/<index>.jpg
     OUT/annotations/{training,validation}/<index>.png  uint8 class ids:
         0 unlabeled (ignored), 1 background, 2 disc, 3 square,
         4 triangle, 5 ring, 6 cross
     OUT/depth/{training,validation}/<index>.png  uint16 depth in mm
+    OUT/classes.txt  the class names, background first
 
 Every image has its own seed (``SEED``, split, index), so the set is the
 same on every machine. Nothing is downloaded.
@@ -49,6 +53,12 @@ PALETTE = np.array(
     dtype=np.float32,
 )
 TEXTURES = ('flat', 'stripes', 'checks', 'dots')
+#: The texture family of each object class (colours, period and angle
+#: stay random); the background is flat, like the ring: context decides.
+CLASS_TEXTURE = dict(
+    disc='stripes', square='checks', triangle='dots', ring='flat',
+    cross='stripes',
+)  # fmt: skip
 MAX_DEPTH_MM = 10000
 
 
@@ -103,7 +113,7 @@ def render(seed: int):
     """``(image uint8 (64,64,3) BGR, label uint8, depth uint16 mm)``."""
     rng = np.random.default_rng(seed)
     n = SIZE * SS
-    img = _texture(rng, rng.choice(TEXTURES), n)
+    img = _texture(rng, 'flat', n)
     label = np.ones((n, n), np.uint8)  # background
     rows = np.linspace(0, 1, n, dtype=np.float32)[:, None]
     depth = np.broadcast_to(9.0 - 6.5 * rows, (n, n)).copy()  # metres
@@ -115,7 +125,8 @@ def render(seed: int):
         r = (24.0 / z + rng.uniform(-1.5, 1.5)) * SS
         cx, cy = rng.uniform(0.15, 0.85, 2) * n
         mask = _shape_mask(CLASSES[cls], cx, cy, r, rng.uniform(0, 6.3), n)
-        img[mask] = _texture(rng, rng.choice(TEXTURES), n)[mask]
+        kind = CLASS_TEXTURE[CLASSES[cls]]
+        img[mask] = _texture(rng, kind, n)[mask]
         label[mask] = cls + 1
         depth[mask] = z
     # lighting gradient and noise, independent of the classes
@@ -132,7 +143,11 @@ def render(seed: int):
 
 
 def write(out: str, n_train: int, n_val: int) -> None:
-    """Write both splits under ``out``."""
+    """Write both splits under ``out``, and ``classes.txt`` (the class
+    names in id order after reduce_zero_label, read by tools/eval.py)."""
+    os.makedirs(out, exist_ok=True)
+    with open(osp.join(out, 'classes.txt'), 'w') as f:
+        f.write('\n'.join(CLASSES) + '\n')
     for split, count, offset in (
         ('training', n_train, 0),
         ('validation', n_val, 1_000_000),
