@@ -41,7 +41,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         epilog='\n'.join(__doc__.splitlines()[1:]),
     )
     parser.add_argument('config')
-    parser.add_argument('--task', choices=TASKS, required=True)
+    parser.add_argument('--task', choices=TASKS, help='required')
     parser.add_argument('--checkpoint', help='weights; random init if none')
     parser.add_argument('--data', help='data root (see TASK)')
     parser.add_argument('--work-dir', help='default work_dirs/eval/NAME')
@@ -76,6 +76,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     add_trusted_argument(parser)
     add_cfg_options_arguments(parser)
     args = parser.parse_args(argv)
+    if args.task is None:
+        parser.error(f'--task is required, one of {", ".join(TASKS)}')
     if args.task in ('seg', 'depth') and not args.data:
         parser.error(f'--task {args.task} needs --data ROOT')
     return args
