@@ -150,6 +150,17 @@ def main(argv=None) -> dict:
     # the runner, which would test a mostly random model without a word
     cfg.load_from = None
     cfg.resume = False
+    # CHECKPOINT is the weights; a benchmark config's Pretrained init_cfg
+    # (applied by PretrainedInitHook without a match check) is not needed
+    backbone = cfg.model.get('backbone') or {}
+    init = backbone.get('init_cfg') or {}
+    if isinstance(init, dict) and init.get('type') == 'Pretrained':
+        backbone['init_cfg'] = None
+    cfg.custom_hooks = [
+        h
+        for h in cfg.get('custom_hooks') or []
+        if h.get('type') != 'PretrainedInitHook'
+    ]
     trusted = trust_from_args(args)
     if trusted:
         cfg.trust_checkpoint = True
