@@ -6,7 +6,10 @@ token concatenated to each; depth predicted as a classification over 256
 bins uniformly spaced between ``min_depth`` and ``max_depth`` whose
 softmax-weighted centres give the depth (Bhat et al. 2021, AdaBins
 https://arxiv.org/abs/2011.14141, as DINOv2/v3 use it), or regressed
-directly (``max_depth * sigmoid``). Trained with the scale-invariant log
+directly (``max_depth * sigmoid``). The depth is decoded on the patch
+grid and upsampled bilinearly to the label size (256 bin logits at full
+resolution would cost 256 times the memory for the same expectation up
+to the interpolation). Trained with the scale-invariant log
 loss of Eigen et al. 2014 (https://arxiv.org/abs/1406.2283, lambda 0.85
 as BTS); measured by RMSE, AbsRel and delta1 (see
 :mod:`mmssl.evaluation.dense_metrics`).
@@ -101,10 +104,11 @@ def run_depth_probe(
     centres = bin_centres(n_bins, min_depth, max_depth)
 
     def predict(logits: torch.Tensor, size) -> torch.Tensor:
-        logits = F.interpolate(
-            logits, size=size, mode='bilinear', align_corners=False
-        )
-        return decode_depth(logits, mode, max_depth, centres)
+        # decoded on the patch grid, then upsampled: (B, 1, h, w) -> (B, H, W)
+        depth = decode_depth(logits, mode, max_depth, centres)[:, None]
+        return F.interpolate(
+            depth, size=size, mode='bilinear', align_corners=False
+        )[:, 0]
 
     def loss_fn(logits, gt):
         return silog_loss(
@@ -120,14 +124,15 @@ def run_depth_probe(
     ):
         image = read_image(image_path)
         gt = torch.from_numpy(read_depth(depth_path, image.shape))
-        logits = slide_logits(
+        pred = slide_logits(
             featurizer,
-            lambda m, c: head(head_input(m, c, with_cls)),
+            lambda m, c: decode_depth(
+                head(head_input(m, c, with_cls)), mode, max_depth, centres
+            )[:, None],
             image,
             settings.crop,
             gt.shape,
-        )
-        pred = decode_depth(logits[None], mode, max_depth, centres)[0]
+        )[0]
         per_image.append(depth_image_metrics(pred, gt, min_depth, max_depth))
         if len(samples) < keep:
             samples.append((image, gt.numpy(), pred.numpy()))
