@@ -116,3 +116,31 @@ def test_depth_task_with_pixels_baseline(tmp_path, capsys):
     assert metrics['depth/rmse'] < 1.0
     assert osp.isfile(osp.join(work, 'eval_depth.png'))
     assert np.isfinite(metrics['depth/delta1'])
+
+
+def test_linear_task_on_labelled_folders(tmp_path, capsys):
+    import cv2
+
+    rng = np.random.default_rng(0)
+    for split, n in (('train', 3), ('val', 2)):
+        for cls, colour in (('a', (0, 0, 200)), ('b', (200, 0, 0))):
+            folder = tmp_path / 'data' / split / cls
+            folder.mkdir(parents=True)
+            for i in range(n):
+                noise = rng.integers(0, 30, (32, 32, 3))
+                cv2.imwrite(str(folder / f'{i}.png'), colour + noise)
+    work = str(tmp_path / 'work')
+    metrics = _eval(
+        [DEMO, '--task', 'linear', '--data', str(tmp_path / 'data'),
+         '--work-dir', work]
+    )  # fmt: skip
+    assert set(metrics) == {
+        'knn/top1', 'knn/top5', 'linear/top1', 'linear/top5'
+    }  # fmt: skip
+    out = capsys.readouterr().out
+    assert 'RANDOM INIT' in out
+    assert out.strip().splitlines()[-1] == (
+        f'linear/top1: {metrics["linear/top1"]:.2f}'
+    )
+    with open(osp.join(work, 'eval_linear.json')) as f:
+        assert json.load(f) == pytest.approx(metrics)
