@@ -15,9 +15,7 @@ train_dataloader = dict(
 )
 # pixel statistics of data/dense (all channels): mean ~ 127, std ~ 51
 model = dict(
-    data_preprocessor=dict(
-        mean=[127.0, 127.0, 127.0], std=[51.0, 51.0, 51.0]
-    ),
+    data_preprocessor=dict(mean=[127.0, 127.0, 127.0], std=[51.0, 51.0, 51.0]),
 )
 train_cfg = dict(max_epochs=40, val_interval=1000)
 val_dataloader = None
