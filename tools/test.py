@@ -73,6 +73,40 @@ def parse_args(argv=None) -> argparse.Namespace:
     return args
 
 
+def load_for_test(runner, cfg, args) -> str:
+    """Load CHECKPOINT (teacher backbone first); exit below 95 %.
+
+    A test loop with a head (a linear classifier) needs the whole model:
+    a file holding only the backbone would be tested with a random head.
+    """
+    from mmssl.evaluation.load_backbone import (
+        BackboneMismatchError,
+        load_backbone_weights,
+    )
+
+    try:
+        loaded = load_backbone_weights(
+            runner.model,
+            args.checkpoint,
+            trusted=trust_from_args(args),
+            config=args.config,
+        )
+    except BackboneMismatchError as err:
+        print(f'error: {err}', file=sys.stderr)
+        sys.exit(1)
+    feature_loop = 'Feature' in str((cfg.get('test_cfg') or {}).get('type'))
+    if not loaded.whole and not feature_loop and loaded.copies[0]:
+        print(
+            f'error: {args.checkpoint} holds the backbone of {args.config} '
+            'but not the whole model (its head would be tested at random '
+            'init); pass the checkpoint of the trained classifier, or use '
+            'tools/eval.py for a probe.',
+            file=sys.stderr,
+        )
+        sys.exit(1)
+    return loaded.summary()
+
+
 def main(argv=None) -> dict:
     args = parse_args(argv)
     from mmssl.apis.errors import missing_config_error
@@ -114,8 +148,21 @@ def main(argv=None) -> dict:
     except RuntimeError as exc:
         print(f'error: {exc}', file=sys.stderr)
         sys.exit(2)
-    cfg.load_from = args.checkpoint
+    # CHECKPOINT is loaded here (mmssl.evaluation.load_backbone), not by
+    # the runner, which would test a mostly random model without a word
+    cfg.load_from = None
     cfg.resume = False
+    # CHECKPOINT is the weights; a benchmark config's Pretrained init_cfg
+    # (applied by PretrainedInitHook without a match check) is not needed
+    backbone = cfg.model.get('backbone') or {}
+    init = backbone.get('init_cfg') or {}
+    if isinstance(init, dict) and init.get('type') == 'Pretrained':
+        backbone['init_cfg'] = None
+    cfg.custom_hooks = [
+        h
+        for h in cfg.get('custom_hooks') or []
+        if h.get('type') != 'PretrainedInitHook'
+    ]
     trusted = trust_from_args(args)
     if trusted:
         cfg.trust_checkpoint = True
@@ -123,8 +170,8 @@ def main(argv=None) -> dict:
     runner = build_runner(cfg)
     for line in notes:
         runner.logger.warning(line)
-    # The runner loads CHECKPOINT inside runner.test(): under the policy.
     with exit_on_untrusted(), loading_policy(trusted, args.checkpoint):
+        print(f'mmssl: loaded {load_for_test(runner, cfg, args)}')
         metrics = runner.test()
     if rank == 0:
         print(f'mmssl: metrics of {args.checkpoint}:')

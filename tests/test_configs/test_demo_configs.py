@@ -68,7 +68,12 @@ def repoint(obj, demo_root: str):
     64 px crops and patches take the 32 px digits as well.
     """
     return repoint_prefixes(
-        obj, {'data/demo': demo_root, 'data/shapes': demo_root}
+        obj,
+        {
+            'data/demo': demo_root,
+            'data/shapes': demo_root,
+            'data/dense/images/training': demo_root,  # the dense demo
+        },
     )
 
 

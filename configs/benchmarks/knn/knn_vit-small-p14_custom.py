@@ -9,7 +9,7 @@
 # loads any checkpoint: a training checkpoint's teacher, a published
 # backbone, ...). With tools/test.py:
 #   python tools/test.py configs/benchmarks/knn/knn_vit-small-p14_custom.py \
-#       CKPT --cfg-options model.backbone.init_cfg.checkpoint=CKPT \
+#       CKPT --cfg-options \
 #       test_dataloader.dataset.bank.data_root=/data/mine/train \
 #       test_dataloader.dataset.query.data_root=/data/mine/val
 _base_ = ['./knn_vit-small-p14_in1k.py']

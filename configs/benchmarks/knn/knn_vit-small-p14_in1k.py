@@ -1,10 +1,9 @@
 # Weighted kNN (k=20, T=0.07) of a frozen DINOv2-style ViT-S/14 on
 # ImageNet-1k; the same protocol as knn_vit-small-p16_in1k.py. For a
 # DINOv2 / iBOT / DINO training checkpoint (the teacher is evaluated):
-#   python tools/test.py configs/benchmarks/knn/knn_vit-small-p14_in1k.py \
-#       CKPT --cfg-options model.backbone.init_cfg.checkpoint=CKPT
-# For a `publish_model.py --backbone-only` file add
-# model.backbone.init_cfg.prefix=None. Or, with any checkpoint:
+#   python tools/test.py configs/benchmarks/knn/knn_vit-small-p14_in1k.py CKPT
+# (tools/test.py loads CKPT's backbone, teacher first, any format the
+# warm-start loader reads, and stops when it does not fit). Or:
 #   python tools/misc/knn_eval.py configs/benchmarks/knn/knn_vit-small-p14_in1k.py \
 #       --checkpoint CKPT
 _base_ = ['./knn_vit-small-p16_in1k.py']

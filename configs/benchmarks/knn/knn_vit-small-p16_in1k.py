@@ -2,10 +2,10 @@
 # ViT-S/16 on ImageNet-1k: the train split is the feature bank, val the
 # queries. Run with tools/test.py; point it at a checkpoint, e.g. for a
 # teacher-student algorithm:
-#   python tools/test.py configs/benchmarks/knn/knn_vit-small-p16_in1k.py \
-#       CKPT --cfg-options model.backbone.init_cfg.checkpoint=CKPT \
-#       model.backbone.init_cfg.prefix=teacher.backbone.
-# See configs/benchmarks/README.md for the prefixes.
+#   python tools/test.py configs/benchmarks/knn/knn_vit-small-p16_in1k.py CKPT
+# tools/test.py loads CKPT's backbone itself (teacher first) and stops
+# when it does not fit; the init_cfg below serves other runners (see
+# configs/benchmarks/README.md for the prefixes).
 _base_ = ['../../_base_/default_runtime.py']
 
 data_root = 'data/imagenet'

@@ -1,4 +1,4 @@
-"""The metric and pooling options of ``knn_eval.py`` (--k, --linear,
+"""The metric and pooling options of the kNN evaluation (--k, --linear,
 --pool)."""
 
 

@@ -1,0 +1,207 @@
+"""The tasks of ``tools/eval.py``: kNN, linear, seg and depth probes.
+
+Each task loads the weights through :mod:`.load_backbone` (or says that
+it measures the random init), runs, and returns ``(metrics, headline
+key)``; :func:`write_outputs` writes ``eval_<task>.json`` (every figure)
+and ``eval_<task>.png`` (the picture) in the work dir.
+"""
+
+import json
+import os
+import os.path as osp
+from argparse import Namespace
+from typing import Dict, Tuple
+
+import torch
+
+from .dense_probe import Featurizer, ProbeSettings
+
+#: Class count of each segmentation layout (ADE20K: 150 after
+#: reduce_zero_label); a ``classes.txt`` in the data root overrides it.
+LAYOUT_CLASSES = {'ade20k': 150, 'voc': 21, 'cityscapes': 19}
+HEADLINE = {
+    'knn': 'knn/top1',
+    'linear': 'linear/top1',
+    'seg': 'seg/mIoU',
+    'depth': 'depth/rmse',
+}
+
+
+class PatchPixels(torch.nn.Module):
+    """The raw-pixel baseline: each patch's pixels are its feature."""
+
+    def __init__(self, patch_size: int) -> None:
+        super().__init__()
+        self.patch_size = patch_size
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        p = self.patch_size
+        B, C, H, W = x.shape
+        # (B, C, H, W) -> (B, C * p * p, H / p, W / p)
+        return torch.nn.functional.pixel_unshuffle(x, p).reshape(
+            B, C * p * p, H // p, W // p
+        )
+
+
+def _config_int(cfg, key: str, default: int) -> int:
+    value = (cfg.model.get('backbone') or {}).get(key, default)
+    return int(value[0] if isinstance(value, (list, tuple)) else value)
+
+
+def dense_featurizer(cfg, args: Namespace) -> Tuple[Featurizer, str]:
+    """The frozen backbone of ``cfg`` with ``args.checkpoint`` loaded (or
+    random init, or raw pixels); and what was loaded, for the output."""
+    from mmssl.checkpoint import (
+        exit_on_untrusted,
+        loading_policy,
+        trust_from_args,
+    )
+
+    from .dense_features import build_dense_backbone, preprocess_stats
+    from .load_backbone import BackboneMismatchError, load_backbone_weights
+
+    mean, std, to_rgb = preprocess_stats(cfg)
+    if args.features == 'pixels':
+        backbone = PatchPixels(_config_int(cfg, 'patch_size', 8))
+        return Featurizer(backbone, mean, std, to_rgb), (
+            'raw pixels of each patch (baseline, no network)'
+        )
+    seed = (cfg.get('randomness') or {}).get('seed', 0)
+    torch.manual_seed(seed if seed is not None else 0)
+    backbone = build_dense_backbone(cfg, args.n_layers)
+    backbone.init_weights()
+    if not args.checkpoint:
+        what = (
+            f'no --checkpoint: the RANDOM INIT of {args.config} '
+            f'(init_weights(), seed {seed})'
+        )
+        return Featurizer(backbone, mean, std, to_rgb), what
+    trusted = trust_from_args(args)
+    with exit_on_untrusted(), loading_policy(trusted, args.checkpoint):
+        try:
+            loaded = load_backbone_weights(
+                backbone, args.checkpoint, args.prefix, trusted, args.config
+            )
+        except BackboneMismatchError as err:
+            raise SystemExit(f'error: {err}') from None
+    return Featurizer(backbone, mean, std, to_rgb), loaded.summary()
+
+
+def probe_settings(cfg, args: Namespace) -> ProbeSettings:
+    crop = args.crop or _config_int(cfg, 'img_size', 224)
+    return ProbeSettings(
+        crop=crop,
+        n_layers=args.n_layers,
+        batch_size=args.batch_size,
+        iters=args.probe_iters,
+        lr=args.probe_lr,
+    )
+
+
+def _num_classes(args: Namespace) -> int:
+    if args.num_classes:
+        return args.num_classes
+    listing = osp.join(args.data, 'classes.txt')
+    if osp.isfile(listing):
+        return len(open(listing).read().split())
+    return LAYOUT_CLASSES[args.layout]
+
+
+def run_seg(cfg, args: Namespace) -> Tuple[Dict, list, int]:
+    from .dense_data import limit, seg_pairs
+    from .seg_probe import run_seg_probe
+
+    layout = args.layout or 'ade20k'
+    args.layout = layout
+    train = limit(seg_pairs(args.data, 'train', layout), args.max_train)
+    val = limit(seg_pairs(args.data, 'val', layout), args.max_val)
+    featurizer, what = dense_featurizer(cfg, args)
+    print(f'Loaded {what}')
+    k = _num_classes(args)
+    settings = probe_settings(cfg, args)
+    print(
+        f'seg probe: {len(train)} training / {len(val)} validation images '
+        f'of {args.data} ({layout}, {k} classes), crop {settings.crop}, '
+        f'last {args.n_layers} layer(s), {settings.iters} steps'
+    )
+    out = run_seg_probe(
+        featurizer,
+        train,
+        val,
+        k,
+        reduce_zero_label=layout == 'ade20k' and not args.keep_zero_label,
+        settings=settings,
+    )
+    metrics = {f'seg/{key}': v for key, v in out['metrics'].items()}
+    return metrics, out['samples'], k
+
+
+def run_depth(cfg, args: Namespace) -> Tuple[Dict, list, int]:
+    from .dense_data import depth_pairs, limit
+    from .depth_probe import run_depth_probe
+
+    layout = args.layout or 'folder'
+    train = limit(depth_pairs(args.data, 'train', layout), args.max_train)
+    val = limit(depth_pairs(args.data, 'val', layout), args.max_val)
+    featurizer, what = dense_featurizer(cfg, args)
+    print(f'Loaded {what}')
+    settings = probe_settings(cfg, args)
+    print(
+        f'depth probe: {len(train)} training / {len(val)} validation '
+        f'images of {args.data} ({layout}), {args.depth_mode}, crop '
+        f'{settings.crop}, {settings.iters} steps'
+    )
+    out = run_depth_probe(
+        featurizer,
+        train,
+        val,
+        settings,
+        mode=args.depth_mode,
+        n_bins=args.n_bins,
+        max_depth=args.max_depth,
+        with_cls=not args.no_cls and args.features != 'pixels',
+    )
+    metrics = {f'depth/{key}': v for key, v in out['metrics'].items()}
+    return metrics, out['samples'], 0
+
+
+def run_knn_task(args: Namespace) -> Dict:
+    """kNN (``--task knn``) or kNN + linear (``--task linear``) on
+    ``DATA/train`` (bank) and ``DATA/val`` (queries), or the config's."""
+    from .knn_run import run_knn
+
+    data = args.data
+    knn_args = Namespace(
+        config=args.config,
+        checkpoint=args.checkpoint,
+        prefix=args.prefix,
+        train_folder=osp.join(data, 'train') if data else None,
+        val_folder=osp.join(data, 'val') if data else None,
+        img_size=args.crop,
+        batch_size=None,
+        num_workers=0,
+        k=None,
+        work_dir=args.work_dir,
+        bn_recalibrate=False,
+        linear=args.task == 'linear',
+        linear_wd=5e-3,
+        pool='auto',
+        trusted=args.trusted,
+        cfg_options=args.cfg_options,
+        allow_new_keys=args.allow_new_keys,
+    )
+    return {k: float(v) for k, v in run_knn(knn_args).items()}
+
+
+def write_outputs(work_dir: str, task: str, metrics: Dict, picture) -> list:
+    """``eval_<task>.json`` and, with a picture, ``eval_<task>.png``."""
+    import cv2
+
+    os.makedirs(work_dir, exist_ok=True)
+    written = [osp.join(work_dir, f'eval_{task}.json')]
+    with open(written[0], 'w') as f:
+        json.dump(metrics, f, indent=2)
+    if picture is not None:
+        written.append(osp.join(work_dir, f'eval_{task}.png'))
+        cv2.imwrite(written[1], picture)
+    return written

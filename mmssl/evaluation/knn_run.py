@@ -1,0 +1,229 @@
+"""The kNN / linear evaluation of ``tools/misc/knn_eval.py`` and
+``tools/eval.py --task knn|linear``: config preparation, weights, run.
+
+Data: the config's ``test_dataloader`` / ``test_evaluator``, or two
+labelled folders ``<root>/<class>/<image>`` (``--train-folder`` the bank,
+``--val-folder`` the queries). Weights: :func:`load_weights` (the one
+evaluation loader, :mod:`mmssl.evaluation.load_backbone`), or the config's
+random init, said so.
+"""
+
+import tempfile
+
+from .knn_options import pool_patch_mean, set_metrics
+from .load_backbone import load_backbone_weights
+
+
+def _img_size(cfg, requested) -> int:
+    if requested:
+        return int(requested)
+    size = (cfg.model.get('backbone') or {}).get('img_size', 224)
+    return int(size[0] if isinstance(size, (list, tuple)) else size)
+
+
+def use_folders(cfg, args) -> None:
+    """Point the config's kNN test at ``--train-folder``/``--val-folder``."""
+    from mmssl.evaluation.folders import (
+        config_loader,
+        eval_pipeline,
+        folder_classes,
+        labelled_folder_dataset,
+    )
+
+    size = _img_size(cfg, args.img_size)
+    classes = folder_classes(args.train_folder)
+    # a multi-channel config reads the folders with its own loader
+    pipeline = eval_pipeline(size, loader=config_loader(cfg))
+    loader = dict(cfg.get('test_dataloader') or {})
+    cfg.test_dataloader = dict(
+        batch_size=loader.get('batch_size', 64),
+        num_workers=loader.get('num_workers', 2),
+        sampler=dict(type='DefaultSampler', shuffle=False),
+        collate_fn=dict(type='default_collate'),
+        dataset=dict(
+            type='KNNDataset',
+            bank=labelled_folder_dataset(
+                args.train_folder, size, classes, pipeline
+            ),
+            query=labelled_folder_dataset(
+                args.val_folder, size, classes, pipeline
+            ),
+        ),
+    )
+    evaluator = cfg.get('test_evaluator') or {}
+    if not isinstance(evaluator, dict) or evaluator.get('type') != (
+        'KNNAccuracy'
+    ):
+        cfg.test_evaluator = dict(type='KNNAccuracy', k=20, topk=(1, 5))
+    cfg.test_cfg = dict(type='FeatureTestLoop')
+    print(
+        f'kNN on folders: bank {args.train_folder}, queries '
+        f'{args.val_folder}, {len(classes)} classes, {size}px crops'
+    )
+
+
+def prepare_cfg(cfg, args) -> None:
+    """Flags -> config; the tool loads weights itself (no init_cfg)."""
+    if args.train_folder:
+        use_folders(cfg, args)
+    if 'test_dataloader' not in cfg:
+        raise SystemExit(
+            'error: the config has no test_dataloader; give labelled '
+            'folders with --train-folder DIR --val-folder DIR.'
+        )
+    if args.batch_size:
+        cfg.test_dataloader.batch_size = args.batch_size
+    if args.num_workers is not None:
+        cfg.test_dataloader.num_workers = args.num_workers
+        if args.num_workers == 0:
+            cfg.test_dataloader.persistent_workers = False
+    set_metrics(cfg, args)
+    cfg.work_dir = args.work_dir or tempfile.mkdtemp(prefix='knn_eval_')
+    cfg.load_from = None
+    cfg.resume = False
+    # benchmark configs load the backbone from init_cfg with a hook; the
+    # tool loads --checkpoint itself
+    backbone = cfg.model.get('backbone') or {}
+    init = backbone.get('init_cfg') or {}
+    if isinstance(init, dict) and init.get('type') == 'Pretrained':
+        backbone['init_cfg'] = None
+    hooks = [
+        h
+        for h in cfg.get('custom_hooks') or []
+        if h.get('type') != 'PretrainedInitHook'
+    ]
+    cfg.custom_hooks = hooks
+
+
+def _skipped_files_hook():
+    """A hook collecting the bad files the test dataloader skipped."""
+    from mmengine.hooks import Hook
+
+    class SkippedFiles(Hook):
+        priority = 'LOWEST'
+
+        def __init__(self) -> None:
+            self.bad = {}
+
+        def after_test_iter(
+            self, runner, batch_idx, data_batch=None, outputs=None
+        ) -> None:
+            for sample in (data_batch or {}).get('data_samples', []):
+                for path, reason in sample.get('skipped_files', None) or []:
+                    self.bad.setdefault(path, reason)
+
+    return SkippedFiles()
+
+
+def bn_recalibrate(runner) -> str:
+    """Recalibrate BatchNorm on the kNN bank; return what was done."""
+    import torch
+    from torch.utils.data import DataLoader
+
+    from mmssl.evaluation.bn_recalibration import recalibrate_batchnorm
+
+    loader = runner.test_dataloader
+    bank = getattr(loader.dataset, 'bank', None)
+    if bank is None:
+        raise SystemExit(
+            f'error: --bn-recalibrate needs a KNNDataset (bank + query) '
+            f'as test dataset, not {type(loader.dataset).__name__}; give '
+            '--train-folder DIR --val-folder DIR.'
+        )
+    batches = DataLoader(
+        bank,
+        batch_size=loader.batch_size,
+        shuffle=True,
+        generator=torch.Generator().manual_seed(0),
+        num_workers=0,
+        collate_fn=loader.collate_fn,
+    )
+    try:
+        done = recalibrate_batchnorm(runner.model, batches)
+    except ValueError as err:
+        raise SystemExit(f'error: {err}') from None
+    unused = f', {len(done["unused"])} not reached' if done['unused'] else ''
+    return (
+        f'BatchNorm recalibrated on the kNN bank: {done["layers"]} layers'
+        f'{unused}, {done["images"]} images in {done["batches"]} batches'
+    )
+
+
+def load_weights(
+    model, checkpoint: str, prefix=None, trusted=None, config='the config'
+) -> str:
+    """Load ``checkpoint``'s backbone (teacher first) into every backbone
+    copy of ``model``; the load report, for the output.
+
+    Raises:
+        SystemExit: The file does not hold the config's backbone (one
+            line: what matched, which config to pass).
+    """
+    from .load_backbone import BackboneMismatchError
+
+    try:
+        loaded = load_backbone_weights(
+            model, checkpoint, prefix, trusted, config=config
+        )
+    except BackboneMismatchError as err:
+        raise SystemExit(f'error: {err}') from None
+    return loaded.summary()
+
+
+def run_knn(args) -> dict:
+    """Prepare the config from ``args`` (see knn_eval.py), load, test."""
+    from mmssl.checkpoint import (
+        exit_on_untrusted,
+        loading_policy,
+        trust_from_args,
+    )
+    from mmssl.engine.runner import build_runner
+    from mmssl.utils import register_all_modules
+    from mmssl.utils.cli import load_tool_config
+
+    register_all_modules()
+    cfg = load_tool_config(args.config, args.cfg_options, args.allow_new_keys)
+    prepare_cfg(cfg, args)
+    runner = build_runner(cfg)
+    skipped = _skipped_files_hook()
+    runner.register_hook(skipped)
+    trusted = trust_from_args(args)
+    with (
+        exit_on_untrusted(),
+        loading_policy(trusted, args.checkpoint or 'init_cfg'),
+    ):
+        runner.model.init_weights()
+        if args.checkpoint:
+            what = load_weights(
+                runner.model,
+                args.checkpoint,
+                args.prefix,
+                trusted,
+                config=args.config,
+            )
+            print(f'Loaded {what}')
+        else:
+            print(
+                'No --checkpoint: evaluating the RANDOM INIT of '
+                f'{args.config} (init_weights(), seed '
+                f'{(cfg.get("randomness") or {}).get("seed")}).'
+            )
+        if args.bn_recalibrate:
+            print(bn_recalibrate(runner))
+        if args.pool == 'patch-mean':
+            pool_patch_mean(runner.model)
+        metrics = runner.test()
+    for path, reason in sorted(skipped.bad.items()):
+        print(f'skipped bad file {path}: {reason}')
+    return metrics
+
+
+__all__ = [
+    'bn_recalibrate',
+    'load_weights',
+    'pool_patch_mean',
+    'prepare_cfg',
+    'run_knn',
+    'set_metrics',
+    'use_folders',
+]

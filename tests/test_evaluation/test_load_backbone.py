@@ -1,0 +1,113 @@
+"""The evaluation loader: any warm-start format, teacher first, and a
+refusal (one line: what matched, which config) below 95 %."""
+
+import pytest
+import torch
+
+from mmssl.checkpoint.layouts.dinov2 import mmssl_to_dinov2
+from mmssl.checkpoint.layouts.timm import mmssl_to_timm
+from mmssl.evaluation.load_backbone import (
+    BackboneMismatchError,
+    load_backbone_weights,
+)
+from mmssl.registry import MODELS
+from mmssl.utils import register_all_modules
+
+
+def _vit(width=32, seed=0, patch=8):
+    register_all_modules()
+    torch.manual_seed(seed)
+    arch = dict(
+        embed_dims=width, num_layers=2, num_heads=2,
+        feedforward_channels=2 * width,
+    )  # fmt: skip
+    model = MODELS.build(
+        dict(
+            type='DINOVisionTransformer',
+            arch=arch,
+            img_size=32,
+            patch_size=patch,
+            out_type='raw',
+        )
+    )
+    model.init_weights()
+    return model
+
+
+def _same(a, b) -> bool:
+    sa, sb = a.state_dict(), b.state_dict()
+    return all(torch.equal(sa[k], sb[k]) for k in sa)
+
+
+@pytest.mark.parametrize('layout', ['teacher', 'dinov2', 'timm'])
+def test_loads_every_layout_into_a_bare_backbone(tmp_path, layout):
+    source, student = _vit(seed=1), _vit(seed=2)
+    sd = source.state_dict()
+    if layout == 'teacher':  # an mmssl training file: the teacher wins
+        state = {f'teacher.backbone.{k}': v for k, v in sd.items()}
+        state.update(
+            {f'backbone.{k}': v for k, v in student.state_dict().items()}
+        )
+        state = dict(state_dict=state)
+    elif layout == 'dinov2':
+        state = mmssl_to_dinov2(sd)
+    else:
+        state = mmssl_to_timm(sd)
+    path = str(tmp_path / 'w.pth')
+    torch.save(state, path)
+    target = _vit(seed=3)
+    loaded = load_backbone_weights(target, path)
+    assert _same(target, source)
+    # timm drops DINOv2's mask_token: 34 of 35 tensors
+    assert loaded.share == (34 / 35 if layout == 'timm' else 1.0)
+    assert 'teacher.backbone.' in loaded.source or layout != 'teacher'
+
+
+def test_other_architecture_is_refused_in_one_line(tmp_path):
+    other = _vit(width=48)
+    state = {f'teacher.backbone.{k}': v for k, v in other.state_dict().items()}
+    meta = dict(
+        experiment_name='dinov2_vit-tiny-p4_1xb64-10e_demo_20261127_101010'
+    )
+    path = str(tmp_path / 'w.pth')
+    torch.save(dict(state_dict=state, meta=meta), path)
+    target = _vit(width=32)
+    before = {k: v.clone() for k, v in target.state_dict().items()}
+    with pytest.raises(BackboneMismatchError) as err:
+        load_backbone_weights(target, path, config='CFG.py')
+    msg = str(err.value)
+    assert '\n' not in msg
+    assert 'does not hold the backbone of CFG.py' in msg
+    assert "prefix 'teacher.backbone.'" in msg
+    assert 'configs/dinov2/dinov2_vit-tiny-p4_1xb64-10e_demo.py' in msg
+    assert all(
+        torch.equal(before[k], v) for k, v in target.state_dict().items()
+    )
+    # without a config name in the file: the shape of its ViT
+    torch.save(state, path)
+    with pytest.raises(
+        BackboneMismatchError, match='width 48, patch 8, 2 blocks'
+    ):
+        load_backbone_weights(target, path)
+
+
+def test_every_backbone_copy_gets_the_teacher(tmp_path):
+    class Algo(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.backbone = _vit(seed=4)
+            self.teacher = torch.nn.ModuleDict(
+                dict(backbone=_vit(seed=5), head=torch.nn.Linear(2, 2))
+            )
+
+    source = Algo()
+    path = str(tmp_path / 'w.pth')
+    torch.save(dict(state_dict=source.state_dict()), path)
+    target = Algo()
+    loaded = load_backbone_weights(target, path)
+    assert loaded.whole and loaded.copies == ['teacher.backbone', 'backbone']
+    assert _same(target.backbone, source.teacher['backbone'])
+    assert _same(target.teacher['backbone'], source.teacher['backbone'])
+    assert torch.equal(
+        target.teacher['head'].weight, source.teacher['head'].weight
+    )

@@ -1,0 +1,109 @@
+"""The segmentation probe: folder layouts, bad input, a probe that must
+learn a linearly separable fixture, sliding windows."""
+
+import numpy as np
+import pytest
+import torch
+from _dense_fixtures import write_ade
+
+from mmssl.evaluation.dense_data import read_mask, seg_pairs
+from mmssl.evaluation.dense_probe import (
+    Featurizer,
+    LinearHead,
+    ProbeSettings,
+    slide_logits,
+    windows,
+)
+from mmssl.evaluation.eval_tasks import PatchPixels
+from mmssl.evaluation.seg_probe import run_seg_probe
+
+
+def _featurizer():
+    mean = np.zeros(3, np.float32)
+    return Featurizer(PatchPixels(4), mean, mean + 255, False)
+
+
+def test_probe_learns_a_separable_fixture(tmp_path):
+    root = write_ade(tmp_path)
+    settings = ProbeSettings(crop=16, iters=150, lr=0.05, batch_size=4)
+    out = run_seg_probe(
+        _featurizer(),
+        seg_pairs(root, 'train'),
+        seg_pairs(root, 'val'),
+        num_classes=2,
+        reduce_zero_label=True,
+        settings=settings,
+    )
+    assert out['metrics']['mIoU'] == pytest.approx(100.0)
+    assert out['losses'][-1] < out['losses'][0] / 5
+    image, label, pred = out['samples'][0]
+    assert label[0, 0] == 255  # 0 = unlabeled -> ignored
+    assert pred.shape == label.shape == image.shape[:2]
+
+
+def test_sliding_windows_cover_a_wide_image():
+    assert windows(16, 16, 10) == [0]
+    assert windows(40, 16, 10) == [0, 10, 20, 24]
+    # a 16 x 40 image, crop 16: class = colour, read window by window
+    img = np.zeros((16, 40, 3), np.uint8)
+    img[:, 20:] = 255
+    head = LinearHead(48, 2).eval()
+    seen = []
+
+    def fake_head(maps, cls):
+        seen.append(maps.shape)
+        white = maps.mean(1, keepdim=True)  # (1, 1, h, w)
+        return torch.cat([1 - white, white], 1)
+
+    logits = slide_logits(_featurizer(), fake_head, img, 16, (32, 80))
+    assert logits.shape == (2, 32, 80)  # resized to the label's size
+    assert len(seen) == 4 and all(s == (1, 48, 4, 4) for s in seen)
+    pred = logits.argmax(0)
+    assert (pred[:, :36] == 0).all() and (pred[:, 44:] == 1).all()
+    assert head is not None
+
+
+def test_layouts_and_bad_input_name_the_file(tmp_path):
+    root = write_ade(tmp_path / 'ade')
+    empty = r'val split is empty: no image in .*images/validation'
+    with pytest.raises(FileNotFoundError, match=empty):
+        seg_pairs(str(tmp_path), 'val')
+    with pytest.raises(FileNotFoundError, match='the val split is empty'):
+        seg_pairs(str(tmp_path), 'val', 'cityscapes')
+    mask_path = tmp_path / 'ade' / 'annotations' / 'training' / '0.png'
+    with pytest.raises(
+        ValueError, match=r'0.png is 16x16 but its image is 20x16'
+    ):
+        read_mask(str(mask_path), (16, 20, 3), 2, True)
+    with pytest.raises(
+        ValueError, match='class id 1 after reduce.*--num-classes 2'
+    ):
+        read_mask(str(mask_path), (16, 16, 3), 1, True)
+    mask = read_mask(str(mask_path), (16, 16, 3), 2, True)
+    assert set(np.unique(mask)) <= {0, 1, 255}
+    raw = read_mask(str(mask_path), (16, 16, 3), 3, False)
+    assert (raw[mask != 255] == mask[mask != 255] + 1).all()
+    (tmp_path / 'ade' / 'images' / 'training' / 'x.jpg').write_bytes(b'')
+    with pytest.raises(FileNotFoundError, match='x.jpg has no label file'):
+        seg_pairs(root, 'train')
+
+
+def test_voc_and_cityscapes_layouts(tmp_path):
+    voc = tmp_path / 'voc'
+    for sub in ('JPEGImages', 'SegmentationClass', 'ImageSets/Segmentation'):
+        (voc / sub).mkdir(parents=True)
+    (voc / 'ImageSets/Segmentation/val.txt').write_text('a\n')
+    (voc / 'JPEGImages/a.jpg').write_bytes(b'x')
+    (voc / 'SegmentationClass/a.png').write_bytes(b'x')
+    assert seg_pairs(str(voc), 'val', 'voc') == [
+        (str(voc / 'JPEGImages/a.jpg'), str(voc / 'SegmentationClass/a.png'))
+    ]
+    city = tmp_path / 'city'
+    img = city / 'leftImg8bit/train/bonn/b_1_leftImg8bit.png'
+    lab = city / 'gtFine/train/bonn/b_1_gtFine_labelTrainIds.png'
+    for p in (img, lab):
+        p.parent.mkdir(parents=True)
+        p.write_bytes(b'x')
+    assert seg_pairs(str(city), 'train', 'cityscapes') == [
+        (str(img), str(lab))
+    ]

@@ -1,0 +1,146 @@
+"""tools/eval.py, knn_eval.py and test.py refuse what they did not load;
+the dense probes write their figures, JSON and picture."""
+
+import json
+import os
+import os.path as osp
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+from _dense_fixtures import write_ade, write_depth_folder
+
+from mmssl.registry import MODELS
+from mmssl.utils import register_all_modules
+
+from ._utils import ROOT, load_tool
+
+DEMO = osp.join(ROOT, 'configs/dinov2/dinov2_vit-tiny-p4_1xb64-10e_demo.py')
+
+
+@pytest.fixture(scope='module')
+def other_arch(tmp_path_factory) -> str:
+    """A DINOv2 training file whose ViT is wider than the demo's."""
+    register_all_modules()
+    arch = dict(
+        embed_dims=32, num_layers=2, num_heads=2, feedforward_channels=64
+    )
+    vit = MODELS.build(
+        dict(type='DINOVisionTransformer', arch=arch, img_size=32)
+    )
+    state = {f'teacher.backbone.{k}': v for k, v in vit.state_dict().items()}
+    path = str(tmp_path_factory.mktemp('ckpt') / 'other.pth')
+    torch.save(dict(state_dict=state, meta=dict(epoch=1)), path)
+    return path
+
+
+def test_knn_eval_cli_refuses_another_architecture(other_arch):
+    """Issue 30: no kNN figure of a random network with exit 0."""
+    proc = subprocess.run(
+        [sys.executable, 'tools/misc/knn_eval.py', DEMO, '--checkpoint',
+         other_arch],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=ROOT, OMP_NUM_THREADS='1'),
+        timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith(f'error: {other_arch} does not hold the backbone')
+    assert '0/' in last and 'shape' in last
+    assert 'top1' not in proc.stdout + proc.stderr
+
+
+def test_test_tool_refuses_another_architecture(other_arch, tmp_path, capsys):
+    tool = load_tool('test.py')
+    with pytest.raises(SystemExit) as exit_:
+        tool.main([DEMO, other_arch, '--work-dir', str(tmp_path)])
+    assert exit_.value.code == 1
+    err = capsys.readouterr().err
+    assert 'does not hold the backbone of' in err
+    assert 'metrics' not in capsys.readouterr().out
+
+
+def _eval(argv):
+    return load_tool('eval.py').main(argv)
+
+
+def test_seg_task_writes_figures_and_headline(tmp_path, capsys):
+    data = write_ade(tmp_path / 'ade')
+    (tmp_path / 'ade' / 'classes.txt').write_text('left\nright\n')
+    work = str(tmp_path / 'work')
+    argv = [DEMO, '--task', 'seg', '--data', data, '--work-dir', work]
+    argv += ['--crop', '16', '--probe-iters', '5', '--batch-size', '4']
+    metrics = _eval(argv)
+    out = capsys.readouterr().out
+    assert 'RANDOM INIT' in out
+    assert '2 classes' in out
+    last = out.strip().splitlines()[-1]
+    assert last == f'seg/mIoU: {metrics["seg/mIoU"]:.2f}'
+    with open(osp.join(work, 'eval_seg.json')) as f:
+        assert json.load(f)['seg/mIoU'] == pytest.approx(metrics['seg/mIoU'])
+    import cv2
+
+    picture = cv2.imread(osp.join(work, 'eval_seg.png'))
+    assert picture.shape[0] == 3 * (128 + 2)  # 3 val images, one row each
+    assert picture.shape[1] == 3 * 128  # image | truth | prediction
+
+
+def test_seg_task_refuses_checkpoint_and_writes_nothing(
+    tmp_path, other_arch, capsys
+):
+    data = write_ade(tmp_path / 'ade', 2, 1)
+    work = str(tmp_path / 'work')
+    argv = [DEMO, '--task', 'seg', '--data', data, '--work-dir', work]
+    with pytest.raises(SystemExit, match='does not hold the backbone'):
+        _eval(argv + ['--checkpoint', other_arch, '--num-classes', '2'])
+    assert not osp.exists(work)
+    with pytest.raises(SystemExit, match='--num-classes 2'):
+        _eval(argv + ['--num-classes', '1', '--crop', '16'])
+
+
+def test_depth_task_with_pixels_baseline(tmp_path, capsys):
+    data = write_depth_folder(tmp_path / 'd')
+    work = str(tmp_path / 'work')
+    argv = [DEMO, '--task', 'depth', '--data', data, '--work-dir', work]
+    argv += ['--crop', '16', '--probe-iters', '100', '--features', 'pixels']
+    argv += ['--probe-lr', '0.05', '--n-bins', '32']
+    metrics = _eval(argv)
+    assert set(metrics) == {'depth/rmse', 'depth/abs_rel', 'depth/delta1'}
+    out = capsys.readouterr().out
+    assert 'raw pixels' in out
+    assert out.strip().splitlines()[-1].startswith('depth/rmse: ')
+    assert metrics['depth/rmse'] < 1.0
+    assert osp.isfile(osp.join(work, 'eval_depth.png'))
+    assert np.isfinite(metrics['depth/delta1'])
+
+
+def test_linear_task_on_labelled_folders(tmp_path, capsys):
+    import cv2
+
+    rng = np.random.default_rng(0)
+    for split, n in (('train', 3), ('val', 2)):
+        for cls, colour in (('a', (0, 0, 200)), ('b', (200, 0, 0))):
+            folder = tmp_path / 'data' / split / cls
+            folder.mkdir(parents=True)
+            for i in range(n):
+                noise = rng.integers(0, 30, (32, 32, 3))
+                cv2.imwrite(str(folder / f'{i}.png'), colour + noise)
+    work = str(tmp_path / 'work')
+    metrics = _eval(
+        [DEMO, '--task', 'linear', '--data', str(tmp_path / 'data'),
+         '--work-dir', work]
+    )  # fmt: skip
+    assert set(metrics) == {
+        'knn/top1', 'knn/top5', 'linear/top1', 'linear/top5'
+    }  # fmt: skip
+    out = capsys.readouterr().out
+    assert 'RANDOM INIT' in out
+    assert out.strip().splitlines()[-1] == (
+        f'linear/top1: {metrics["linear/top1"]:.2f}'
+    )
+    with open(osp.join(work, 'eval_linear.json')) as f:
+        assert json.load(f) == pytest.approx(metrics)
