@@ -28,8 +28,8 @@ import argparse
 import os.path as osp
 
 from mmssl.checkpoint import add_trusted_argument
+from mmssl.config.cli import add_cfg_options_arguments
 from mmssl.evaluation import eval_tasks
-from mmssl.utils.cli import add_cfg_options_arguments
 
 TASKS = ('knn', 'linear', 'seg', 'depth')
 
@@ -84,9 +84,9 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def main(argv=None) -> dict:
+    from mmssl.config.cli import load_tool_config
     from mmssl.evaluation.dense_figure import grid_picture
     from mmssl.utils import register_all_modules
-    from mmssl.utils.cli import load_tool_config
 
     args = parse_args(argv)
     register_all_modules()

@@ -177,9 +177,9 @@ def run_knn(args) -> dict:
         loading_policy,
         trust_from_args,
     )
+    from mmssl.config.cli import load_tool_config
     from mmssl.engine.runner import build_runner
     from mmssl.utils import register_all_modules
-    from mmssl.utils.cli import load_tool_config
 
     register_all_modules()
     cfg = load_tool_config(args.config, args.cfg_options, args.allow_new_keys)

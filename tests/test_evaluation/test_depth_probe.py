@@ -5,7 +5,6 @@ import cv2
 import numpy as np
 import pytest
 import torch
-from _dense_fixtures import write_depth_folder
 
 from mmssl.evaluation.dense_data import depth_pairs, read_depth
 from mmssl.evaluation.dense_probe import Featurizer, ProbeSettings
@@ -16,6 +15,7 @@ from mmssl.evaluation.depth_probe import (
     silog_loss,
 )
 from mmssl.evaluation.eval_tasks import PatchPixels
+from tests.support.dense_fixtures import write_depth_folder
 
 
 @pytest.mark.parametrize('mode', ['bins', 'regression'])

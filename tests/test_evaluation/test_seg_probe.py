@@ -4,7 +4,6 @@ learn a linearly separable fixture, sliding windows."""
 import numpy as np
 import pytest
 import torch
-from _dense_fixtures import write_ade
 
 from mmssl.evaluation.dense_data import read_mask, seg_pairs
 from mmssl.evaluation.dense_probe import (
@@ -16,6 +15,7 @@ from mmssl.evaluation.dense_probe import (
 )
 from mmssl.evaluation.eval_tasks import PatchPixels
 from mmssl.evaluation.seg_probe import run_seg_probe
+from tests.support.dense_fixtures import write_ade
 
 
 def _featurizer():

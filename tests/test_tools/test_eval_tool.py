@@ -10,12 +10,11 @@ import sys
 import numpy as np
 import pytest
 import torch
-from _dense_fixtures import write_ade, write_depth_folder
 
 from mmssl.registry import MODELS
 from mmssl.utils import register_all_modules
-
-from ._utils import ROOT, load_tool
+from tests.support.dense_fixtures import write_ade, write_depth_folder
+from tests.support.tools import ROOT, load_tool
 
 DEMO = osp.join(ROOT, 'configs/dinov2/dinov2_vit-tiny-p4_1xb64-10e_demo.py')
 

@@ -5,7 +5,7 @@ import os.path as osp
 import cv2
 import numpy as np
 
-from ._utils import load_tool
+from tests.support.tools import load_tool
 
 
 def test_writes_ade20k_layout_with_depth(tmp_path):

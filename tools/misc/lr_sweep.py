@@ -18,7 +18,7 @@ import argparse
 import json
 
 from mmssl.apis.lr_sweep import DEFAULT_LRS, sweep_linear_probe
-from mmssl.utils.cli import add_cfg_options_arguments, load_tool_config
+from mmssl.config.cli import add_cfg_options_arguments, load_tool_config
 
 
 def main(argv=None) -> dict:
