@@ -27,9 +27,9 @@ to WORK_DIR/eval_TASK.png. docs/en/evaluation.md has the details.
 import argparse
 import os.path as osp
 
+from mmssl.apis import evaluate as eval_tasks
 from mmssl.checkpoint import add_trusted_argument
 from mmssl.config.cli import add_cfg_options_arguments
-from mmssl.evaluation import eval_tasks
 
 TASKS = ('knn', 'linear', 'seg', 'depth')
 

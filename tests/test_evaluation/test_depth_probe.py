@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+from mmssl.apis.evaluate import PatchPixels
 from mmssl.evaluation.dense_data import depth_pairs, read_depth
 from mmssl.evaluation.dense_probe import Featurizer, ProbeSettings
 from mmssl.evaluation.depth_probe import (
@@ -14,7 +15,6 @@ from mmssl.evaluation.depth_probe import (
     run_depth_probe,
     silog_loss,
 )
-from mmssl.evaluation.eval_tasks import PatchPixels
 from tests.support.dense_fixtures import write_depth_folder
 
 

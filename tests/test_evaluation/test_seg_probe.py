@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import torch
 
+from mmssl.apis.evaluate import PatchPixels
 from mmssl.evaluation.dense_data import read_mask, seg_pairs
 from mmssl.evaluation.dense_probe import (
     Featurizer,
@@ -13,7 +14,6 @@ from mmssl.evaluation.dense_probe import (
     slide_logits,
     windows,
 )
-from mmssl.evaluation.eval_tasks import PatchPixels
 from mmssl.evaluation.seg_probe import run_seg_probe
 from tests.support.dense_fixtures import write_ade
 

@@ -60,9 +60,7 @@ tensors and mmengine's own types is refused unless ``--trusted``.
 
 import argparse
 
-from mmssl.checkpoint import add_trusted_argument
-from mmssl.config.cli import add_cfg_options_arguments
-from mmssl.evaluation.knn_run import (  # noqa: F401 (the tool's API)
+from mmssl.apis.knn_eval import (  # noqa: F401 (the tool's API)
     bn_recalibrate,
     load_weights,
     pool_patch_mean,
@@ -71,6 +69,8 @@ from mmssl.evaluation.knn_run import (  # noqa: F401 (the tool's API)
     set_metrics,
     use_folders,
 )
+from mmssl.checkpoint import add_trusted_argument
+from mmssl.config.cli import add_cfg_options_arguments
 
 
 def parse_args(argv=None) -> argparse.Namespace:

@@ -1,7 +1,8 @@
 """The tasks of ``tools/eval.py``: kNN, linear, seg and depth probes.
 
-Each task loads the weights through :mod:`.load_backbone` (or says that
-it measures the random init), runs, and returns ``(metrics, headline
+Each task loads the weights through
+:mod:`mmssl.evaluation.load_backbone` (or says that it measures the
+random init), runs, and returns ``(metrics, headline
 key)``; :func:`write_outputs` writes ``eval_<task>.json`` (every figure)
 and ``eval_<task>.png`` (the picture) in the work dir.
 """
@@ -14,7 +15,7 @@ from typing import Dict, Tuple
 
 import torch
 
-from .dense_probe import Featurizer, ProbeSettings
+from mmssl.evaluation.dense_probe import Featurizer, ProbeSettings
 
 #: Class count of each segmentation layout (ADE20K: 150 after
 #: reduce_zero_label); a ``classes.txt`` in the data root overrides it.
@@ -56,9 +57,14 @@ def dense_featurizer(cfg, args: Namespace) -> Tuple[Featurizer, str]:
         loading_policy,
         trust_from_args,
     )
-
-    from .dense_features import build_dense_backbone, preprocess_stats
-    from .load_backbone import BackboneMismatchError, load_backbone_weights
+    from mmssl.evaluation.dense_features import (
+        build_dense_backbone,
+        preprocess_stats,
+    )
+    from mmssl.evaluation.load_backbone import (
+        BackboneMismatchError,
+        load_backbone_weights,
+    )
 
     mean, std, to_rgb = preprocess_stats(cfg)
     if args.features == 'pixels':
@@ -108,8 +114,8 @@ def _num_classes(args: Namespace) -> int:
 
 
 def run_seg(cfg, args: Namespace) -> Tuple[Dict, list, int]:
-    from .dense_data import limit, seg_pairs
-    from .seg_probe import run_seg_probe
+    from mmssl.evaluation.dense_data import limit, seg_pairs
+    from mmssl.evaluation.seg_probe import run_seg_probe
 
     layout = args.layout or 'ade20k'
     args.layout = layout
@@ -137,8 +143,8 @@ def run_seg(cfg, args: Namespace) -> Tuple[Dict, list, int]:
 
 
 def run_depth(cfg, args: Namespace) -> Tuple[Dict, list, int]:
-    from .dense_data import depth_pairs, limit
-    from .depth_probe import run_depth_probe
+    from mmssl.evaluation.dense_data import depth_pairs, limit
+    from mmssl.evaluation.depth_probe import run_depth_probe
 
     layout = args.layout or 'folder'
     train = limit(depth_pairs(args.data, 'train', layout), args.max_train)
@@ -168,7 +174,7 @@ def run_depth(cfg, args: Namespace) -> Tuple[Dict, list, int]:
 def run_knn_task(args: Namespace) -> Dict:
     """kNN (``--task knn``) or kNN + linear (``--task linear``) on
     ``DATA/train`` (bank) and ``DATA/val`` (queries), or the config's."""
-    from .knn_run import run_knn
+    from mmssl.apis.knn_eval import run_knn
 
     data = args.data
     knn_args = Namespace(

@@ -10,8 +10,8 @@ random init, said so.
 
 import tempfile
 
-from .knn_options import pool_patch_mean, set_metrics
-from .load_backbone import load_backbone_weights
+from mmssl.evaluation.knn_options import pool_patch_mean, set_metrics
+from mmssl.evaluation.load_backbone import load_backbone_weights
 
 
 def _img_size(cfg, requested) -> int:
@@ -159,7 +159,7 @@ def load_weights(
         SystemExit: The file does not hold the config's backbone (one
             line: what matched, which config to pass).
     """
-    from .load_backbone import BackboneMismatchError
+    from mmssl.evaluation.load_backbone import BackboneMismatchError
 
     try:
         loaded = load_backbone_weights(
