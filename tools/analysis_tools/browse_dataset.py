@@ -141,8 +141,8 @@ def build_dataset(cfg, data_root=None):
 def _samples(dataset, n: int):
     """Yield ``(index, sample)``; bad files are named (once) and skipped.
 
-    A bad file that the dataset replaced by a stand-in is named in the
-    dataset's own log line; one that stopped ``dataset[i]`` is named here.
+    The dataset's own log line for a file it skipped is left out
+    (:func:`_quiet_dataset_skips`): this one names it.
     """
     from tqdm import tqdm
 
@@ -166,8 +166,8 @@ def _samples(dataset, n: int):
             continue
         i += 1
         sample = data['data_samples']
-        for path, _ in sample.get('skipped_files', None) or []:
-            named.add(path)  # the dataset's log named it already
+        for path, reason in sample.get('skipped_files', None) or []:
+            name_once(path, reason)
         key = sample.get('img_path', i)
         if key in seen:  # a bad file's stand-in, drawn already
             continue
@@ -175,6 +175,18 @@ def _samples(dataset, n: int):
         bar.update(1)
         yield len(seen) - 1, data
     bar.close()
+
+
+def _quiet_dataset_skips() -> None:
+    """Leave out the dataset's "Skipping bad image file" log records: the
+    tool names each bad file itself, once."""
+    from mmengine.logging import MMLogger
+
+    MMLogger.get_current_instance().addFilter(
+        lambda record: (
+            not record.getMessage().startswith('Skipping bad image file')
+        )
+    )
 
 
 def main(argv=None):
@@ -185,6 +197,7 @@ def main(argv=None):
     register_all_modules()
     cfg = load_tool_config(args.config, args.cfg_options, args.allow_new_keys)
     dataset = build_dataset(cfg, args.data_root)
+    _quiet_dataset_skips()
     os.makedirs(args.output_dir, exist_ok=True)
     n = min(args.num, len(dataset))
     count = 0
