@@ -13,6 +13,9 @@ TASK:
   depth   frozen linear depth probe (256 bins or regression), RMSE,
           AbsRel, delta1; ROOT with images/ + depth/ (--layout nyu: the
           NYUv2 BTS layout)
+  finetune  fine-tune end to end with a fine-tune config
+          (configs/benchmarks/finetune/), validation top-1; ROOT with
+          train/ and val/ class folders (default: the config's data)
 
 CKPT is any file the warm-start loader reads (an mmssl checkpoint, whose
 teacher backbone is measured; the DINOv2/DINOv3 hub, timm or HF layouts).
@@ -31,7 +34,7 @@ from mmssl.apis import evaluate as eval_tasks
 from mmssl.checkpoint import add_trusted_argument
 from mmssl.config.cli import add_cfg_options_arguments
 
-TASKS = ('knn', 'linear', 'seg', 'depth')
+TASKS = ('knn', 'linear', 'seg', 'depth', 'finetune')
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -95,6 +98,15 @@ def main(argv=None) -> dict:
     picture = None
     if args.task in ('knn', 'linear'):
         metrics = eval_tasks.run_knn_task(args)
+    elif args.task == 'finetune':
+        cfg = load_tool_config(
+            args.config, args.cfg_options, args.allow_new_keys
+        )
+        try:
+            metrics = eval_tasks.run_finetune(cfg, args)
+        except (ValueError, RuntimeError) as err:
+            # e.g. PretrainedStrip: fewer tensors loaded than min_match
+            raise SystemExit(f'error: {str(err).splitlines()[0]}') from None
     else:
         cfg = load_tool_config(
             args.config, args.cfg_options, args.allow_new_keys

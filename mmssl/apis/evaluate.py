@@ -25,6 +25,7 @@ HEADLINE = {
     'linear': 'linear/top1',
     'seg': 'seg/mIoU',
     'depth': 'depth/rmse',
+    'finetune': 'finetune/top1',
 }
 
 
@@ -211,3 +212,77 @@ def write_outputs(work_dir: str, task: str, metrics: Dict, picture) -> list:
         written.append(osp.join(work_dir, f'eval_{task}.png'))
         cv2.imwrite(written[1], picture)
     return written
+
+
+def _set_data_folder(loader, root: str, split: str) -> None:
+    """Point a dataloader's dataset, through wrappers such as
+    ``LabelSubset`` (``dataset=dict(dataset=...)``), at ``root/split``."""
+    dataset = loader.dataset
+    while 'data_root' not in dataset and 'dataset' in dataset:
+        dataset = dataset.dataset
+    dataset.data_root = root
+    dataset.data_prefix = split
+
+
+def _teacher_prefix(checkpoint: str, trusted) -> str:
+    """``'teacher.'`` when ``checkpoint`` holds a teacher backbone (the DINO
+    family's, which DINOv2/v3 evaluate), else ``''``."""
+    from mmssl.checkpoint import load_checkpoint, unwrap_state_dict
+
+    state = unwrap_state_dict(load_checkpoint(checkpoint, trusted=trusted))
+    teacher = any(key.startswith('teacher.backbone.') for key in state)
+    return 'teacher.' if teacher else ''
+
+
+def run_finetune(cfg, args: Namespace) -> Dict:
+    """Fine-tune ``args.checkpoint`` end to end with a fine-tune config
+    (``configs/benchmarks/finetune/``) and return its validation top-1.
+
+    The checkpoint's backbone (the teacher's where there is one) loads
+    into the classifier through the config's ``PretrainedStrip`` init
+    (load report, ``min_match``); no
+    checkpoint trains the random init, said so. ``args.data`` is an
+    ImageNet-style root with ``train/`` and ``val/`` class folders.
+
+    Raises:
+        ValueError: ``cfg`` is not an ``ImageClassifier`` config.
+    """
+    from mmssl.apis.train import build_train_runner
+
+    model = cfg.model
+    if model.get('type') != 'ImageClassifier':
+        raise ValueError(
+            f'--task finetune takes a fine-tune config (an ImageClassifier, '
+            f'e.g. configs/benchmarks/finetune/*.py); {args.config} builds '
+            f'{model.get("type")!r}.'
+        )
+    if args.checkpoint:
+        model.init_cfg = dict(
+            model.get('init_cfg') or {}, type='PretrainedStrip'
+        )
+        model.init_cfg.checkpoint = args.checkpoint
+        prefix = args.prefix
+        if prefix is None:
+            prefix = _teacher_prefix(args.checkpoint, args.trusted)
+        if prefix:
+            model.init_cfg.prefix = prefix
+        print(f'fine-tuning from {args.checkpoint} ({prefix or ""}backbone)')
+    else:
+        model.init_cfg = None
+        print('fine-tuning from RANDOM INIT (no --checkpoint)')
+    if args.data:
+        for split in ('train', 'val'):
+            if cfg.get(f'{split}_dataloader'):
+                _set_data_folder(cfg[f'{split}_dataloader'], args.data, split)
+        cfg.test_dataloader = cfg.test_cfg = cfg.test_evaluator = None
+    cfg.work_dir = args.work_dir
+    runner = build_train_runner(cfg)
+    runner.train()
+    metrics = runner.val_loop.run()
+    top1 = [v for k, v in metrics.items() if k.endswith('top1')]
+    out = {
+        f'finetune/{k.split("/")[-1]}': float(v) for k, v in metrics.items()
+    }
+    if top1:
+        out['finetune/top1'] = float(top1[0])
+    return out

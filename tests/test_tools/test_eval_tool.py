@@ -143,3 +143,71 @@ def test_linear_task_on_labelled_folders(tmp_path, capsys):
     )
     with open(osp.join(work, 'eval_linear.json')) as f:
         assert json.load(f) == pytest.approx(metrics)
+
+
+FINETUNE = osp.join(
+    ROOT, 'configs/benchmarks/finetune/finetune_vit-tiny-p4_1xb64-10e_demo.py'
+)
+
+
+def _labelled_folders(root, n_train=4, n_val=2):
+    import cv2
+
+    rng = np.random.default_rng(0)
+    for split, n in (('train', n_train), ('val', n_val)):
+        for cls, colour in (('a', (0, 0, 200)), ('b', (200, 0, 0))):
+            folder = root / split / cls
+            folder.mkdir(parents=True)
+            for i in range(n):
+                noise = rng.integers(0, 30, (32, 32, 3))
+                cv2.imwrite(str(folder / f'{i}.png'), colour + noise)
+    return str(root)
+
+
+def test_finetune_task_trains_and_reports_top1(tmp_path, capsys):
+    data = _labelled_folders(tmp_path / 'data')
+    work = str(tmp_path / 'work')
+    metrics = _eval(
+        [FINETUNE, '--task', 'finetune', '--data', data, '--work-dir', work,
+         '--cfg-options', 'train_cfg.max_epochs=1',
+         'train_dataloader.batch_size=4', 'val_dataloader.batch_size=4']
+    )  # fmt: skip
+    assert set(metrics) == {'finetune/top1', 'finetune/top5'}
+    # 4 val images of 2 classes: top-1 is a multiple of 25 %, top-5 of a
+    # 10-way head holds both classes' labels only if it ranks them there
+    assert metrics['finetune/top1'] in (0.0, 25.0, 50.0, 75.0, 100.0)
+    out = capsys.readouterr().out
+    assert 'RANDOM INIT' in out
+    assert out.strip().splitlines()[-1] == (
+        f'finetune/top1: {metrics["finetune/top1"]:.2f}'
+    )
+    assert osp.isfile(osp.join(work, 'epoch_1.pth'))
+    with open(osp.join(work, 'eval_finetune.json')) as f:
+        assert json.load(f) == pytest.approx(metrics)
+
+
+def test_finetune_task_refuses_a_pretraining_config(tmp_path):
+    with pytest.raises(SystemExit) as exit_:
+        _eval([DEMO, '--task', 'finetune', '--work-dir', str(tmp_path)])
+    assert str(exit_.value.code).startswith(
+        'error: --task finetune takes a fine-tune config'
+    )
+    assert str(exit_.value.code).endswith("builds 'DINOv2'.")
+
+
+def test_finetune_task_refuses_another_architecture(other_arch, tmp_path):
+    """The teacher backbone is found ('teacher.' prefix) but is not the
+    config's: one line, no figure, no JSON."""
+    data = _labelled_folders(tmp_path / 'data')
+    work = tmp_path / 'work'
+    with pytest.raises(SystemExit) as exit_:
+        _eval(
+            [FINETUNE, '--task', 'finetune', '--data', data,
+             '--checkpoint', other_arch, '--work-dir', str(work),
+             '--cfg-options', 'train_cfg.max_epochs=1',
+             'train_dataloader.batch_size=4']
+        )  # fmt: skip
+    message = str(exit_.value.code)
+    assert message.startswith('error: PretrainedStrip: only 0/')
+    assert "prefix ('teacher.')" in message
+    assert not (work / 'eval_finetune.json').exists()
