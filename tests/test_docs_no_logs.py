@@ -14,8 +14,6 @@ GUIDES = ['README.md'] + sorted(
     osp.relpath(p, ROOT) for p in glob.glob(osp.join(ROOT, 'docs/en/*.md'))
 )
 # Owned by another branch that removes its logs; drop once it has merged.
-PENDING = {'docs/en/benchmarks.md'}
-
 DATE = re.compile(r'\b20\d\d-\d\d-\d\d\b')
 # 7-40 lowercase hex characters with at least one digit and one letter:
 # an abbreviated or full git commit id (a 64-character sha256 is longer;
@@ -104,20 +102,7 @@ def test_paragraphs_split_prose_and_skip_code_and_tables():
     assert screen_lines(blocks[-1]) == 3
 
 
-@pytest.mark.parametrize(
-    'doc',
-    [
-        pytest.param(
-            d,
-            marks=pytest.mark.xfail(
-                reason='its owner removes the logs', strict=False
-            ),
-        )
-        if d in PENDING
-        else d
-        for d in GUIDES
-    ],
-)
+@pytest.mark.parametrize('doc', GUIDES)
 def test_guide_has_no_dates_or_commit_ids(doc):
     with open(osp.join(ROOT, doc), encoding='utf-8') as f:
         marks = log_marks(f.read())
