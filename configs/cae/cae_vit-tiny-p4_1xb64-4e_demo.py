@@ -7,7 +7,6 @@ _base_ = [
     '../_base_/schedules/demo_4e.py',
 ]
 
-
 # a ViT-tiny-ish encoder: 64 tokens of 4x4 px on 32 px images
 _vit_arch = dict(
     embed_dims=96, num_layers=4, num_heads=3, feedforward_channels=384
@@ -44,10 +43,7 @@ model = dict(
 )
 
 optim_wrapper = dict(
-    type='OptimWrapper',
     optimizer=dict(
         type='AdamW', lr=0.0015, betas=(0.9, 0.95), weight_decay=0.05
     ),
 )
-auto_scale_lr = dict(base_batch_size=64)
-randomness = dict(seed=0)

@@ -54,10 +54,7 @@ model = dict(
 )
 
 optim_wrapper = dict(
-    type='OptimWrapper',
     optimizer=dict(
         type='AdamW', lr=0.001, betas=(0.9, 0.95), weight_decay=0.05
     ),
 )
-auto_scale_lr = dict(base_batch_size=64)
-randomness = dict(seed=0)

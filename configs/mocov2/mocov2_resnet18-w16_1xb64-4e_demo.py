@@ -8,7 +8,6 @@ _base_ = [
     '../_base_/models/resnet18-w16_cifar.py',
 ]
 
-
 # Two changes from the ImageNet recipe make it learn in the demo's 88
 # iterations (README.md, "Why the demo differs"): a BatchNorm in the
 # projector (MoCo v2's fc-ReLU-fc gives every image of a random network
@@ -39,9 +38,5 @@ model = dict(
 )
 
 optim_wrapper = dict(
-    type='OptimWrapper',
     optimizer=dict(type='SGD', lr=0.06, momentum=0.9, weight_decay=5e-4),
 )
-
-auto_scale_lr = dict(base_batch_size=64)
-randomness = dict(seed=0)

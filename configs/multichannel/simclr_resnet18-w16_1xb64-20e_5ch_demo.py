@@ -87,10 +87,7 @@ model = dict(
 )
 
 optim_wrapper = dict(
-    type='OptimWrapper',
     optimizer=dict(type='SGD', lr=0.1, momentum=0.9, weight_decay=5e-4),
 )
 train_cfg = dict(max_epochs=20)
-auto_scale_lr = dict(base_batch_size=64)
 custom_hooks = [dict(type='BadFileSummaryHook', interval=50)]
-randomness = dict(seed=0)

@@ -8,13 +8,11 @@ _base_ = [
     '../_base_/models/resnet18-w16_cifar.py',
 ]
 
-
 # deterministic pipeline for the features that are clustered
 _extract_pipeline = [
     dict(type='LoadImageFromFile'),
     dict(type='PackInputs'),
 ]
-
 
 # num_samples = number of training images (the sample memory length)
 _num_classes = 20
@@ -49,8 +47,5 @@ custom_hooks = [
 ]
 
 optim_wrapper = dict(
-    type='OptimWrapper',
     optimizer=dict(type='SGD', lr=0.05, momentum=0.9, weight_decay=5e-4),
 )
-auto_scale_lr = dict(base_batch_size=64)
-randomness = dict(seed=0)

@@ -8,7 +8,6 @@ _base_ = [
     '../_base_/models/resnet18-w16_cifar.py',
 ]
 
-
 # Tall crops (width / height 0.6-0.8) resized to a square: the 8x8 digits
 # fill the height of their box but not its width, so with square crops the
 # empty side margins give the rotation away (README.md); stretched to fill
@@ -44,8 +43,5 @@ model = dict(
 )
 
 optim_wrapper = dict(
-    type='OptimWrapper',
     optimizer=dict(type='SGD', lr=0.1, momentum=0.9, weight_decay=5e-4),
 )
-auto_scale_lr = dict(base_batch_size=64)
-randomness = dict(seed=0)

@@ -8,7 +8,6 @@ _base_ = [
     '../_base_/schedules/demo_4e.py',
 ]
 
-
 _view_pipeline = [
     dict(
         type='RandomResizedCrop',
@@ -58,7 +57,6 @@ model = dict(
 )
 
 optim_wrapper = dict(
-    type='OptimWrapper',
     optimizer=dict(type='SGD', lr=0.1, momentum=0.9, weight_decay=5e-4),
 )
 # 10 epochs: the warm-up stays one epoch (10%), a checkpoint every 5 (50%)
@@ -80,7 +78,5 @@ param_scheduler = [
     ),
 ]
 train_cfg = dict(max_epochs=10)
-auto_scale_lr = dict(base_batch_size=64)
 default_hooks = dict(checkpoint=dict(interval='50%', max_keep_ckpts=2))
 custom_hooks = [dict(type='BadFileSummaryHook', interval=50)]
-randomness = dict(seed=0)

@@ -48,7 +48,6 @@ model = dict(
 )
 
 optim_wrapper = dict(
-    type='OptimWrapper',
     optimizer=dict(
         type='AdamW', lr=0.001, betas=(0.9, 0.95), weight_decay=0.05
     ),
@@ -57,5 +56,3 @@ optim_wrapper = dict(
 # L1 loss only reached 1.17 (predicting zeros gives 1.27) and the linear
 # probe fell below random init; see README.md
 train_cfg = dict(max_epochs=16)
-auto_scale_lr = dict(base_batch_size=64)
-randomness = dict(seed=0)

@@ -8,7 +8,6 @@ _base_ = [
     '../_base_/models/resnet18-w16_cifar.py',
 ]
 
-
 # multi-crop: 2 views of 32 px and 2 of 16 px
 _num_crops = [2, 2]
 _view_pipeline1 = [
@@ -47,7 +46,6 @@ train_pipeline = [
     dict(type='PackInputs'),
 ]
 train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
-
 
 model = dict(
     type='SwAV',
@@ -89,10 +87,6 @@ custom_hooks = [
 ]
 
 optim_wrapper = dict(
-    type='OptimWrapper',
     # lr 0.5 with temperature 0.5: 82.73 kNN (lr 0.1: 66.85), README.md
     optimizer=dict(type='SGD', lr=0.5, momentum=0.9, weight_decay=5e-4),
 )
-
-auto_scale_lr = dict(base_batch_size=64)
-randomness = dict(seed=0)

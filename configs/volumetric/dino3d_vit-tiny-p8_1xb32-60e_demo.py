@@ -98,4 +98,3 @@ custom_hooks = [
 ]
 train_cfg = dict(max_epochs=60)
 auto_scale_lr = dict(base_batch_size=32)
-randomness = dict(seed=0)

@@ -27,3 +27,9 @@ default_hooks = dict(
     logger=dict(interval=10),
     checkpoint=dict(interval='100%', max_keep_ckpts=1),
 )
+# what every demo shares: the optimizer wrapper (each names its optimizer),
+# the lr's reference batch (one GPU x 64; a demo with another batch says
+# so) and a fixed seed
+optim_wrapper = dict(type='OptimWrapper')
+auto_scale_lr = dict(base_batch_size=64)
+randomness = dict(seed=0)
