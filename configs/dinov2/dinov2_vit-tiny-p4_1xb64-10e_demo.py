@@ -12,6 +12,7 @@
 _base_ = [
     '../_base_/datasets/demo_train.py',
     '../_base_/default_runtime.py',
+    '../_base_/schedules/dino_family_lr_wd.py',
 ]
 
 _num_global_crops = 2
@@ -96,33 +97,7 @@ optim_wrapper = dict(
         custom_keys={'patch_embed': dict(lr_mult=0.2)},
     ),
 )
-param_scheduler = [
-    dict(
-        type='LinearLR',
-        start_factor=1e-3,
-        by_epoch=True,
-        begin=0,
-        end='10%',
-        convert_to_iter_based=True,
-    ),
-    dict(
-        type='CosineAnnealingLR',
-        eta_min=1e-6,
-        by_epoch=True,
-        begin='10%',
-        end='100%',
-        convert_to_iter_based=True,
-    ),
-    dict(
-        type='CosineAnnealingParamScheduler',
-        param_name='weight_decay',
-        eta_min_ratio=10.0,
-        by_epoch=True,
-        begin=0,
-        end='100%',
-        convert_to_iter_based=True,
-    ),
-]
+param_scheduler = _base_.pop('_dino_family_schedules')['demo']  # noqa: F821
 custom_hooks = [
     dict(type='TeacherEMAHook', momentum=0.99, end_momentum=1.0),
     dict(

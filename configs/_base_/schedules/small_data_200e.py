@@ -8,37 +8,13 @@
 # A preset inherits its ImageNet recipe and this file, and takes the
 # entries below with `_base_.pop('_small_data_200e')`: mmengine allows a
 # key in one base only, and the recipe already sets these.
+_base_ = './dino_family_lr_wd.py'
+
 _small_data_200e = dict(
     train_dataloader=dict(
         batch_size=64, dataset=dict(data_root='data/custom')
     ),
-    param_scheduler=[
-        dict(
-            type='LinearLR',
-            start_factor=1e-6,
-            by_epoch=True,
-            begin=0,
-            end='5%',
-            convert_to_iter_based=True,
-        ),
-        dict(
-            type='CosineAnnealingLR',
-            eta_min=1e-6,
-            by_epoch=True,
-            begin='5%',
-            end='100%',
-            convert_to_iter_based=True,
-        ),
-        dict(
-            type='CosineAnnealingParamScheduler',
-            param_name='weight_decay',
-            eta_min_ratio=10.0,
-            by_epoch=True,
-            begin=0,
-            end='100%',
-            convert_to_iter_based=True,
-        ),
-    ],
+    param_scheduler=_base_.pop('_dino_family_schedules')['small_data'],  # noqa: F821
     custom_hooks=[
         dict(type='BadFileSummaryHook', interval=50),
         dict(type='TeacherEMAHook', momentum=0.9995, end_momentum=1.0),
