@@ -6,6 +6,7 @@
 _base_ = [
     '../_base_/datasets/demo_train.py',
     '../_base_/schedules/demo_4e.py',
+    '../_base_/models/demo_projector_128-64.py',
 ]
 
 _view_pipeline = [
@@ -31,6 +32,7 @@ train_pipeline = [
 # are skipped and counted
 train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
 
+__proj = _base_.pop('_demo_projector')  # noqa: F821
 model = dict(
     type='SimCLR',
     data_preprocessor={{_base_.data_preprocessor}},
@@ -41,19 +43,8 @@ model = dict(
         base_channels=16,
         zero_init_residual=True,
     ),
-    neck=dict(
-        type='NonLinearNeck',
-        in_channels='auto',
-        hid_channels=128,
-        out_channels=64,
-        num_layers=2,
-        with_avg_pool=True,
-    ),
-    head=dict(
-        type='ContrastiveHead',
-        loss=dict(type='CrossEntropyLoss'),
-        temperature=0.2,
-    ),
+    neck=__proj['neck'],
+    head=__proj['head'],
 )
 
 optim_wrapper = dict(
