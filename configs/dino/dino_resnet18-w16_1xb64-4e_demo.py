@@ -4,7 +4,10 @@
 # 2 global crops, SGD as in DINO's ResNet-50 recipe, then kNN on
 # data/demo/val with the teacher backbone.
 #   python tools/train.py configs/dino/dino_resnet18-w16_1xb64-4e_demo.py
-_base_ = '../dinov2/dinov2_vit-tiny-p4_1xb64-10e_demo.py'  # data, runtime
+_base_ = [
+    '../dinov2/dinov2_vit-tiny-p4_1xb64-10e_demo.py',
+    '../_base_/schedules/warmup_cosine.py',
+]  # data, runtime
 
 train_pipeline = [
     dict(type='LoadImageRobust'),
@@ -57,23 +60,7 @@ optim_wrapper = dict(
     optimizer=dict(type='SGD', lr=0.1, momentum=0.9, weight_decay=1e-4),
     paramwise_cfg=dict(flat_decay_mult=0.0),
 )
-param_scheduler = [
-    dict(
-        type='LinearLR',
-        start_factor=0.01,
-        by_epoch=True,
-        begin=0,
-        end='25%',
-        convert_to_iter_based=True,
-    ),
-    dict(
-        type='CosineAnnealingLR',
-        by_epoch=True,
-        begin='25%',
-        end='100%',
-        convert_to_iter_based=True,
-    ),
-]
+param_scheduler = _base_.pop('_warmup_cosine')['dino_cnn_demo']  # noqa: F821
 custom_hooks = [
     dict(type='TeacherEMAHook', momentum=0.99, end_momentum=1.0),
     dict(

@@ -4,7 +4,10 @@
 # 1e-4 -> 1e-4 (constant), teacher momentum 0.996 -> 1, teacher temp
 # 0.04 -> 0.07 over 50 epochs, no gradient clipping, last layer frozen for
 # the first epoch. No iBOT patch loss for CNNs.
-_base_ = './dino_vit-s16_8xb128-100e_in1k.py'
+_base_ = [
+    './dino_vit-s16_8xb128-100e_in1k.py',
+    '../_base_/schedules/warmup_cosine.py',
+]
 
 train_pipeline = [
     dict(type='LoadImageRobust', max_side=None),
@@ -42,24 +45,7 @@ optim_wrapper = dict(
     ),
     paramwise_cfg=dict(flat_decay_mult=0.0),
 )
-param_scheduler = [
-    dict(
-        type='LinearLR',
-        start_factor=1e-6,
-        by_epoch=True,
-        begin=0,
-        end='10%',
-        convert_to_iter_based=True,
-    ),
-    dict(
-        type='CosineAnnealingLR',
-        eta_min=0.0048,
-        by_epoch=True,
-        begin='10%',
-        end='100%',
-        convert_to_iter_based=True,
-    ),
-]
+param_scheduler = _base_.pop('_warmup_cosine')['dino_resnet50']  # noqa: F821
 custom_hooks = [
     dict(type='BadFileSummaryHook', interval=50),
     dict(type='TeacherEMAHook', momentum=0.996, end_momentum=1.0),

@@ -13,6 +13,7 @@
 _base_ = [
     '../_base_/datasets/custom_folder_multicrop.py',
     '../_base_/schedules/dino_family_100e.py',
+    '../_base_/schedules/warmup_cosine.py',
 ]
 _patch_size = 16
 _n_prototypes = 16384  # small-compute; DINOv3's ViT-7B uses 256k / 96k
@@ -111,16 +112,7 @@ optim_wrapper = dict(
 )
 # DINOv3: linear warm-up over the first 10%, then lr and weight decay stay
 # constant (no cosine), so a run can be extended or cut at any point.
-param_scheduler = [
-    dict(
-        type='LinearLR',
-        start_factor=1e-6,
-        by_epoch=True,
-        begin=0,
-        end='10%',
-        convert_to_iter_based=True,
-    ),
-]
+param_scheduler = _base_.pop('_warmup_cosine')['dinov3']  # noqa: F821
 custom_hooks = [
     dict(type='BadFileSummaryHook', interval=50),
     # DINOv3: constant teacher momentum 0.994 (no cosine to 1), as in the

@@ -7,6 +7,7 @@ _base_ = [
     '../_base_/datasets/demo_train.py',
     '../_base_/schedules/demo_4e.py',
     '../_base_/models/demo_projector_128-64.py',
+    '../_base_/schedules/warmup_cosine.py',
 ]
 
 _view_pipeline = [
@@ -51,23 +52,7 @@ optim_wrapper = dict(
     optimizer=dict(type='SGD', lr=0.1, momentum=0.9, weight_decay=5e-4),
 )
 # 10 epochs: the warm-up stays one epoch (10%), a checkpoint every 5 (50%)
-param_scheduler = [
-    dict(
-        type='LinearLR',
-        start_factor=0.1,
-        by_epoch=True,
-        begin=0,
-        end='10%',
-        convert_to_iter_based=True,
-    ),
-    dict(
-        type='CosineAnnealingLR',
-        by_epoch=True,
-        begin='10%',
-        end='100%',
-        convert_to_iter_based=True,
-    ),
-]
+param_scheduler = _base_.pop('_warmup_cosine')['simclr_demo']  # noqa: F821
 train_cfg = dict(max_epochs=10)
 default_hooks = dict(checkpoint=dict(interval='50%', max_keep_ckpts=2))
 custom_hooks = [dict(type='BadFileSummaryHook', interval=50)]

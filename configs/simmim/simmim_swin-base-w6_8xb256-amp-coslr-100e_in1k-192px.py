@@ -4,7 +4,7 @@
 #   bash tools/dist_train.sh configs/simmim/simmim_swin-base-w6_8xb256-amp-coslr-100e_in1k-192px.py 8
 _base_ = [
     'mmpretrain::simmim/simmim_swin-base-w6_8xb256-amp-coslr-100e_in1k-192px.py',
-    '../_base_/schedules/imagenet_warmup_cosine.py',
+    '../_base_/schedules/warmup_cosine.py',
 ]
 
 # configs/_base_/default_runtime.py's scope and runner, over the mmpretrain
@@ -22,6 +22,6 @@ model = dict(neck=dict(in_channels='auto'))
 # Schedules as fractions of the run (resolved when the runner is built;
 # docs/en/config.md): train_cfg.max_epochs=N alone moves them. At the
 # published 100 epochs they are the published numbers.
-param_scheduler = _base_.pop('_in1k_warmup_cosine')['simmim']  # noqa: F821
+param_scheduler = _base_.pop('_warmup_cosine')['simmim']  # noqa: F821
 # The published checkpoint interval (10 of 100 epochs) as a run fraction
 default_hooks = dict(checkpoint=dict(interval='10.0%'))
