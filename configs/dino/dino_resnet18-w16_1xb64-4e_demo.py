@@ -7,6 +7,7 @@
 _base_ = [
     '../dinov2/dinov2_vit-tiny-p4_1xb64-10e_demo.py',
     '../_base_/schedules/warmup_cosine.py',
+    '../_base_/schedules/teacher_student_hooks.py',
 ]  # data, runtime
 
 train_pipeline = [
@@ -61,15 +62,5 @@ optim_wrapper = dict(
     paramwise_cfg=dict(flat_decay_mult=0.0),
 )
 param_scheduler = _base_.pop('_warmup_cosine')['dino_cnn_demo']  # noqa: F821
-custom_hooks = [
-    dict(type='TeacherEMAHook', momentum=0.99, end_momentum=1.0),
-    dict(
-        type='TeacherTempWarmupHook',
-        warmup_temp=0.04,
-        temp=0.04,
-        warmup_epochs=0,
-    ),
-    dict(type='FreezeLastLayerHook', freeze_epochs='25%'),
-    dict(type='BadFileSummaryHook', interval=50),
-]
+custom_hooks = _base_.pop('_teacher_student_hooks')['dino_cnn_demo']  # noqa: F821
 train_cfg = dict(max_epochs=4)  # the rest: fractions, from the base

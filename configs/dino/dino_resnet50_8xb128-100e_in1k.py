@@ -7,6 +7,7 @@
 _base_ = [
     './dino_vit-s16_8xb128-100e_in1k.py',
     '../_base_/schedules/warmup_cosine.py',
+    '../_base_/schedules/teacher_student_hooks.py',
 ]
 
 train_pipeline = [
@@ -46,15 +47,4 @@ optim_wrapper = dict(
     paramwise_cfg=dict(flat_decay_mult=0.0),
 )
 param_scheduler = _base_.pop('_warmup_cosine')['dino_resnet50']  # noqa: F821
-custom_hooks = [
-    dict(type='BadFileSummaryHook', interval=50),
-    dict(type='TeacherEMAHook', momentum=0.996, end_momentum=1.0),
-    dict(
-        type='TeacherTempWarmupHook',
-        warmup_temp=0.04,
-        temp=0.07,
-        warmup_epochs='50%',
-        by_epoch=True,
-    ),
-    dict(type='FreezeLastLayerHook', freeze_epochs='1%'),
-]
+custom_hooks = _base_.pop('_teacher_student_hooks')['dino_resnet50']  # noqa: F821

@@ -11,6 +11,7 @@ _base_ = [
     '../_base_/datasets/custom_folder_multicrop.py',
     '../_base_/models/dino_vit-s16.py',
     '../_base_/schedules/dino_family_100e.py',
+    '../_base_/schedules/teacher_student_hooks.py',
 ]
 train_pipeline = [
     dict(type='LoadImageRobust', max_side=None),
@@ -46,17 +47,6 @@ optim_wrapper = dict(
     clip_grad=dict(max_norm=3.0),
     paramwise_cfg=dict(flat_decay_mult=0.0),
 )  # no decay on biases / norms
-custom_hooks = [
-    dict(type='BadFileSummaryHook', interval=50),
-    dict(type='TeacherEMAHook', momentum=0.996, end_momentum=1.0),
-    dict(
-        type='TeacherTempWarmupHook',
-        warmup_temp=0.04,
-        temp=0.07,
-        warmup_epochs='30%',
-        by_epoch=True,
-    ),
-    dict(type='FreezeLastLayerHook', freeze_epochs='1%'),
-]
+custom_hooks = _base_.pop('_teacher_student_hooks')['dino_vit_in1k']  # noqa: F821
 # lr 0.002 is for a total batch of 1024: --auto-scale-lr (linear) rescales.
 auto_scale_lr = dict(base_batch_size=1024, rule='linear')

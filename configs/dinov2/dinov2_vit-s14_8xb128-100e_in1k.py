@@ -12,6 +12,7 @@ _base_ = [
     '../_base_/datasets/custom_folder_multicrop.py',
     '../_base_/models/dinov2_vit-s14.py',
     '../_base_/schedules/dino_family_100e.py',
+    '../_base_/schedules/teacher_student_hooks.py',
 ]
 
 # iBOT masks drawn per batch as the reference DINOv2 does (exactly half of
@@ -60,18 +61,7 @@ optim_wrapper = dict(
         custom_keys={'patch_embed': dict(lr_mult=0.2)},
     ),
 )
-custom_hooks = [
-    dict(type='BadFileSummaryHook', interval=50),
-    dict(type='TeacherEMAHook', momentum=0.992, end_momentum=1.0),
-    dict(
-        type='TeacherTempWarmupHook',
-        warmup_temp=0.04,
-        temp=0.07,
-        warmup_epochs='30%',
-        by_epoch=False,
-    ),
-    dict(type='FreezeLastLayerHook', freeze_epochs='1%'),
-]
+custom_hooks = _base_.pop('_teacher_student_hooks')['dinov2_in1k']  # noqa: F821
 # lr 0.004 is for a total batch of 1024; `tools/train.py --auto-scale-lr
 # sqrt` rescales it by sqrt(total batch / 1024) (DINOv2's rule).
 auto_scale_lr = dict(base_batch_size=1024, rule='sqrt')

@@ -14,6 +14,7 @@
 _base_ = [
     './dinov2_vit-s14_1xb64-200e_custom-small.py',
     '../_base_/schedules/dino_family_lr_wd.py',
+    '../_base_/schedules/teacher_student_hooks.py',
 ]
 model = dict(
     warm_start=dict(
@@ -31,18 +32,5 @@ optim_wrapper = dict(optimizer=dict(lr=0.1 * 0.004 * (64 / 1024) ** 0.5))
 # the last layer frozen for the first 2%. train_cfg.max_epochs=N alone
 # (or --max-epochs N) moves every schedule below.
 param_scheduler = _base_.pop('_dino_family_schedules')['imagenet']  # noqa: F821
-custom_hooks = [
-    dict(type='BadFileSummaryHook', interval=50),
-    # a pretrained teacher: slower EMA than from scratch
-    dict(type='TeacherEMAHook', momentum=0.996, end_momentum=1.0),
-    dict(
-        type='TeacherTempWarmupHook',
-        warmup_temp=0.04,
-        temp=0.07,
-        warmup_epochs='10%',
-        by_epoch=False,
-    ),
-    dict(type='FreezeLastLayerHook', freeze_epochs='2%'),
-    dict(type='WarmStartHook'),  # reads head_iters/unfreeze/ramp_iters
-]
+custom_hooks = _base_.pop('_teacher_student_hooks')['dinov2_warm_start']  # noqa: F821
 train_cfg = dict(max_epochs=50)

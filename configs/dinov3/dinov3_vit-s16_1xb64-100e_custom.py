@@ -14,6 +14,7 @@ _base_ = [
     '../_base_/datasets/custom_folder_multicrop.py',
     '../_base_/schedules/dino_family_100e.py',
     '../_base_/schedules/warmup_cosine.py',
+    '../_base_/schedules/teacher_student_hooks.py',
 ]
 _patch_size = 16
 _n_prototypes = 16384  # small-compute; DINOv3's ViT-7B uses 256k / 96k
@@ -113,18 +114,5 @@ optim_wrapper = dict(
 # DINOv3: linear warm-up over the first 10%, then lr and weight decay stay
 # constant (no cosine), so a run can be extended or cut at any point.
 param_scheduler = _base_.pop('_warmup_cosine')['dinov3']  # noqa: F821
-custom_hooks = [
-    dict(type='BadFileSummaryHook', interval=50),
-    # DINOv3: constant teacher momentum 0.994 (no cosine to 1), as in the
-    # reference dinov3_vit7b16_pretrain.yaml (schedules.momentum)
-    dict(type='TeacherEMAHook', momentum=0.994, end_momentum=0.994),
-    dict(
-        type='TeacherTempWarmupHook',
-        warmup_temp=0.04,
-        temp=0.07,
-        warmup_epochs='30%',
-        by_epoch=False,
-    ),
-    dict(type='FreezeLastLayerHook', freeze_epochs='1%'),
-]
+custom_hooks = _base_.pop('_teacher_student_hooks')['dinov3']  # noqa: F821
 auto_scale_lr = dict(base_batch_size=64, rule='sqrt')

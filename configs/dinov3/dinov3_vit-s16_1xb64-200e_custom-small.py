@@ -17,21 +17,11 @@
 _base_ = [
     './dinov3_vit-s16_1xb64-100e_custom.py',
     '../_base_/schedules/warmup_cosine.py',
+    '../_base_/schedules/teacher_student_hooks.py',
 ]
 
 # DINOv3: linear lr warm-up (10 epochs), then constant lr and weight decay
 param_scheduler = _base_.pop('_warmup_cosine')['dinov3_small_data']  # noqa: F821
-custom_hooks = [
-    dict(type='BadFileSummaryHook', interval=50),
-    dict(type='TeacherEMAHook', momentum=0.994, end_momentum=0.994),
-    dict(
-        type='TeacherTempWarmupHook',
-        warmup_temp=0.04,
-        temp=0.07,
-        warmup_epochs='15%',
-        by_epoch=False,
-    ),
-    dict(type='FreezeLastLayerHook', freeze_epochs='0.5%'),
-]
+custom_hooks = _base_.pop('_teacher_student_hooks')['dinov3_small_data']  # noqa: F821
 train_cfg = dict(max_epochs=200)
 default_hooks = dict(checkpoint=dict(interval='2.5%'))

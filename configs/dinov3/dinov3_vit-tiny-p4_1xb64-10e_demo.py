@@ -13,6 +13,7 @@
 _base_ = [
     '../dinov2/dinov2_vit-tiny-p4_1xb64-10e_demo.py',
     '../_base_/schedules/warmup_cosine.py',
+    '../_base_/schedules/teacher_student_hooks.py',
 ]  # data, runtime
 
 _patch_size = 4
@@ -67,15 +68,4 @@ model = dict(
 
 # DINOv3: warm-up, then constant lr and weight decay
 param_scheduler = _base_.pop('_warmup_cosine')['dinov3_demo']  # noqa: F821
-custom_hooks = [
-    dict(type='TeacherEMAHook', momentum=0.99, end_momentum=0.99),
-    dict(
-        type='TeacherTempWarmupHook',
-        warmup_temp=0.04,
-        temp=0.04,
-        warmup_epochs=0,
-        by_epoch=False,
-    ),
-    dict(type='FreezeLastLayerHook', freeze_epochs='10%'),
-    dict(type='GramTeacherHook', first_update=110, period=55, max_updates=2),
-]
+custom_hooks = _base_.pop('_teacher_student_hooks')['dinov3_demo']  # noqa: F821

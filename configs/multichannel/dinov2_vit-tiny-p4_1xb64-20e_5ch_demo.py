@@ -19,6 +19,7 @@ _base_ = [
     '../_base_/datasets/multichannel_knn.py',
     '../_base_/default_runtime.py',
     '../_base_/schedules/dino_family_lr_wd.py',
+    '../_base_/schedules/teacher_student_hooks.py',
 ]
 
 _channels = 5
@@ -131,18 +132,7 @@ optim_wrapper = dict(
     ),
 )
 param_scheduler = _base_.pop('_dino_family_schedules')['demo']  # noqa: F821
-custom_hooks = [
-    dict(type='BadFileSummaryHook', interval=50),
-    dict(type='TeacherEMAHook', momentum=0.99, end_momentum=1.0),
-    dict(
-        type='TeacherTempWarmupHook',
-        warmup_temp=0.04,
-        temp=0.04,
-        warmup_epochs=0,
-        by_epoch=False,
-    ),
-    dict(type='FreezeLastLayerHook', freeze_epochs='10%'),
-]
+custom_hooks = _base_.pop('_teacher_student_hooks')['dinov2_5ch_demo']  # noqa: F821
 # Every length above and below is a fraction of the run (docs/en/config.md)
 train_cfg = dict(
     type='EpochBasedTrainLoop', max_epochs=20, val_interval='100%'
