@@ -8,24 +8,10 @@ _base_ = [
     './dino_vit-s16_8xb128-100e_in1k.py',
     '../_base_/schedules/warmup_cosine.py',
     '../_base_/schedules/teacher_student_hooks.py',
+    '../_base_/datasets/multicrop_224px.py',
 ]
 
-train_pipeline = [
-    dict(type='LoadImageRobust', max_side=None),
-    dict(
-        type='MultiCrop',
-        num_global_crops=2,
-        num_local_crops=6,
-        global_size=224,
-        local_size=96,
-        global_scale=(0.14, 1.0),
-        local_scale=(0.05, 0.14),
-    ),
-    dict(
-        type='PackInputs',
-        meta_keys=('sample_idx', 'img_path', 'num_global_crops', 'source'),
-    ),
-]
+train_pipeline = _base_.pop('_multicrop_224px')['dino_resnet50']  # noqa: F821
 train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
 model = dict(
     backbone=dict(

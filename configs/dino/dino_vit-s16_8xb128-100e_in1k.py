@@ -12,23 +12,9 @@ _base_ = [
     '../_base_/models/dino_vit-s16.py',
     '../_base_/schedules/dino_family_100e.py',
     '../_base_/schedules/teacher_student_hooks.py',
+    '../_base_/datasets/multicrop_224px.py',
 ]
-train_pipeline = [
-    dict(type='LoadImageRobust', max_side=None),
-    dict(
-        type='MultiCrop',
-        num_global_crops=2,
-        num_local_crops=10,
-        global_size=224,
-        local_size=96,
-        global_scale=(0.4, 1.0),
-        local_scale=(0.05, 0.4),
-    ),
-    dict(
-        type='PackInputs',
-        meta_keys=('sample_idx', 'img_path', 'num_global_crops', 'source'),
-    ),
-]
+train_pipeline = _base_.pop('_multicrop_224px')['dino']  # noqa: F821
 train_dataloader = dict(
     batch_size=128,
     dataset=dict(data_root='data/imagenet/train', pipeline=train_pipeline),

@@ -13,27 +13,13 @@ _base_ = [
     '../_base_/models/dinov2_vit-s14.py',
     '../_base_/schedules/dino_family_100e.py',
     '../_base_/schedules/teacher_student_hooks.py',
+    '../_base_/datasets/multicrop_224px.py',
 ]
 
 # iBOT masks drawn per batch as the reference DINOv2 does (exactly half of
 # the global crops masked, ratios spread over 0.1-0.5), replacing the
 # base's per-sample BlockwiseMaskGenerator step.
-train_pipeline = [
-    dict(type='LoadImageRobust', max_side=None),
-    dict(
-        type='MultiCrop',
-        num_global_crops=2,
-        num_local_crops=8,
-        global_size=224,
-        local_size=96,
-        global_scale=(0.32, 1.0),
-        local_scale=(0.05, 0.32),
-    ),
-    dict(
-        type='PackInputs',
-        meta_keys=('sample_idx', 'img_path', 'num_global_crops', 'source'),
-    ),
-]
+train_pipeline = _base_.pop('_multicrop_224px')['dinov2']  # noqa: F821
 train_dataloader = dict(
     batch_size=128,
     collate_fn=dict(

@@ -15,27 +15,12 @@ _base_ = [
     '../_base_/schedules/dino_family_100e.py',
     '../_base_/schedules/warmup_cosine.py',
     '../_base_/schedules/teacher_student_hooks.py',
+    '../_base_/datasets/multicrop_224px.py',
 ]
 _patch_size = 16
 _n_prototypes = 16384  # small-compute; DINOv3's ViT-7B uses 256k / 96k
 
-train_pipeline = [
-    dict(type='LoadImageRobust', max_side=None),
-    dict(
-        type='MultiCrop',
-        num_global_crops=2,
-        num_local_crops=8,
-        global_size=224,
-        local_size=96,
-        global_scale=(0.32, 1.0),
-        local_scale=(0.05, 0.32),
-        flip_prob=0.0,  # DINOv3: no horizontal flip
-    ),
-    dict(
-        type='PackInputs',
-        meta_keys=('sample_idx', 'img_path', 'num_global_crops', 'source'),
-    ),
-]
+train_pipeline = _base_.pop('_multicrop_224px')['dinov3']  # noqa: F821
 train_dataloader = dict(
     batch_size=64,
     collate_fn=dict(
