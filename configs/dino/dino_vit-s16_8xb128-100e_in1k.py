@@ -13,6 +13,7 @@ _base_ = [
     '../_base_/schedules/dino_family_100e.py',
     '../_base_/schedules/teacher_student_hooks.py',
     '../_base_/datasets/multicrop_224px.py',
+    '../_base_/schedules/dino_adamw.py',
 ]
 train_pipeline = _base_.pop('_multicrop_224px')['dino']  # noqa: F821
 train_dataloader = dict(
@@ -21,18 +22,7 @@ train_dataloader = dict(
 )
 
 
-optim_wrapper = dict(
-    type='NaNGuardOptimWrapper',
-    max_consecutive_skips=10,
-    optimizer=dict(
-        type='AdamW',
-        lr=0.0005 * 1024 / 256,
-        betas=(0.9, 0.999),
-        weight_decay=0.04,
-    ),
-    clip_grad=dict(max_norm=3.0),
-    paramwise_cfg=dict(flat_decay_mult=0.0),
-)  # no decay on biases / norms
+optim_wrapper = dict(optimizer=dict(lr=0.0005 * 1024 / 256))
 custom_hooks = _base_.pop('_teacher_student_hooks')['dino_vit_in1k']  # noqa: F821
 # lr 0.002 is for a total batch of 1024: --auto-scale-lr (linear) rescales.
 auto_scale_lr = dict(base_batch_size=1024, rule='linear')

@@ -14,6 +14,7 @@ _base_ = [
     '../_base_/schedules/dino_family_100e.py',
     '../_base_/schedules/teacher_student_hooks.py',
     '../_base_/datasets/multicrop_224px.py',
+    '../_base_/schedules/dinov2_adamw.py',
 ]
 
 # iBOT masks drawn per batch as the reference DINOv2 does (exactly half of
@@ -31,22 +32,7 @@ train_dataloader = dict(
     dataset=dict(data_root='data/imagenet/train', pipeline=train_pipeline),
 )
 
-optim_wrapper = dict(
-    # Skips steps whose loss is NaN/inf on any rank, stops after 10 in a
-    # row. For fp16: --cfg-options optim_wrapper.type=NaNGuardAmpOptimWrapper
-    type='NaNGuardOptimWrapper',
-    max_consecutive_skips=10,
-    optimizer=dict(
-        type='AdamW', lr=0.004, betas=(0.9, 0.999), weight_decay=0.04
-    ),
-    clip_grad=dict(max_norm=3.0),
-    constructor='LayerDecayOptimWrapperConstructor',
-    paramwise_cfg=dict(
-        layer_decay_rate=0.9,
-        flat_decay_mult=0.0,  # no decay on biases, norms, LayerScale
-        custom_keys={'patch_embed': dict(lr_mult=0.2)},
-    ),
-)
+optim_wrapper = dict(optimizer=dict(lr=0.004))
 custom_hooks = _base_.pop('_teacher_student_hooks')['dinov2_in1k']  # noqa: F821
 # lr 0.004 is for a total batch of 1024; `tools/train.py --auto-scale-lr
 # sqrt` rescales it by sqrt(total batch / 1024) (DINOv2's rule).

@@ -16,6 +16,7 @@ _base_ = [
     '../_base_/schedules/warmup_cosine.py',
     '../_base_/schedules/teacher_student_hooks.py',
     '../_base_/datasets/multicrop_224px.py',
+    '../_base_/schedules/dinov2_adamw.py',
 ]
 _patch_size = 16
 _n_prototypes = 16384  # small-compute; DINOv3's ViT-7B uses 256k / 96k
@@ -78,24 +79,8 @@ model = dict(
     ),
 )
 
-optim_wrapper = dict(
-    type='NaNGuardOptimWrapper',
-    max_consecutive_skips=10,
-    # 0.004 at batch 1024, sqrt rule (DINOv2/v3): 0.001 at batch 64
-    optimizer=dict(
-        type='AdamW',
-        lr=0.004 * (64 / 1024) ** 0.5,
-        betas=(0.9, 0.999),
-        weight_decay=0.04,
-    ),
-    clip_grad=dict(max_norm=3.0),
-    constructor='LayerDecayOptimWrapperConstructor',
-    paramwise_cfg=dict(
-        layer_decay_rate=0.9,
-        flat_decay_mult=0.0,
-        custom_keys={'patch_embed': dict(lr_mult=0.2)},
-    ),
-)
+# 0.004 at batch 1024, sqrt rule (DINOv2/v3): 0.001 at batch 64
+optim_wrapper = dict(optimizer=dict(lr=0.004 * (64 / 1024) ** 0.5))
 # DINOv3: linear warm-up over the first 10%, then lr and weight decay stay
 # constant (no cosine), so a run can be extended or cut at any point.
 param_scheduler = _base_.pop('_warmup_cosine')['dinov3']  # noqa: F821

@@ -20,6 +20,7 @@ _base_ = [
     '../_base_/default_runtime.py',
     '../_base_/schedules/dino_family_lr_wd.py',
     '../_base_/schedules/teacher_student_hooks.py',
+    '../_base_/schedules/dinov2_adamw.py',
 ]
 
 _channels = 5
@@ -117,20 +118,7 @@ model = dict(
     loss_weights=dict(dino=1.0, ibot=1.0, koleo=0.1),
 )
 
-optim_wrapper = dict(
-    type='NaNGuardOptimWrapper',
-    max_consecutive_skips=10,
-    optimizer=dict(
-        type='AdamW', lr=1e-3, betas=(0.9, 0.999), weight_decay=0.04
-    ),
-    clip_grad=dict(max_norm=3.0),
-    constructor='LayerDecayOptimWrapperConstructor',
-    paramwise_cfg=dict(
-        layer_decay_rate=0.9,
-        flat_decay_mult=0.0,
-        custom_keys={'patch_embed': dict(lr_mult=0.2)},
-    ),
-)
+optim_wrapper = dict(optimizer=dict(lr=1e-3))
 param_scheduler = _base_.pop('_dino_family_schedules')['demo']  # noqa: F821
 custom_hooks = _base_.pop('_teacher_student_hooks')['dinov2_5ch_demo']  # noqa: F821
 # Every length above and below is a fraction of the run (docs/en/config.md)
