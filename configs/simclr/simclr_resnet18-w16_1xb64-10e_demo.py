@@ -4,28 +4,16 @@
 #   python tools/misc/make_demo_dataset.py data/demo
 #   python tools/train.py configs/simclr/simclr_resnet18-w16_1xb64-10e_demo.py
 _base_ = [
-    '../_base_/datasets/demo_train.py',
+    '../_base_/datasets/demo_two_view.py',
     '../_base_/schedules/demo_4e.py',
     '../_base_/models/demo_projector_128-64.py',
     '../_base_/schedules/warmup_cosine.py',
 ]
 
-_view_pipeline = [
-    dict(
-        type='RandomResizedCrop',
-        scale=32,
-        crop_ratio_range=(0.5, 1.0),
-        backend='cv2',
-    ),
-    dict(
-        type='RandomApply',
-        transforms=[dict(type='ColorJitter', brightness=0.4, contrast=0.4)],
-        prob=0.8,
-    ),
-]
+# demo_two_view.py's views, read with LoadImageRobust
 train_pipeline = [
     dict(type='LoadImageRobust'),
-    dict(type='MultiView', num_views=2, transforms=[_view_pipeline]),
+    dict(type='MultiView', num_views=2, transforms=[_base_._view_pipeline]),
     dict(type='PackInputs'),
 ]
 # data_root (data/demo/train, from demo_train.py) may be any folder(s) of
