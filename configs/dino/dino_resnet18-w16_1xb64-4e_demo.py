@@ -10,31 +10,15 @@ _base_ = [
     '../_base_/schedules/teacher_student_hooks.py',
 ]  # data, runtime
 
-train_pipeline = [
-    dict(type='LoadImageRobust'),
-    dict(
-        type='MultiCrop',
-        num_global_crops=2,
-        num_local_crops=0,
-        global_size=32,
-        local_size=16,
-        global_scale=(0.4, 1.0),
-        local_scale=(0.1, 0.4),
-        blur_kernel_size=3,
-    ),
-    dict(type='PackInputs'),
-]
+# the DINOv2 demo's crops, the 2 global ones only
+train_pipeline = _base_.train_pipeline  # noqa: F821
+train_pipeline[1]['num_local_crops'] = 0
 train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
 _n_prototypes = 1024
 model = dict(
     _delete_=True,
     type='DINO',
-    data_preprocessor=dict(
-        type='SelfSupDataPreprocessor',
-        mean=[33.0, 33.0, 33.0],
-        std=[60.0, 60.0, 60.0],
-        to_rgb=True,
-    ),
+    data_preprocessor={{_base_.data_preprocessor}},
     num_global_crops=2,
     backbone=dict(
         type='ResNet_CIFAR',
