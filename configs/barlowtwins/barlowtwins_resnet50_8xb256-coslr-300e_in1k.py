@@ -5,6 +5,7 @@
 _base_ = [
     'mmpretrain::barlowtwins/barlowtwins_resnet50_8xb256-coslr-300e_in1k.py',
     '../_base_/datasets/imagenet_contrastive_views_hue_safe.py',
+    '../_base_/schedules/warmup_cosine.py',
 ]
 
 # configs/_base_/default_runtime.py's scope and runner, over the mmpretrain
@@ -27,23 +28,6 @@ model = dict(neck=dict(in_channels='auto'), head=dict(in_channels='auto'))
 # Schedules as fractions of the run (resolved when the runner is built;
 # docs/en/config.md): train_cfg.max_epochs=N alone moves them. At the
 # published 300 epochs they are the published numbers.
-param_scheduler = [
-    dict(
-        type='LinearLR',
-        start_factor=0.00016,
-        by_epoch=True,
-        begin=0,
-        end='3.3333333333333335%',
-        convert_to_iter_based=True,
-    ),
-    dict(
-        type='CosineAnnealingLR',
-        eta_min=0.0016,
-        by_epoch=True,
-        begin='3.3333333333333335%',
-        end='100.0%',
-        convert_to_iter_based=True,
-    ),
-]
+param_scheduler = _base_.pop('_warmup_cosine')['barlowtwins']  # noqa: F821
 # The published checkpoint interval (1 of 300 epochs) as a run fraction
 default_hooks = dict(checkpoint=dict(interval='0.3333333333333333%'))

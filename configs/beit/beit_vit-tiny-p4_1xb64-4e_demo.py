@@ -4,9 +4,8 @@
 #   python tools/train.py configs/beit/beit_vit-tiny-p4_1xb64-4e_demo.py
 _base_ = [
     '../_base_/datasets/demo_two_pic.py',
-    '../_base_/schedules/demo_4e.py',
+    '../_base_/schedules/mim_demo_4e.py',
 ]
-
 
 # a ViT-tiny-ish encoder: 64 tokens of 4x4 px on 32 px images
 _vit_arch = dict(
@@ -39,11 +38,4 @@ model = dict(
     ),
 )
 
-optim_wrapper = dict(
-    type='OptimWrapper',
-    optimizer=dict(
-        type='AdamW', lr=0.0015, betas=(0.9, 0.95), weight_decay=0.05
-    ),
-)
-auto_scale_lr = dict(base_batch_size=64)
-randomness = dict(seed=0)
+optim_wrapper = dict(optimizer=dict(lr=0.0015))

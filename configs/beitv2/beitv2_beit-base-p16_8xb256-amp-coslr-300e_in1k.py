@@ -2,9 +2,10 @@
 # (mmpretrain/.mim/configs/beitv2/beitv2_beit-base-p16_8xb256-amp-coslr-300e_in1k.py) and run in mmssl's scope.
 # Data: data/imagenet/train/<class>/*.JPEG (labels unused).
 #   bash tools/dist_train.sh configs/beitv2/beitv2_beit-base-p16_8xb256-amp-coslr-300e_in1k.py 8
-_base_ = (
-    'mmpretrain::beitv2/beitv2_beit-base-p16_8xb256-amp-coslr-300e_in1k.py'
-)
+_base_ = [
+    'mmpretrain::beitv2/beitv2_beit-base-p16_8xb256-amp-coslr-300e_in1k.py',
+    '../_base_/schedules/warmup_cosine.py',
+]
 
 # configs/_base_/default_runtime.py's scope and runner, over the mmpretrain
 # base's (mmengine takes a key from one base only, so they are restated)
@@ -30,23 +31,6 @@ model = dict(
 # Schedules as fractions of the run (resolved when the runner is built;
 # docs/en/config.md): train_cfg.max_epochs=N alone moves them. At the
 # published 300 epochs they are the published numbers.
-param_scheduler = [
-    dict(
-        type='LinearLR',
-        start_factor=0.0001,
-        by_epoch=True,
-        begin=0,
-        end='3.3333333333333335%',
-        convert_to_iter_based=True,
-    ),
-    dict(
-        type='CosineAnnealingLR',
-        eta_min=1e-05,
-        by_epoch=True,
-        begin='3.3333333333333335%',
-        end='100.0%',
-        convert_to_iter_based=True,
-    ),
-]
+param_scheduler = _base_.pop('_warmup_cosine')['beit']  # noqa: F821
 # The published checkpoint interval (1 of 300 epochs) as a run fraction
 default_hooks = dict(checkpoint=dict(interval='0.3333333333333333%'))

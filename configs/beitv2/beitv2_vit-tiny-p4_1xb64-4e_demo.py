@@ -3,40 +3,14 @@
 # data/demo/val.  See README.md in this folder.
 #   python tools/train.py configs/beitv2/beitv2_vit-tiny-p4_1xb64-4e_demo.py
 _base_ = [
-    '../_base_/datasets/demo_train.py',
-    '../_base_/schedules/demo_4e.py',
+    '../_base_/datasets/demo_two_pic.py',
+    '../_base_/schedules/mim_demo_4e.py',
 ]
 
-# the second image feeds the target network (DALL-E / VQ-KD / CLIP)
-data_preprocessor = dict(
-    # TwoNormDataPreprocessor that also handles the kNN's single images
-    type='TwoNormOrSingleDataPreprocessor',
-    mean=[33.0, 33.0, 33.0],
-    std=[60.0, 60.0, 60.0],
-    second_mean=[127.5, 127.5, 127.5],
-    second_std=[127.5, 127.5, 127.5],
-    to_rgb=True,
-)
-train_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(
-        type='RandomResizedCropAndInterpolationWithTwoPic',
-        size=32,
-        second_size=32,
-        interpolation='bicubic',
-        second_interpolation='bicubic',
-        scale=(0.5, 1.0),
-    ),
-    dict(
-        type='BEiTMaskGenerator',
-        input_size=(8, 8),
-        num_masking_patches=24,
-        max_num_patches=None,
-        min_num_patches=4,
-    ),
-    dict(type='PackInputs'),
-]
-
+# demo_two_pic.py's data, with the second image (the tokenizer's input) at
+# the encoder's 32 px instead of 64 px
+train_pipeline = _base_.train_pipeline  # noqa: F821
+train_pipeline[1]['second_size'] = 32
 train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
 
 # a ViT-tiny-ish encoder: 64 tokens of 4x4 px on 32 px images
@@ -48,7 +22,7 @@ _vit_arch = dict(
 # so the demo needs no download (it teaches nothing semantic).
 model = dict(
     type='BEiT',
-    data_preprocessor=data_preprocessor,
+    data_preprocessor={{_base_.data_preprocessor}},
     backbone=dict(
         type='BEiTPretrainViT',
         arch=_vit_arch,
@@ -113,11 +87,4 @@ model = dict(
     ),
 )
 
-optim_wrapper = dict(
-    type='OptimWrapper',
-    optimizer=dict(
-        type='AdamW', lr=0.0015, betas=(0.9, 0.95), weight_decay=0.05
-    ),
-)
-auto_scale_lr = dict(base_batch_size=64)
-randomness = dict(seed=0)
+optim_wrapper = dict(optimizer=dict(lr=0.0015))

@@ -8,7 +8,6 @@ _base_ = [
     '../_base_/models/resnet18-w16_cifar.py',
 ]
 
-
 model = dict(
     type='BYOL',
     base_momentum=0.01,
@@ -43,9 +42,5 @@ model = dict(
 # random baseline (66.02 both); 0.4 gave 69.36, 1.0 gives 73.82
 # (README.md). A faster target (base_momentum 0.1) did not help.
 optim_wrapper = dict(
-    type='OptimWrapper',
     optimizer=dict(type='SGD', lr=1.0, momentum=0.9, weight_decay=5e-4),
 )
-
-auto_scale_lr = dict(base_batch_size=64)
-randomness = dict(seed=0)

@@ -8,7 +8,6 @@ _base_ = [
     '../_base_/models/resnet18-w16_cifar.py',
 ]
 
-
 # deterministic pipeline for the features that are clustered
 _extract_pipeline = [
     dict(type='LoadImageFromFile'),
@@ -19,7 +18,6 @@ train_dataloader = dict(
     # replaces the base's shuffling DefaultSampler
     sampler=dict(_delete_=True, type='ClusterUniformSampler', seed=0),
 )
-
 
 # num_samples = number of training images (the pseudo-label buffer length)
 _num_classes = 20
@@ -43,8 +41,5 @@ custom_hooks = [
 ]
 
 optim_wrapper = dict(
-    type='OptimWrapper',
     optimizer=dict(type='SGD', lr=0.05, momentum=0.9, weight_decay=5e-4),
 )
-auto_scale_lr = dict(base_batch_size=64)
-randomness = dict(seed=0)

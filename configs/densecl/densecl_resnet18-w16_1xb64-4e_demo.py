@@ -8,7 +8,6 @@ _base_ = [
     '../_base_/models/resnet18-w16_cifar.py',
 ]
 
-
 # MoCo v2's demo fixes (README of configs/mocov2: BatchNorm in the heads,
 # a queue of 4 batches, a key encoder that follows the online one) plus a
 # small dense weight: with loss_lambda=0.5 the dense loss on the 4x4 map
@@ -37,9 +36,5 @@ model = dict(
 )
 
 optim_wrapper = dict(
-    type='OptimWrapper',
     optimizer=dict(type='SGD', lr=0.06, momentum=0.9, weight_decay=5e-4),
 )
-
-auto_scale_lr = dict(base_batch_size=64)
-randomness = dict(seed=0)

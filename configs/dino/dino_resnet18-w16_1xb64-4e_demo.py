@@ -4,33 +4,21 @@
 # 2 global crops, SGD as in DINO's ResNet-50 recipe, then kNN on
 # data/demo/val with the teacher backbone.
 #   python tools/train.py configs/dino/dino_resnet18-w16_1xb64-4e_demo.py
-_base_ = '../dinov2/dinov2_vit-tiny-p4_1xb64-10e_demo.py'  # data, runtime
+_base_ = [
+    '../dinov2/dinov2_vit-tiny-p4_1xb64-10e_demo.py',
+    '../_base_/schedules/warmup_cosine.py',
+    '../_base_/schedules/teacher_student_hooks.py',
+]  # data, runtime
 
-train_pipeline = [
-    dict(type='LoadImageRobust'),
-    dict(
-        type='MultiCrop',
-        num_global_crops=2,
-        num_local_crops=0,
-        global_size=32,
-        local_size=16,
-        global_scale=(0.4, 1.0),
-        local_scale=(0.1, 0.4),
-        blur_kernel_size=3,
-    ),
-    dict(type='PackInputs'),
-]
+# the DINOv2 demo's crops, the 2 global ones only
+train_pipeline = _base_.train_pipeline  # noqa: F821
+train_pipeline[1]['num_local_crops'] = 0
 train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
 _n_prototypes = 1024
 model = dict(
     _delete_=True,
     type='DINO',
-    data_preprocessor=dict(
-        type='SelfSupDataPreprocessor',
-        mean=[33.0, 33.0, 33.0],
-        std=[60.0, 60.0, 60.0],
-        to_rgb=True,
-    ),
+    data_preprocessor={{_base_.data_preprocessor}},
     num_global_crops=2,
     backbone=dict(
         type='ResNet_CIFAR',
@@ -57,32 +45,6 @@ optim_wrapper = dict(
     optimizer=dict(type='SGD', lr=0.1, momentum=0.9, weight_decay=1e-4),
     paramwise_cfg=dict(flat_decay_mult=0.0),
 )
-param_scheduler = [
-    dict(
-        type='LinearLR',
-        start_factor=0.01,
-        by_epoch=True,
-        begin=0,
-        end='25%',
-        convert_to_iter_based=True,
-    ),
-    dict(
-        type='CosineAnnealingLR',
-        by_epoch=True,
-        begin='25%',
-        end='100%',
-        convert_to_iter_based=True,
-    ),
-]
-custom_hooks = [
-    dict(type='TeacherEMAHook', momentum=0.99, end_momentum=1.0),
-    dict(
-        type='TeacherTempWarmupHook',
-        warmup_temp=0.04,
-        temp=0.04,
-        warmup_epochs=0,
-    ),
-    dict(type='FreezeLastLayerHook', freeze_epochs='25%'),
-    dict(type='BadFileSummaryHook', interval=50),
-]
+param_scheduler = _base_.pop('_warmup_cosine')['dino_cnn_demo']  # noqa: F821
+custom_hooks = _base_.pop('_teacher_student_hooks')['dino_cnn_demo']  # noqa: F821
 train_cfg = dict(max_epochs=4)  # the rest: fractions, from the base

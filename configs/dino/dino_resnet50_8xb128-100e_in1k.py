@@ -4,24 +4,14 @@
 # 1e-4 -> 1e-4 (constant), teacher momentum 0.996 -> 1, teacher temp
 # 0.04 -> 0.07 over 50 epochs, no gradient clipping, last layer frozen for
 # the first epoch. No iBOT patch loss for CNNs.
-_base_ = './dino_vit-s16_8xb128-100e_in1k.py'
-
-train_pipeline = [
-    dict(type='LoadImageRobust', max_side=None),
-    dict(
-        type='MultiCrop',
-        num_global_crops=2,
-        num_local_crops=6,
-        global_size=224,
-        local_size=96,
-        global_scale=(0.14, 1.0),
-        local_scale=(0.05, 0.14),
-    ),
-    dict(
-        type='PackInputs',
-        meta_keys=('sample_idx', 'img_path', 'num_global_crops', 'source'),
-    ),
+_base_ = [
+    './dino_vit-s16_8xb128-100e_in1k.py',
+    '../_base_/schedules/warmup_cosine.py',
+    '../_base_/schedules/teacher_student_hooks.py',
+    '../_base_/datasets/multicrop_224px.py',
 ]
+
+train_pipeline = _base_.pop('_multicrop_224px')['dino_resnet50']  # noqa: F821
 train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
 model = dict(
     backbone=dict(
@@ -42,33 +32,5 @@ optim_wrapper = dict(
     ),
     paramwise_cfg=dict(flat_decay_mult=0.0),
 )
-param_scheduler = [
-    dict(
-        type='LinearLR',
-        start_factor=1e-6,
-        by_epoch=True,
-        begin=0,
-        end='10%',
-        convert_to_iter_based=True,
-    ),
-    dict(
-        type='CosineAnnealingLR',
-        eta_min=0.0048,
-        by_epoch=True,
-        begin='10%',
-        end='100%',
-        convert_to_iter_based=True,
-    ),
-]
-custom_hooks = [
-    dict(type='BadFileSummaryHook', interval=50),
-    dict(type='TeacherEMAHook', momentum=0.996, end_momentum=1.0),
-    dict(
-        type='TeacherTempWarmupHook',
-        warmup_temp=0.04,
-        temp=0.07,
-        warmup_epochs='50%',
-        by_epoch=True,
-    ),
-    dict(type='FreezeLastLayerHook', freeze_epochs='1%'),
-]
+param_scheduler = _base_.pop('_warmup_cosine')['dino_resnet50']  # noqa: F821
+custom_hooks = _base_.pop('_teacher_student_hooks')['dino_resnet50']  # noqa: F821

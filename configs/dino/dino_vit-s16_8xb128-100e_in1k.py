@@ -11,52 +11,18 @@ _base_ = [
     '../_base_/datasets/custom_folder_multicrop.py',
     '../_base_/models/dino_vit-s16.py',
     '../_base_/schedules/dino_family_100e.py',
+    '../_base_/schedules/teacher_student_hooks.py',
+    '../_base_/datasets/multicrop_224px.py',
+    '../_base_/schedules/dino_adamw.py',
 ]
-train_pipeline = [
-    dict(type='LoadImageRobust', max_side=None),
-    dict(
-        type='MultiCrop',
-        num_global_crops=2,
-        num_local_crops=10,
-        global_size=224,
-        local_size=96,
-        global_scale=(0.4, 1.0),
-        local_scale=(0.05, 0.4),
-    ),
-    dict(
-        type='PackInputs',
-        meta_keys=('sample_idx', 'img_path', 'num_global_crops', 'source'),
-    ),
-]
+train_pipeline = _base_.pop('_multicrop_224px')['dino']  # noqa: F821
 train_dataloader = dict(
     batch_size=128,
     dataset=dict(data_root='data/imagenet/train', pipeline=train_pipeline),
 )
 
 
-optim_wrapper = dict(
-    type='NaNGuardOptimWrapper',
-    max_consecutive_skips=10,
-    optimizer=dict(
-        type='AdamW',
-        lr=0.0005 * 1024 / 256,
-        betas=(0.9, 0.999),
-        weight_decay=0.04,
-    ),
-    clip_grad=dict(max_norm=3.0),
-    paramwise_cfg=dict(flat_decay_mult=0.0),
-)  # no decay on biases / norms
-custom_hooks = [
-    dict(type='BadFileSummaryHook', interval=50),
-    dict(type='TeacherEMAHook', momentum=0.996, end_momentum=1.0),
-    dict(
-        type='TeacherTempWarmupHook',
-        warmup_temp=0.04,
-        temp=0.07,
-        warmup_epochs='30%',
-        by_epoch=True,
-    ),
-    dict(type='FreezeLastLayerHook', freeze_epochs='1%'),
-]
+optim_wrapper = dict(optimizer=dict(lr=0.0005 * 1024 / 256))
+custom_hooks = _base_.pop('_teacher_student_hooks')['dino_vit_in1k']  # noqa: F821
 # lr 0.002 is for a total batch of 1024: --auto-scale-lr (linear) rescales.
 auto_scale_lr = dict(base_batch_size=1024, rule='linear')

@@ -27,6 +27,7 @@
 _base_ = [
     './dinov2_vit-s14_8xb128-100e_in1k.py',
     '../_base_/schedules/small_data_200e.py',
+    '../_base_/schedules/teacher_student_hooks.py',
 ]
 model = dict(
     head=dict(n_prototypes=16384),
@@ -39,18 +40,7 @@ __small = _base_.pop('_small_data_200e')  # noqa: F821
 train_dataloader = __small['train_dataloader']
 param_scheduler = __small['param_scheduler']
 # DINOv2's momentum and per-iteration temperature warm-up
-custom_hooks = [
-    dict(type='BadFileSummaryHook', interval=50),
-    dict(type='TeacherEMAHook', momentum=0.992, end_momentum=1.0),
-    dict(
-        type='TeacherTempWarmupHook',
-        warmup_temp=0.04,
-        temp=0.07,
-        warmup_epochs='15%',
-        by_epoch=False,
-    ),
-    dict(type='FreezeLastLayerHook', freeze_epochs='0.5%'),
-]
+custom_hooks = _base_.pop('_teacher_student_hooks')['dinov2_small_data']  # noqa: F821
 train_cfg = __small['train_cfg']
 default_hooks = __small['default_hooks']
 auto_scale_lr = dict(base_batch_size=64, rule='sqrt')

@@ -12,27 +12,15 @@ _base_ = [
     '../_base_/datasets/custom_folder_multicrop.py',
     '../_base_/models/dinov2_vit-s14.py',
     '../_base_/schedules/dino_family_100e.py',
+    '../_base_/schedules/teacher_student_hooks.py',
+    '../_base_/datasets/multicrop_224px.py',
+    '../_base_/schedules/dinov2_adamw.py',
 ]
 
 # iBOT masks drawn per batch as the reference DINOv2 does (exactly half of
 # the global crops masked, ratios spread over 0.1-0.5), replacing the
 # base's per-sample BlockwiseMaskGenerator step.
-train_pipeline = [
-    dict(type='LoadImageRobust', max_side=None),
-    dict(
-        type='MultiCrop',
-        num_global_crops=2,
-        num_local_crops=8,
-        global_size=224,
-        local_size=96,
-        global_scale=(0.32, 1.0),
-        local_scale=(0.05, 0.32),
-    ),
-    dict(
-        type='PackInputs',
-        meta_keys=('sample_idx', 'img_path', 'num_global_crops', 'source'),
-    ),
-]
+train_pipeline = _base_.pop('_multicrop_224px')['dinov2']  # noqa: F821
 train_dataloader = dict(
     batch_size=128,
     collate_fn=dict(
@@ -44,34 +32,8 @@ train_dataloader = dict(
     dataset=dict(data_root='data/imagenet/train', pipeline=train_pipeline),
 )
 
-optim_wrapper = dict(
-    # Skips steps whose loss is NaN/inf on any rank, stops after 10 in a
-    # row. For fp16: --cfg-options optim_wrapper.type=NaNGuardAmpOptimWrapper
-    type='NaNGuardOptimWrapper',
-    max_consecutive_skips=10,
-    optimizer=dict(
-        type='AdamW', lr=0.004, betas=(0.9, 0.999), weight_decay=0.04
-    ),
-    clip_grad=dict(max_norm=3.0),
-    constructor='LayerDecayOptimWrapperConstructor',
-    paramwise_cfg=dict(
-        layer_decay_rate=0.9,
-        flat_decay_mult=0.0,  # no decay on biases, norms, LayerScale
-        custom_keys={'patch_embed': dict(lr_mult=0.2)},
-    ),
-)
-custom_hooks = [
-    dict(type='BadFileSummaryHook', interval=50),
-    dict(type='TeacherEMAHook', momentum=0.992, end_momentum=1.0),
-    dict(
-        type='TeacherTempWarmupHook',
-        warmup_temp=0.04,
-        temp=0.07,
-        warmup_epochs='30%',
-        by_epoch=False,
-    ),
-    dict(type='FreezeLastLayerHook', freeze_epochs='1%'),
-]
+optim_wrapper = dict(optimizer=dict(lr=0.004))
+custom_hooks = _base_.pop('_teacher_student_hooks')['dinov2_in1k']  # noqa: F821
 # lr 0.004 is for a total batch of 1024; `tools/train.py --auto-scale-lr
 # sqrt` rescales it by sqrt(total batch / 1024) (DINOv2's rule).
 auto_scale_lr = dict(base_batch_size=1024, rule='sqrt')

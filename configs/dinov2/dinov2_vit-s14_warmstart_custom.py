@@ -11,7 +11,11 @@
 # Multi-channel images (e.g. 5-channel microscopy): set
 # model.backbone.in_channels=5 (new channels start from the RGB mean) and a
 # loading pipeline / data preprocessor with 5 channels.
-_base_ = './dinov2_vit-s14_1xb64-200e_custom-small.py'
+_base_ = [
+    './dinov2_vit-s14_1xb64-200e_custom-small.py',
+    '../_base_/schedules/dino_family_lr_wd.py',
+    '../_base_/schedules/teacher_student_hooks.py',
+]
 model = dict(
     warm_start=dict(
         checkpoint='checkpoints/dinov2_vits14_pretrain.pth',
@@ -27,45 +31,6 @@ optim_wrapper = dict(optimizer=dict(lr=0.1 * 0.004 * (64 / 1024) ** 0.5))
 # 50 epochs; lr and temperature warm-ups of 10% of the run (5 epochs),
 # the last layer frozen for the first 2%. train_cfg.max_epochs=N alone
 # (or --max-epochs N) moves every schedule below.
-param_scheduler = [
-    dict(
-        type='LinearLR',
-        start_factor=1e-6,
-        by_epoch=True,
-        begin=0,
-        end='10%',
-        convert_to_iter_based=True,
-    ),
-    dict(
-        type='CosineAnnealingLR',
-        eta_min=1e-6,
-        by_epoch=True,
-        begin='10%',
-        end='100%',
-        convert_to_iter_based=True,
-    ),
-    dict(
-        type='CosineAnnealingParamScheduler',
-        param_name='weight_decay',
-        eta_min_ratio=10.0,
-        by_epoch=True,
-        begin=0,
-        end='100%',
-        convert_to_iter_based=True,
-    ),
-]
-custom_hooks = [
-    dict(type='BadFileSummaryHook', interval=50),
-    # a pretrained teacher: slower EMA than from scratch
-    dict(type='TeacherEMAHook', momentum=0.996, end_momentum=1.0),
-    dict(
-        type='TeacherTempWarmupHook',
-        warmup_temp=0.04,
-        temp=0.07,
-        warmup_epochs='10%',
-        by_epoch=False,
-    ),
-    dict(type='FreezeLastLayerHook', freeze_epochs='2%'),
-    dict(type='WarmStartHook'),  # reads head_iters/unfreeze/ramp_iters
-]
+param_scheduler = _base_.pop('_dino_family_schedules')['imagenet']  # noqa: F821
+custom_hooks = _base_.pop('_teacher_student_hooks')['dinov2_warm_start']  # noqa: F821
 train_cfg = dict(max_epochs=50)

@@ -13,27 +13,15 @@
 _base_ = [
     '../_base_/datasets/custom_folder_multicrop.py',
     '../_base_/schedules/dino_family_100e.py',
+    '../_base_/schedules/warmup_cosine.py',
+    '../_base_/schedules/teacher_student_hooks.py',
+    '../_base_/datasets/multicrop_224px.py',
+    '../_base_/schedules/dinov2_adamw.py',
 ]
 _patch_size = 16
 _n_prototypes = 16384  # small-compute; DINOv3's ViT-7B uses 256k / 96k
 
-train_pipeline = [
-    dict(type='LoadImageRobust', max_side=None),
-    dict(
-        type='MultiCrop',
-        num_global_crops=2,
-        num_local_crops=8,
-        global_size=224,
-        local_size=96,
-        global_scale=(0.32, 1.0),
-        local_scale=(0.05, 0.32),
-        flip_prob=0.0,  # DINOv3: no horizontal flip
-    ),
-    dict(
-        type='PackInputs',
-        meta_keys=('sample_idx', 'img_path', 'num_global_crops', 'source'),
-    ),
-]
+train_pipeline = _base_.pop('_multicrop_224px')['dinov3']  # noqa: F821
 train_dataloader = dict(
     batch_size=64,
     collate_fn=dict(
@@ -91,48 +79,10 @@ model = dict(
     ),
 )
 
-optim_wrapper = dict(
-    type='NaNGuardOptimWrapper',
-    max_consecutive_skips=10,
-    # 0.004 at batch 1024, sqrt rule (DINOv2/v3): 0.001 at batch 64
-    optimizer=dict(
-        type='AdamW',
-        lr=0.004 * (64 / 1024) ** 0.5,
-        betas=(0.9, 0.999),
-        weight_decay=0.04,
-    ),
-    clip_grad=dict(max_norm=3.0),
-    constructor='LayerDecayOptimWrapperConstructor',
-    paramwise_cfg=dict(
-        layer_decay_rate=0.9,
-        flat_decay_mult=0.0,
-        custom_keys={'patch_embed': dict(lr_mult=0.2)},
-    ),
-)
+# 0.004 at batch 1024, sqrt rule (DINOv2/v3): 0.001 at batch 64
+optim_wrapper = dict(optimizer=dict(lr=0.004 * (64 / 1024) ** 0.5))
 # DINOv3: linear warm-up over the first 10%, then lr and weight decay stay
 # constant (no cosine), so a run can be extended or cut at any point.
-param_scheduler = [
-    dict(
-        type='LinearLR',
-        start_factor=1e-6,
-        by_epoch=True,
-        begin=0,
-        end='10%',
-        convert_to_iter_based=True,
-    ),
-]
-custom_hooks = [
-    dict(type='BadFileSummaryHook', interval=50),
-    # DINOv3: constant teacher momentum 0.994 (no cosine to 1), as in the
-    # reference dinov3_vit7b16_pretrain.yaml (schedules.momentum)
-    dict(type='TeacherEMAHook', momentum=0.994, end_momentum=0.994),
-    dict(
-        type='TeacherTempWarmupHook',
-        warmup_temp=0.04,
-        temp=0.07,
-        warmup_epochs='30%',
-        by_epoch=False,
-    ),
-    dict(type='FreezeLastLayerHook', freeze_epochs='1%'),
-]
+param_scheduler = _base_.pop('_warmup_cosine')['dinov3']  # noqa: F821
+custom_hooks = _base_.pop('_teacher_student_hooks')['dinov3']  # noqa: F821
 auto_scale_lr = dict(base_batch_size=64, rule='sqrt')

@@ -12,27 +12,14 @@
 #       --work-dir work_dirs/dinov3_vit-s16_1xb64-100e_gram_custom \
 #       --cfg-options train_dataloader.dataset.data_root=/data/my_images
 # Another stage-1 checkpoint: model.warm_start.checkpoint=PATH.
-_base_ = './dinov3_vit-s16_1xb64-100e_custom.py'
+_base_ = [
+    './dinov3_vit-s16_1xb64-100e_custom.py',
+    '../_base_/schedules/teacher_student_hooks.py',
+    '../_base_/datasets/multicrop_224px.py',
+]
 _stage1 = 'work_dirs/dinov3_vit-s16_1xb64-100e_custom/epoch_100.pth'
 
-train_pipeline = [
-    dict(type='LoadImageRobust', max_side=None),
-    dict(
-        type='MultiCrop',
-        num_global_crops=2,
-        num_local_crops=8,
-        global_size=224,
-        local_size=96,
-        global_scale=(0.32, 1.0),
-        local_scale=(0.05, 0.32),
-        flip_prob=0.0,
-        gram_size=448,  # Gram-teacher copies of the global crops
-    ),
-    dict(
-        type='PackInputs',
-        meta_keys=('sample_idx', 'img_path', 'num_global_crops', 'source'),
-    ),
-]
+train_pipeline = _base_.pop('_multicrop_224px')['dinov3_gram']  # noqa: F821
 train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
 model = dict(
     warm_start=dict(checkpoint=_stage1, format='mmssl_full'),
@@ -41,16 +28,4 @@ model = dict(
     loss_weights=dict(dino_local=0.5),
 )
 train_cfg = dict(max_epochs=30)
-custom_hooks = [
-    dict(type='BadFileSummaryHook', interval=50),
-    dict(type='TeacherEMAHook', momentum=0.994, end_momentum=0.994),
-    # the teacher is trained: its final temperature from the start
-    dict(
-        type='TeacherTempWarmupHook',
-        warmup_temp=0.07,
-        temp=0.07,
-        warmup_epochs=0,
-        by_epoch=False,
-    ),
-    dict(type='GramTeacherHook', first_update=0, period=1000, max_updates=3),
-]
+custom_hooks = _base_.pop('_teacher_student_hooks')['dinov3_gram']  # noqa: F821

@@ -14,30 +14,14 @@
 #   python tools/train.py configs/dinov3/dinov3_vit-s16_1xb64-100e_gram_custom.py \
 #       --cfg-options train_dataloader.dataset.data_root=/data/my_images \
 #       model.warm_start.checkpoint=work_dirs/dinov3_vit-s16_1xb64-200e_custom-small/epoch_200.pth
-_base_ = './dinov3_vit-s16_1xb64-100e_custom.py'
+_base_ = [
+    './dinov3_vit-s16_1xb64-100e_custom.py',
+    '../_base_/schedules/warmup_cosine.py',
+    '../_base_/schedules/teacher_student_hooks.py',
+]
 
 # DINOv3: linear lr warm-up (10 epochs), then constant lr and weight decay
-param_scheduler = [
-    dict(
-        type='LinearLR',
-        start_factor=1e-6,
-        by_epoch=True,
-        begin=0,
-        end='5%',
-        convert_to_iter_based=True,
-    ),
-]
-custom_hooks = [
-    dict(type='BadFileSummaryHook', interval=50),
-    dict(type='TeacherEMAHook', momentum=0.994, end_momentum=0.994),
-    dict(
-        type='TeacherTempWarmupHook',
-        warmup_temp=0.04,
-        temp=0.07,
-        warmup_epochs='15%',
-        by_epoch=False,
-    ),
-    dict(type='FreezeLastLayerHook', freeze_epochs='0.5%'),
-]
+param_scheduler = _base_.pop('_warmup_cosine')['dinov3_small_data']  # noqa: F821
+custom_hooks = _base_.pop('_teacher_student_hooks')['dinov3_small_data']  # noqa: F821
 train_cfg = dict(max_epochs=200)
 default_hooks = dict(checkpoint=dict(interval='2.5%'))

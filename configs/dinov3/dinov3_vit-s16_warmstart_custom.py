@@ -10,7 +10,10 @@
 #   python tools/train.py configs/dinov3/dinov3_vit-s16_warmstart_custom.py \
 #       --cfg-options train_dataloader.dataset.data_root=/data/cells \
 #       model.warm_start.checkpoint=checkpoints/dinov3_vits16_pretrain_lvd1689m-08c60483.pth
-_base_ = './dinov3_vit-s16_1xb64-100e_custom.py'
+_base_ = [
+    './dinov3_vit-s16_1xb64-100e_custom.py',
+    '../_base_/schedules/teacher_student_hooks.py',
+]
 model = dict(
     warm_start=dict(
         checkpoint='checkpoints/dinov3_vits16_pretrain_lvd1689m-08c60483.pth',
@@ -24,16 +27,4 @@ model = dict(
 # a tenth of the from-scratch lr: the backbone is already good
 optim_wrapper = dict(optimizer=dict(lr=0.1 * 0.004 * (64 / 1024) ** 0.5))
 train_cfg = dict(max_epochs=50)
-custom_hooks = [
-    dict(type='BadFileSummaryHook', interval=50),
-    dict(type='TeacherEMAHook', momentum=0.994, end_momentum=0.994),
-    dict(
-        type='TeacherTempWarmupHook',
-        warmup_temp=0.04,
-        temp=0.07,
-        warmup_epochs='10%',
-        by_epoch=False,
-    ),
-    dict(type='FreezeLastLayerHook', freeze_epochs='2%'),
-    dict(type='WarmStartHook'),  # reads head_iters/unfreeze/ramp_iters
-]
+custom_hooks = _base_.pop('_teacher_student_hooks')['dinov3_warm_start']  # noqa: F821

@@ -10,7 +10,11 @@
 # iterations), lr 1e-3, teacher temperature 0.04, momentum 0.99, and no
 # LayerScale (see the DINOv2 demo's header).
 #   python tools/train.py configs/dinov3/dinov3_vit-tiny-p4_1xb64-10e_demo.py
-_base_ = '../dinov2/dinov2_vit-tiny-p4_1xb64-10e_demo.py'  # data, runtime
+_base_ = [
+    '../dinov2/dinov2_vit-tiny-p4_1xb64-10e_demo.py',
+    '../_base_/schedules/warmup_cosine.py',
+    '../_base_/schedules/teacher_student_hooks.py',
+]  # data, runtime
 
 _patch_size = 4
 _n_prototypes = 256
@@ -63,25 +67,5 @@ model = dict(
 # optimizer, run length, lr rule, logging and checkpoints: the DINOv2 demo's
 
 # DINOv3: warm-up, then constant lr and weight decay
-param_scheduler = [
-    dict(
-        type='LinearLR',
-        start_factor=1e-3,
-        by_epoch=True,
-        begin=0,
-        end='10%',
-        convert_to_iter_based=True,
-    ),
-]
-custom_hooks = [
-    dict(type='TeacherEMAHook', momentum=0.99, end_momentum=0.99),
-    dict(
-        type='TeacherTempWarmupHook',
-        warmup_temp=0.04,
-        temp=0.04,
-        warmup_epochs=0,
-        by_epoch=False,
-    ),
-    dict(type='FreezeLastLayerHook', freeze_epochs='10%'),
-    dict(type='GramTeacherHook', first_update=110, period=55, max_updates=2),
-]
+param_scheduler = _base_.pop('_warmup_cosine')['dinov3_demo']  # noqa: F821
+custom_hooks = _base_.pop('_teacher_student_hooks')['dinov3_demo']  # noqa: F821

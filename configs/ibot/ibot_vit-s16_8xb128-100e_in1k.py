@@ -3,31 +3,13 @@
 # masked-patch self-distillation with a shared head of 8192 prototypes
 # (iBOT ViT-S/16 setting), block masks of ratio 0.1-0.5 on half of the
 # global crops, EMA centring for both losses, loss weights 1 / 1.
-_base_ = '../dino/dino_vit-s16_8xb128-100e_in1k.py'
+_base_ = [
+    '../dino/dino_vit-s16_8xb128-100e_in1k.py',
+    '../_base_/datasets/multicrop_224px.py',
+]
 
 _n_prototypes = 8192
-train_pipeline = [
-    dict(type='LoadImageRobust', max_side=None),
-    dict(
-        type='MultiCrop',
-        num_global_crops=2,
-        num_local_crops=10,
-        global_size=224,
-        local_size=96,
-        global_scale=(0.4, 1.0),
-        local_scale=(0.05, 0.4),
-    ),
-    dict(
-        type='BlockwiseMaskGenerator',
-        patch_size=16,
-        mask_ratio=(0.1, 0.5),
-        mask_prob=0.5,
-    ),
-    dict(
-        type='PackInputs',
-        meta_keys=('sample_idx', 'img_path', 'num_global_crops', 'source'),
-    ),
-]
+train_pipeline = _base_.pop('_multicrop_224px')['ibot']  # noqa: F821
 train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
 model = dict(
     type='iBOT',

@@ -14,12 +14,7 @@ _n_prototypes = 256
 model = dict(
     _delete_=True,
     type='iBOT',
-    data_preprocessor=dict(
-        type='SelfSupDataPreprocessor',
-        mean=[33.0, 33.0, 33.0],
-        std=[60.0, 60.0, 60.0],
-        to_rgb=True,
-    ),
+    data_preprocessor={{_base_.data_preprocessor}},
     num_global_crops=2,
     backbone=dict(
         type='DINOVisionTransformer',

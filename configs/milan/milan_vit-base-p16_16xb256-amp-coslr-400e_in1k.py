@@ -2,7 +2,10 @@
 # (mmpretrain/.mim/configs/milan/milan_vit-base-p16_16xb256-amp-coslr-400e_in1k.py) and run in mmssl's scope.
 # Data: data/imagenet/train/<class>/*.JPEG (labels unused).
 #   bash tools/dist_train.sh configs/milan/milan_vit-base-p16_16xb256-amp-coslr-400e_in1k.py 8
-_base_ = 'mmpretrain::milan/milan_vit-base-p16_16xb256-amp-coslr-400e_in1k.py'
+_base_ = [
+    'mmpretrain::milan/milan_vit-base-p16_16xb256-amp-coslr-400e_in1k.py',
+    '../_base_/schedules/warmup_cosine.py',
+]
 
 # configs/_base_/default_runtime.py's scope and runner, over the mmpretrain
 # base's (mmengine takes a key from one base only, so they are restated)
@@ -27,22 +30,6 @@ model = dict(
 # Schedules as fractions of the run (resolved when the runner is built;
 # docs/en/config.md): train_cfg.max_epochs=N alone moves them. At the
 # published 400 epochs they are the published numbers.
-param_scheduler = [
-    dict(
-        type='LinearLR',
-        start_factor=0.0001,
-        by_epoch=True,
-        begin=0,
-        end='10.0%',
-        convert_to_iter_based=True,
-    ),
-    dict(
-        type='CosineAnnealingLR',
-        by_epoch=True,
-        begin='10.0%',
-        end='100.0%',
-        convert_to_iter_based=True,
-    ),
-]
+param_scheduler = _base_.pop('_warmup_cosine')['eva']  # noqa: F821
 # The published checkpoint interval (1 of 400 epochs) as a run fraction
 default_hooks = dict(checkpoint=dict(interval='0.25%'))

@@ -2,7 +2,10 @@
 # (mmpretrain/.mim/configs/mixmim/mixmim_mixmim-base_16xb128-coslr-300e_in1k.py) and run in mmssl's scope.
 # Data: data/imagenet/train/<class>/*.JPEG (labels unused).
 #   bash tools/dist_train.sh configs/mixmim/mixmim_mixmim-base_16xb128-coslr-300e_in1k.py 8
-_base_ = 'mmpretrain::mixmim/mixmim_mixmim-base_16xb128-coslr-300e_in1k.py'
+_base_ = [
+    'mmpretrain::mixmim/mixmim_mixmim-base_16xb128-coslr-300e_in1k.py',
+    '../_base_/schedules/warmup_cosine.py',
+]
 
 # configs/_base_/default_runtime.py's scope and runner, over the mmpretrain
 # base's (mmengine takes a key from one base only, so they are restated)
@@ -19,22 +22,6 @@ model = dict(neck=dict(embed_dim='auto'))
 # Schedules as fractions of the run (resolved when the runner is built;
 # docs/en/config.md): train_cfg.max_epochs=N alone moves them. At the
 # published 300 epochs they are the published numbers.
-param_scheduler = [
-    dict(
-        type='LinearLR',
-        start_factor=0.0001,
-        by_epoch=True,
-        begin=0,
-        end='13.333333333333334%',
-        convert_to_iter_based=True,
-    ),
-    dict(
-        type='CosineAnnealingLR',
-        by_epoch=True,
-        begin='13.333333333333334%',
-        end='100.0%',
-        convert_to_iter_based=True,
-    ),
-]
+param_scheduler = _base_.pop('_warmup_cosine')['mae']  # noqa: F821
 # The published checkpoint interval (10 of 300 epochs) as a run fraction
 default_hooks = dict(checkpoint=dict(interval='3.3333333333333335%'))

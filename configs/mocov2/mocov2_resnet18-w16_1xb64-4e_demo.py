@@ -6,8 +6,8 @@ _base_ = [
     '../_base_/datasets/demo_two_view.py',
     '../_base_/schedules/demo_4e.py',
     '../_base_/models/resnet18-w16_cifar.py',
+    '../_base_/models/demo_projector_128-64.py',
 ]
-
 
 # Two changes from the ImageNet recipe make it learn in the demo's 88
 # iterations (README.md, "Why the demo differs"): a BatchNorm in the
@@ -17,31 +17,17 @@ _base_ = [
 # update: 0.01 keeps the keys near the random init for the whole run). The
 # queue is 4 batches, not 73% of an epoch (which held a stale key
 # of the query's own image as a negative for a quarter of the queries).
+__proj = _base_.pop('_demo_projector')  # noqa: F821
 model = dict(
     type='MoCo',
     queue_len=256,
     feat_dim=64,
     momentum=0.99,
     data_preprocessor={{_base_.data_preprocessor}},
-    neck=dict(
-        type='NonLinearNeck',
-        in_channels='auto',
-        hid_channels=128,
-        out_channels=64,
-        num_layers=2,
-        with_avg_pool=True,
-    ),
-    head=dict(
-        type='ContrastiveHead',
-        loss=dict(type='CrossEntropyLoss'),
-        temperature=0.2,
-    ),
+    neck=__proj['neck'],
+    head=__proj['head'],
 )
 
 optim_wrapper = dict(
-    type='OptimWrapper',
     optimizer=dict(type='SGD', lr=0.06, momentum=0.9, weight_decay=5e-4),
 )
-
-auto_scale_lr = dict(base_batch_size=64)
-randomness = dict(seed=0)

@@ -20,6 +20,8 @@
 _base_ = [
     '../_base_/models/dino_vit-s16.py',
     '../_base_/schedules/dino_family_100e.py',
+    '../_base_/schedules/teacher_student_hooks.py',
+    '../_base_/schedules/dino_adamw.py',
 ]
 
 _channels = 5
@@ -83,29 +85,7 @@ model = dict(
 )
 
 # DINO: lr 0.0005 x total batch / 256 (8 x 64 = 512 -> 0.001)
-optim_wrapper = dict(
-    type='NaNGuardOptimWrapper',
-    max_consecutive_skips=10,
-    optimizer=dict(
-        type='AdamW',
-        lr=0.0005 * 512 / 256,
-        betas=(0.9, 0.999),
-        weight_decay=0.04,
-    ),
-    clip_grad=dict(max_norm=3.0),
-    paramwise_cfg=dict(flat_decay_mult=0.0),  # no decay on biases / norms
-)
-custom_hooks = [
-    dict(type='BadFileSummaryHook', interval=50),
-    dict(type='TeacherEMAHook', momentum=0.996, end_momentum=1.0),
-    dict(
-        type='TeacherTempWarmupHook',
-        warmup_temp=0.04,
-        temp=0.07,
-        warmup_epochs='30%',
-        by_epoch=True,
-    ),
-    dict(type='FreezeLastLayerHook', freeze_epochs='1%'),
-]
+optim_wrapper = dict(optimizer=dict(lr=0.0005 * 512 / 256))
+custom_hooks = _base_.pop('_teacher_student_hooks')['dino_vit_in1k']  # noqa: F821
 auto_scale_lr = dict(base_batch_size=512, rule='linear')
 env_cfg = dict(dist_cfg=dict(backend='nccl'))

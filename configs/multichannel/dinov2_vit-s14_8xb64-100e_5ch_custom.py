@@ -21,6 +21,8 @@
 _base_ = [
     '../_base_/models/dinov2_vit-s14.py',
     '../_base_/schedules/dino_family_100e.py',
+    '../_base_/schedules/teacher_student_hooks.py',
+    '../_base_/schedules/dinov2_adamw.py',
 ]
 
 _channels = 5
@@ -89,32 +91,8 @@ model = dict(
     backbone=dict(in_channels=_channels),
 )
 
-optim_wrapper = dict(
-    type='NaNGuardOptimWrapper',
-    max_consecutive_skips=10,
-    optimizer=dict(
-        type='AdamW', lr=0.004, betas=(0.9, 0.999), weight_decay=0.04
-    ),
-    clip_grad=dict(max_norm=3.0),
-    constructor='LayerDecayOptimWrapperConstructor',
-    paramwise_cfg=dict(
-        layer_decay_rate=0.9,
-        flat_decay_mult=0.0,  # no decay on biases, norms, LayerScale
-        custom_keys={'patch_embed': dict(lr_mult=0.2)},
-    ),
-)
-custom_hooks = [
-    dict(type='BadFileSummaryHook', interval=50),
-    dict(type='TeacherEMAHook', momentum=0.992, end_momentum=1.0),
-    dict(
-        type='TeacherTempWarmupHook',
-        warmup_temp=0.04,
-        temp=0.07,
-        warmup_epochs='30%',
-        by_epoch=False,
-    ),
-    dict(type='FreezeLastLayerHook', freeze_epochs='1%'),
-]
+optim_wrapper = dict(optimizer=dict(lr=0.004))
+custom_hooks = _base_.pop('_teacher_student_hooks')['dinov2_in1k']  # noqa: F821
 # DINOv2 rule: lr 0.004 at a total batch of 1024, scaled with
 # sqrt(total batch / 1024) by tools/train.py --auto-scale-lr
 auto_scale_lr = dict(base_batch_size=1024, rule='sqrt')

@@ -18,6 +18,9 @@
 _base_ = [
     '../_base_/datasets/multichannel_knn.py',
     '../_base_/default_runtime.py',
+    '../_base_/schedules/dino_family_lr_wd.py',
+    '../_base_/schedules/teacher_student_hooks.py',
+    '../_base_/schedules/dinov2_adamw.py',
 ]
 
 _channels = 5
@@ -115,59 +118,9 @@ model = dict(
     loss_weights=dict(dino=1.0, ibot=1.0, koleo=0.1),
 )
 
-optim_wrapper = dict(
-    type='NaNGuardOptimWrapper',
-    max_consecutive_skips=10,
-    optimizer=dict(
-        type='AdamW', lr=1e-3, betas=(0.9, 0.999), weight_decay=0.04
-    ),
-    clip_grad=dict(max_norm=3.0),
-    constructor='LayerDecayOptimWrapperConstructor',
-    paramwise_cfg=dict(
-        layer_decay_rate=0.9,
-        flat_decay_mult=0.0,
-        custom_keys={'patch_embed': dict(lr_mult=0.2)},
-    ),
-)
-param_scheduler = [
-    dict(
-        type='LinearLR',
-        start_factor=1e-3,
-        by_epoch=True,
-        begin=0,
-        end='10%',
-        convert_to_iter_based=True,
-    ),
-    dict(
-        type='CosineAnnealingLR',
-        eta_min=1e-6,
-        by_epoch=True,
-        begin='10%',
-        end='100%',
-        convert_to_iter_based=True,
-    ),
-    dict(
-        type='CosineAnnealingParamScheduler',
-        param_name='weight_decay',
-        eta_min_ratio=10.0,
-        by_epoch=True,
-        begin=0,
-        end='100%',
-        convert_to_iter_based=True,
-    ),
-]
-custom_hooks = [
-    dict(type='BadFileSummaryHook', interval=50),
-    dict(type='TeacherEMAHook', momentum=0.99, end_momentum=1.0),
-    dict(
-        type='TeacherTempWarmupHook',
-        warmup_temp=0.04,
-        temp=0.04,
-        warmup_epochs=0,
-        by_epoch=False,
-    ),
-    dict(type='FreezeLastLayerHook', freeze_epochs='10%'),
-]
+optim_wrapper = dict(optimizer=dict(lr=1e-3))
+param_scheduler = _base_.pop('_dino_family_schedules')['demo']  # noqa: F821
+custom_hooks = _base_.pop('_teacher_student_hooks')['dinov2_5ch_demo']  # noqa: F821
 # Every length above and below is a fraction of the run (docs/en/config.md)
 train_cfg = dict(
     type='EpochBasedTrainLoop', max_epochs=20, val_interval='100%'

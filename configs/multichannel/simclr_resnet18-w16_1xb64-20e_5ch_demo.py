@@ -12,6 +12,7 @@
 _base_ = [
     '../_base_/datasets/multichannel_knn.py',
     '../_base_/schedules/demo_4e.py',
+    '../_base_/models/demo_projector_128-64.py',
 ]
 
 # mean/std of each channel after percentile scaling, over the train split
@@ -60,6 +61,7 @@ train_dataloader = dict(
     ),
 )
 
+__proj = _base_.pop('_demo_projector')  # noqa: F821
 model = dict(
     type='SimCLR',
     data_preprocessor=data_preprocessor,
@@ -71,26 +73,12 @@ model = dict(
         base_channels=16,
         zero_init_residual=True,
     ),
-    neck=dict(
-        type='NonLinearNeck',
-        in_channels='auto',
-        hid_channels=128,
-        out_channels=64,
-        num_layers=2,
-        with_avg_pool=True,
-    ),
-    head=dict(
-        type='ContrastiveHead',
-        loss=dict(type='CrossEntropyLoss'),
-        temperature=0.2,
-    ),
+    neck=__proj['neck'],
+    head=__proj['head'],
 )
 
 optim_wrapper = dict(
-    type='OptimWrapper',
     optimizer=dict(type='SGD', lr=0.1, momentum=0.9, weight_decay=5e-4),
 )
 train_cfg = dict(max_epochs=20)
-auto_scale_lr = dict(base_batch_size=64)
 custom_hooks = [dict(type='BadFileSummaryHook', interval=50)]
-randomness = dict(seed=0)

@@ -9,7 +9,10 @@
 #   python tools/misc/channel_stats.py /path/to/tiffs --channels 5
 # then
 #   bash tools/dist_train.sh configs/multichannel/MY_CELLS.py 8
-_base_ = '../_base_/default_runtime.py'
+_base_ = [
+    '../_base_/default_runtime.py',
+    '../_base_/schedules/warmup_cosine.py',
+]
 
 _channels = 5
 _data_root = 'data/custom_tiffs'
@@ -102,23 +105,7 @@ optim_wrapper = dict(
         }
     ),
 )
-param_scheduler = [
-    dict(
-        type='LinearLR',
-        start_factor=1e-4,
-        by_epoch=True,
-        begin=0,
-        end='5%',
-        convert_to_iter_based=True,
-    ),
-    dict(
-        type='CosineAnnealingLR',
-        by_epoch=True,
-        begin='5%',
-        end='100%',
-        convert_to_iter_based=True,
-    ),
-]
+param_scheduler = _base_.pop('_warmup_cosine')['simclr_resnet50_5ch']  # noqa: F821
 train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=200)
 auto_scale_lr = dict(base_batch_size=512)
 # a checkpoint every 10 of the 200 epochs, as a run fraction

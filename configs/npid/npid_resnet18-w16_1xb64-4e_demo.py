@@ -6,10 +6,11 @@ _base_ = [
     '../_base_/datasets/demo_single_view_jitter.py',
     '../_base_/schedules/demo_4e.py',
     '../_base_/models/resnet18-w16_cifar.py',
+    '../_base_/models/demo_projector_128-64.py',
 ]
 
-
 # num_samples = number of training images (the memory bank length)
+__proj = _base_.pop('_demo_projector')  # noqa: F821
 model = dict(
     type='NPID',
     num_samples=1438,
@@ -22,14 +23,7 @@ model = dict(
     neg_num=256,
     bank_momentum=0.5,
     data_preprocessor={{_base_.data_preprocessor}},
-    neck=dict(
-        type='NonLinearNeck',
-        in_channels='auto',
-        hid_channels=128,
-        out_channels=64,
-        num_layers=2,
-        with_avg_pool=True,
-    ),
+    neck=__proj['neck'],
     head=dict(
         type='ContrastiveHead',
         loss=dict(type='CrossEntropyLoss'),
@@ -38,8 +32,5 @@ model = dict(
 )
 
 optim_wrapper = dict(
-    type='OptimWrapper',
     optimizer=dict(type='SGD', lr=0.1, momentum=0.9, weight_decay=5e-4),
 )
-auto_scale_lr = dict(base_batch_size=64)
-randomness = dict(seed=0)

@@ -6,8 +6,8 @@ _base_ = [
     '../_base_/datasets/demo_single_view_jitter.py',
     '../_base_/schedules/demo_4e.py',
     '../_base_/models/resnet18-w16_cifar.py',
+    '../_base_/models/demo_projector_128-64.py',
 ]
-
 
 # deterministic pipeline for the features that are clustered
 _extract_pipeline = [
@@ -15,9 +15,9 @@ _extract_pipeline = [
     dict(type='PackInputs'),
 ]
 
-
 # num_samples = number of training images (the sample memory length)
 _num_classes = 20
+__proj = _base_.pop('_demo_projector')  # noqa: F821
 model = dict(
     type='ODC',
     num_samples=1438,
@@ -26,14 +26,7 @@ model = dict(
     memory_momentum=0.5,
     min_cluster=20,
     data_preprocessor={{_base_.data_preprocessor}},
-    neck=dict(
-        type='NonLinearNeck',
-        in_channels='auto',
-        hid_channels=128,
-        out_channels=64,
-        num_layers=2,
-        with_avg_pool=True,
-    ),
+    neck=__proj['neck'],
     head=dict(
         type='PretextClsHead', in_channels='auto', num_classes=_num_classes
     ),
@@ -49,8 +42,5 @@ custom_hooks = [
 ]
 
 optim_wrapper = dict(
-    type='OptimWrapper',
     optimizer=dict(type='SGD', lr=0.05, momentum=0.9, weight_decay=5e-4),
 )
-auto_scale_lr = dict(base_batch_size=64)
-randomness = dict(seed=0)

@@ -8,7 +8,6 @@ _base_ = [
     '../_base_/models/resnet18-w16_cifar.py',
 ]
 
-
 # upsample to 48 px, then a 3x3 grid of 16 px cells with a 13 px patch at a
 # random offset in each (gaps of 0-6 px between neighbours)
 train_pipeline = [
@@ -21,7 +20,6 @@ train_pipeline = [
 
 train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
 
-
 model = dict(
     type='RelativeLoc',
     data_preprocessor={{_base_.data_preprocessor}},
@@ -30,8 +28,5 @@ model = dict(
 )
 
 optim_wrapper = dict(
-    type='OptimWrapper',
     optimizer=dict(type='SGD', lr=0.1, momentum=0.9, weight_decay=5e-4),
 )
-auto_scale_lr = dict(base_batch_size=64)
-randomness = dict(seed=0)

@@ -8,28 +8,13 @@ _base_ = [
     '../_base_/models/resnet18-w16_cifar.py',
 ]
 
-
 # Tall crops (width / height 0.6-0.8) resized to a square: the 8x8 digits
 # fill the height of their box but not its width, so with square crops the
 # empty side margins give the rotation away (README.md); stretched to fill
 # the width too, the rotation has to be read from the digit (kNN 79.11 vs
 # 63.23 with square crops).
-train_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(
-        type='RandomResizedCrop',
-        scale=32,
-        crop_ratio_range=(0.5, 1.0),
-        aspect_ratio_range=(0.6, 0.8),
-        backend='cv2',
-    ),
-    dict(
-        type='RandomApply',
-        transforms=[dict(type='ColorJitter', brightness=0.4, contrast=0.4)],
-        prob=0.8,
-    ),
-    dict(type='PackInputs'),
-]
+train_pipeline = _base_.train_pipeline  # noqa: F821
+train_pipeline[1]['aspect_ratio_range'] = (0.6, 0.8)  # the crop step
 train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
 
 model = dict(
@@ -44,8 +29,5 @@ model = dict(
 )
 
 optim_wrapper = dict(
-    type='OptimWrapper',
     optimizer=dict(type='SGD', lr=0.1, momentum=0.9, weight_decay=5e-4),
 )
-auto_scale_lr = dict(base_batch_size=64)
-randomness = dict(seed=0)

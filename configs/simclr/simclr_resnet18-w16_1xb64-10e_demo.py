@@ -4,27 +4,16 @@
 #   python tools/misc/make_demo_dataset.py data/demo
 #   python tools/train.py configs/simclr/simclr_resnet18-w16_1xb64-10e_demo.py
 _base_ = [
-    '../_base_/datasets/demo_train.py',
+    '../_base_/datasets/demo_two_view.py',
     '../_base_/schedules/demo_4e.py',
+    '../_base_/models/demo_projector_128-64.py',
+    '../_base_/schedules/warmup_cosine.py',
 ]
 
-
-_view_pipeline = [
-    dict(
-        type='RandomResizedCrop',
-        scale=32,
-        crop_ratio_range=(0.5, 1.0),
-        backend='cv2',
-    ),
-    dict(
-        type='RandomApply',
-        transforms=[dict(type='ColorJitter', brightness=0.4, contrast=0.4)],
-        prob=0.8,
-    ),
-]
+# demo_two_view.py's views, read with LoadImageRobust
 train_pipeline = [
     dict(type='LoadImageRobust'),
-    dict(type='MultiView', num_views=2, transforms=[_view_pipeline]),
+    dict(type='MultiView', num_views=2, transforms=[_base_._view_pipeline]),
     dict(type='PackInputs'),
 ]
 # data_root (data/demo/train, from demo_train.py) may be any folder(s) of
@@ -32,6 +21,7 @@ train_pipeline = [
 # are skipped and counted
 train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
 
+__proj = _base_.pop('_demo_projector')  # noqa: F821
 model = dict(
     type='SimCLR',
     data_preprocessor={{_base_.data_preprocessor}},
@@ -42,45 +32,15 @@ model = dict(
         base_channels=16,
         zero_init_residual=True,
     ),
-    neck=dict(
-        type='NonLinearNeck',
-        in_channels='auto',
-        hid_channels=128,
-        out_channels=64,
-        num_layers=2,
-        with_avg_pool=True,
-    ),
-    head=dict(
-        type='ContrastiveHead',
-        loss=dict(type='CrossEntropyLoss'),
-        temperature=0.2,
-    ),
+    neck=__proj['neck'],
+    head=__proj['head'],
 )
 
 optim_wrapper = dict(
-    type='OptimWrapper',
     optimizer=dict(type='SGD', lr=0.1, momentum=0.9, weight_decay=5e-4),
 )
 # 10 epochs: the warm-up stays one epoch (10%), a checkpoint every 5 (50%)
-param_scheduler = [
-    dict(
-        type='LinearLR',
-        start_factor=0.1,
-        by_epoch=True,
-        begin=0,
-        end='10%',
-        convert_to_iter_based=True,
-    ),
-    dict(
-        type='CosineAnnealingLR',
-        by_epoch=True,
-        begin='10%',
-        end='100%',
-        convert_to_iter_based=True,
-    ),
-]
+param_scheduler = _base_.pop('_warmup_cosine')['simclr_demo']  # noqa: F821
 train_cfg = dict(max_epochs=10)
-auto_scale_lr = dict(base_batch_size=64)
 default_hooks = dict(checkpoint=dict(interval='50%', max_keep_ckpts=2))
 custom_hooks = [dict(type='BadFileSummaryHook', interval=50)]
-randomness = dict(seed=0)

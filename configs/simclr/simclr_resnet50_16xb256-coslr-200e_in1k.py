@@ -5,6 +5,7 @@
 _base_ = [
     'mmpretrain::simclr/simclr_resnet50_16xb256-coslr-200e_in1k.py',
     '../_base_/datasets/imagenet_contrastive_views_hue_safe.py',
+    '../_base_/schedules/warmup_cosine.py',
 ]
 
 # configs/_base_/default_runtime.py's scope and runner, over the mmpretrain
@@ -27,16 +28,6 @@ model = dict(neck=dict(in_channels='auto'))
 # Schedules as fractions of the run (resolved when the runner is built;
 # docs/en/config.md): train_cfg.max_epochs=N alone moves them. At the
 # published 200 epochs they are the published numbers.
-param_scheduler = [
-    dict(
-        type='LinearLR',
-        start_factor=0.0001,
-        by_epoch=True,
-        begin=0,
-        end='5.0%',
-        convert_to_iter_based=True,
-    ),
-    dict(type='CosineAnnealingLR', by_epoch=True, begin='5.0%', end='100.0%'),
-]
+param_scheduler = _base_.pop('_warmup_cosine')['byol']  # noqa: F821
 # The published checkpoint interval (10 of 200 epochs) as a run fraction
 default_hooks = dict(checkpoint=dict(interval='5.0%'))

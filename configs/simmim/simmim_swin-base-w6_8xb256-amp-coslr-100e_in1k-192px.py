@@ -2,7 +2,10 @@
 # (mmpretrain/.mim/configs/simmim/simmim_swin-base-w6_8xb256-amp-coslr-100e_in1k-192px.py) and run in mmssl's scope.
 # Data: data/imagenet/train/<class>/*.JPEG (labels unused).
 #   bash tools/dist_train.sh configs/simmim/simmim_swin-base-w6_8xb256-amp-coslr-100e_in1k-192px.py 8
-_base_ = 'mmpretrain::simmim/simmim_swin-base-w6_8xb256-amp-coslr-100e_in1k-192px.py'
+_base_ = [
+    'mmpretrain::simmim/simmim_swin-base-w6_8xb256-amp-coslr-100e_in1k-192px.py',
+    '../_base_/schedules/warmup_cosine.py',
+]
 
 # configs/_base_/default_runtime.py's scope and runner, over the mmpretrain
 # base's (mmengine takes a key from one base only, so they are restated)
@@ -19,23 +22,6 @@ model = dict(neck=dict(in_channels='auto'))
 # Schedules as fractions of the run (resolved when the runner is built;
 # docs/en/config.md): train_cfg.max_epochs=N alone moves them. At the
 # published 100 epochs they are the published numbers.
-param_scheduler = [
-    dict(
-        type='LinearLR',
-        start_factor=0.004999999999999999,
-        by_epoch=True,
-        begin=0,
-        end='10.0%',
-        convert_to_iter_based=True,
-    ),
-    dict(
-        type='CosineAnnealingLR',
-        eta_min=4e-05,
-        by_epoch=True,
-        begin='10.0%',
-        end='100.0%',
-        convert_to_iter_based=True,
-    ),
-]
+param_scheduler = _base_.pop('_warmup_cosine')['simmim']  # noqa: F821
 # The published checkpoint interval (10 of 100 epochs) as a run fraction
 default_hooks = dict(checkpoint=dict(interval='10.0%'))

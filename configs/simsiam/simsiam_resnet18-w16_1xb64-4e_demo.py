@@ -8,7 +8,6 @@ _base_ = [
     '../_base_/models/resnet18-w16_cifar.py',
 ]
 
-
 model = dict(
     type='SimSiam',
     data_preprocessor={{_base_.data_preprocessor}},
@@ -40,9 +39,5 @@ model = dict(
 # random baseline (61.6 vs 67.13); 0.2 gave 68.80, 0.5 gives 74.65
 # (README.md). The 88 iterations are too few at a small learning rate.
 optim_wrapper = dict(
-    type='OptimWrapper',
     optimizer=dict(type='SGD', lr=0.5, momentum=0.9, weight_decay=5e-4),
 )
-
-auto_scale_lr = dict(base_batch_size=64)
-randomness = dict(seed=0)

@@ -4,7 +4,7 @@
 #   python tools/train.py configs/spark/spark_sparse-resnet18_1xb64-4e_demo.py
 _base_ = [
     '../_base_/datasets/demo_train.py',
-    '../_base_/schedules/demo_4e.py',
+    '../_base_/schedules/mim_demo_4e.py',
 ]
 
 train_pipeline = [
@@ -43,14 +43,7 @@ model = dict(
     ),
 )
 
-optim_wrapper = dict(
-    type='OptimWrapper',
-    optimizer=dict(
-        type='AdamW', lr=0.001, betas=(0.9, 0.95), weight_decay=0.05
-    ),
-)
-auto_scale_lr = dict(base_batch_size=64)
-randomness = dict(seed=0)
+optim_wrapper = dict(optimizer=dict(lr=0.001))
 
 # kNN evaluation at the training resolution (64 px)
 _knn_pipeline = [

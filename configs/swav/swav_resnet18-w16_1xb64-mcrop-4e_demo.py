@@ -3,27 +3,15 @@
 # evaluation on data/demo/val.  See README.md in this folder.
 #   python tools/train.py configs/swav/swav_resnet18-w16_1xb64-mcrop-4e_demo.py
 _base_ = [
-    '../_base_/datasets/demo_train.py',
+    '../_base_/datasets/demo_two_view.py',
     '../_base_/schedules/demo_4e.py',
     '../_base_/models/resnet18-w16_cifar.py',
 ]
 
-
 # multi-crop: 2 views of 32 px and 2 of 16 px
 _num_crops = [2, 2]
-_view_pipeline1 = [
-    dict(
-        type='RandomResizedCrop',
-        scale=32,
-        crop_ratio_range=(0.5, 1.0),
-        backend='cv2',
-    ),
-    dict(
-        type='RandomApply',
-        transforms=[dict(type='ColorJitter', brightness=0.4, contrast=0.4)],
-        prob=0.8,
-    ),
-]
+# the 32 px views: demo_two_view.py's
+_view_pipeline1 = _base_.pop('_view_pipeline')  # noqa: F821
 _view_pipeline2 = [
     dict(
         type='RandomResizedCrop',
@@ -47,7 +35,6 @@ train_pipeline = [
     dict(type='PackInputs'),
 ]
 train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
-
 
 model = dict(
     type='SwAV',
@@ -89,10 +76,6 @@ custom_hooks = [
 ]
 
 optim_wrapper = dict(
-    type='OptimWrapper',
     # lr 0.5 with temperature 0.5: 82.73 kNN (lr 0.1: 66.85), README.md
     optimizer=dict(type='SGD', lr=0.5, momentum=0.9, weight_decay=5e-4),
 )
-
-auto_scale_lr = dict(base_batch_size=64)
-randomness = dict(seed=0)

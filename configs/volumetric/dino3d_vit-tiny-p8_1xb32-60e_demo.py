@@ -14,6 +14,7 @@
 _base_ = [
     '../_base_/datasets/volume_knn.py',
     '../_base_/schedules/demo_4e.py',
+    '../_base_/schedules/teacher_student_hooks.py',
 ]
 
 _n_prototypes = 32
@@ -86,16 +87,6 @@ optim_wrapper = dict(
     clip_grad=dict(max_norm=3.0),
     paramwise_cfg=dict(flat_decay_mult=0.0),
 )
-custom_hooks = [
-    dict(type='TeacherEMAHook', momentum=0.99, end_momentum=1.0),
-    dict(
-        type='TeacherTempWarmupHook',
-        warmup_temp=0.02,
-        temp=0.02,
-        warmup_epochs=0,
-    ),
-    dict(type='FreezeLastLayerHook', freeze_epochs='5%'),
-]
+custom_hooks = _base_.pop('_teacher_student_hooks')['dino3d_demo']  # noqa: F821
 train_cfg = dict(max_epochs=60)
 auto_scale_lr = dict(base_batch_size=32)
-randomness = dict(seed=0)

@@ -60,7 +60,6 @@ model = dict(
 )
 
 optim_wrapper = dict(
-    type='OptimWrapper',
     optimizer=dict(
         type='AdamW', lr=1.5e-3, betas=(0.9, 0.95), weight_decay=0.05
     ),
@@ -75,4 +74,3 @@ _eval = [
 val_evaluator = _eval
 test_evaluator = _eval
 auto_scale_lr = dict(base_batch_size=32)
-randomness = dict(seed=0)

@@ -50,10 +50,8 @@ model = dict(
 )
 
 optim_wrapper = dict(
-    type='OptimWrapper',
     optimizer=dict(type='AdamW', lr=1e-3, weight_decay=0.05),
     clip_grad=dict(max_norm=3.0),
 )
 train_cfg = dict(max_epochs=30)
 auto_scale_lr = dict(base_batch_size=32)
-randomness = dict(seed=0)

@@ -63,10 +63,8 @@ model = dict(
 )
 
 optim_wrapper = dict(
-    type='OptimWrapper',
     optimizer=dict(type='AdamW', lr=2e-3, weight_decay=0.05),
     clip_grad=dict(max_norm=3.0),
 )
 train_cfg = dict(max_epochs=10)
 auto_scale_lr = dict(base_batch_size=16)
-randomness = dict(seed=0)

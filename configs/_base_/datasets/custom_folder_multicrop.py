@@ -6,32 +6,13 @@
 # Output per sample: inputs = 2 x (3, 224, 224) + 8 x (3, 96, 96) uint8 BGR
 # tensors, data_sample.mask = (2, 224 // 14, 224 // 14) iBOT masks.
 # See docs/en/custom_dataset.md.
+_base_ = './multicrop_224px.py'
+
 data_root = 'data/custom'
 _patch_size = 14
-train_pipeline = [
-    # max_side=None keeps full resolution; e.g. max_side=512 decodes large
-    # JPEGs at 1/2-1/8 size, several times faster (see the docs).
-    dict(type='LoadImageRobust', max_side=None),
-    dict(
-        type='MultiCrop',
-        num_global_crops=2,
-        num_local_crops=8,
-        global_size=224,
-        local_size=96,
-        global_scale=(0.32, 1.0),
-        local_scale=(0.05, 0.32),
-    ),
-    dict(
-        type='BlockwiseMaskGenerator',
-        patch_size=_patch_size,
-        mask_ratio=(0.1, 0.5),
-        mask_prob=0.5,
-    ),
-    dict(
-        type='PackInputs',
-        meta_keys=('sample_idx', 'img_path', 'num_global_crops', 'source'),
-    ),
-]
+# 2 x 224 px global crops (scale 0.32-1), 8 x 96 px local ones (0.05-0.32),
+# iBOT block masks on 14 px patches (_patch_size); built in multicrop_224px.py
+train_pipeline = _base_.pop('_multicrop_224px')['dinov2_masked']  # noqa: F821
 train_dataloader = dict(
     batch_size=64,
     num_workers=8,

@@ -6,34 +6,11 @@
 # follows max_iters by itself).
 # Every length is a fraction of the run, resolved when the runner is built
 # (docs/en/config.md): `train_cfg.max_epochs=N` alone rescales them all.
-_base_ = '../default_runtime.py'
-
-param_scheduler = [
-    dict(
-        type='LinearLR',
-        start_factor=1e-6,
-        by_epoch=True,
-        begin=0,
-        end='10%',
-        convert_to_iter_based=True,
-    ),
-    dict(
-        type='CosineAnnealingLR',
-        eta_min=1e-6,
-        by_epoch=True,
-        begin='10%',
-        end='100%',
-        convert_to_iter_based=True,
-    ),
-    dict(
-        type='CosineAnnealingParamScheduler',
-        param_name='weight_decay',
-        eta_min_ratio=10.0,
-        by_epoch=True,
-        begin=0,
-        end='100%',
-        convert_to_iter_based=True,
-    ),
+_base_ = [
+    '../default_runtime.py',
+    './dino_family_lr_wd.py',
 ]
+
+param_scheduler = _base_.pop('_dino_family_schedules')['imagenet']  # noqa: F821
 train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=100)
 default_hooks = dict(checkpoint=dict(interval='5%', max_keep_ckpts=3))

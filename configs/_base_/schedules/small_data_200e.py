@@ -8,49 +8,14 @@
 # A preset inherits its ImageNet recipe and this file, and takes the
 # entries below with `_base_.pop('_small_data_200e')`: mmengine allows a
 # key in one base only, and the recipe already sets these.
+_base_ = ['./dino_family_lr_wd.py', './teacher_student_hooks.py']
+
 _small_data_200e = dict(
     train_dataloader=dict(
         batch_size=64, dataset=dict(data_root='data/custom')
     ),
-    param_scheduler=[
-        dict(
-            type='LinearLR',
-            start_factor=1e-6,
-            by_epoch=True,
-            begin=0,
-            end='5%',
-            convert_to_iter_based=True,
-        ),
-        dict(
-            type='CosineAnnealingLR',
-            eta_min=1e-6,
-            by_epoch=True,
-            begin='5%',
-            end='100%',
-            convert_to_iter_based=True,
-        ),
-        dict(
-            type='CosineAnnealingParamScheduler',
-            param_name='weight_decay',
-            eta_min_ratio=10.0,
-            by_epoch=True,
-            begin=0,
-            end='100%',
-            convert_to_iter_based=True,
-        ),
-    ],
-    custom_hooks=[
-        dict(type='BadFileSummaryHook', interval=50),
-        dict(type='TeacherEMAHook', momentum=0.9995, end_momentum=1.0),
-        dict(
-            type='TeacherTempWarmupHook',
-            warmup_temp=0.04,
-            temp=0.07,
-            warmup_epochs='15%',
-            by_epoch=True,
-        ),
-        dict(type='FreezeLastLayerHook', freeze_epochs='0.5%'),
-    ],
+    param_scheduler=_base_.pop('_dino_family_schedules')['small_data'],  # noqa: F821
+    custom_hooks=_base_.pop('_teacher_student_hooks')['small_data'],  # noqa: F821
     train_cfg=dict(max_epochs=200),
     default_hooks=dict(checkpoint=dict(interval='2.5%')),
 )

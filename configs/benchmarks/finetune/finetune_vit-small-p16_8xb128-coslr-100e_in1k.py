@@ -13,7 +13,10 @@
 # for MAE and other checkpoints whose backbone is backbone.*) with a load
 # report; a run where fewer than 90 % of the classifier's tensors (all
 # but the head's) loaded stops (min_match).
-_base_ = ['../../_base_/default_runtime.py']
+_base_ = [
+    '../../_base_/default_runtime.py',
+    '../../_base_/schedules/warmup_cosine.py',
+]
 
 data_root = 'data/imagenet'
 _num_classes = 1000
@@ -153,24 +156,7 @@ optim_wrapper = dict(
     ),
 )
 _max_epochs = 100  # the schedule and intervals below are run fractions
-param_scheduler = [
-    dict(
-        type='LinearLR',
-        start_factor=1e-4,
-        by_epoch=True,
-        begin=0,
-        end='5%',
-        convert_to_iter_based=True,
-    ),
-    dict(
-        type='CosineAnnealingLR',
-        by_epoch=True,
-        begin='5%',
-        end='100%',
-        eta_min=1e-6,
-        convert_to_iter_based=True,
-    ),
-]
+param_scheduler = _base_.pop('_warmup_cosine')['finetune_in1k']  # noqa: F821
 train_cfg = dict(
     type='EpochBasedTrainLoop', max_epochs=_max_epochs, val_interval='10%'
 )

@@ -19,6 +19,7 @@
 _base_ = [
     '../../_base_/datasets/demo_linear.py',
     '../../_base_/default_runtime.py',
+    '../../_base_/schedules/warmup_cosine.py',
 ]
 
 _num_classes = 10
@@ -95,24 +96,7 @@ optim_wrapper = dict(
     ),
 )
 _max_epochs = 10  # the schedule and intervals below are run fractions
-param_scheduler = [
-    dict(
-        type='LinearLR',
-        start_factor=1e-3,
-        by_epoch=True,
-        begin=0,
-        end='10%',
-        convert_to_iter_based=True,
-    ),
-    dict(
-        type='CosineAnnealingLR',
-        by_epoch=True,
-        begin='10%',
-        end='100%',
-        eta_min=1e-6,
-        convert_to_iter_based=True,
-    ),
-]
+param_scheduler = _base_.pop('_warmup_cosine')['finetune_demo']  # noqa: F821
 train_cfg = dict(
     type='EpochBasedTrainLoop',
     max_epochs=_max_epochs,
