@@ -377,8 +377,8 @@ def train(cfg: Config, notes: Optional[Notes] = None) -> Any:
 
     tidy = WorkDirTidy(cfg.work_dir)
     try:
+        runner = build_train_runner(cfg, notes)  # config errors first
         check_val_data(cfg)
-        runner = build_train_runner(cfg, notes)
         try:
             runner.train()
         except WorkDirBusyError as exc:

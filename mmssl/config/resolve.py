@@ -78,13 +78,20 @@ def _size_notes(before: Any, after: Any) -> List[str]:
     ]
 
 
-def resolve(cfg: Any, check_keys: bool = True) -> List[str]:
+def resolve(
+    cfg: Any, check_keys: bool = True, sizes: bool = True
+) -> List[str]:
     """Resolve ``cfg`` in place (see the module docstring for the steps).
 
     Args:
         cfg (mmengine.Config | dict): The full config; pass a copy to keep
             the config as written.
         check_keys (bool): Refuse unknown top-level keys. Defaults to True.
+        sizes (bool): Fill ``'auto'`` sizes now. ``SSLRunner`` passes
+            False: its ``build_model`` fills them after the seed is set,
+            so the probe backbone draws from the seeded generator and a
+            seed gives the same initial weights as it always did.
+            Defaults to True.
 
     Returns:
         list[str]: Lines for the log, one per step that changed something
@@ -102,7 +109,7 @@ def resolve(cfg: Any, check_keys: bool = True) -> List[str]:
     if fractions:
         notes.append('run fractions: ' + '; '.join(fractions))
     model = cfg.get('model')
-    if isinstance(model, dict):
+    if sizes and isinstance(model, dict):
         resolved = resolve_model_sizes(model)
         if resolved is not model:
             sizes = _size_notes(model, resolved)

@@ -42,10 +42,15 @@ def repoint(
 ):
     """Replace every ``'data/demo...'`` string in ``obj`` by the fixture,
     and ``'data/shapes...'`` too (the ``*_shapes_demo.py`` variants take
-    the 32 px digits as well); ``'data/volumes...'`` becomes
+    the 32 px digits as well, and so do the dense demo's training images);
+    ``'data/volumes...'`` becomes
     ``volume_root`` (the volumetric demos) and ``'data/multichannel...'``
     ``multichannel_root`` (the multi-channel TIFF demos) when given."""
-    prefixes = {'data/demo': demo_root, 'data/shapes': demo_root}
+    prefixes = {
+        'data/demo': demo_root,
+        'data/shapes': demo_root,
+        'data/dense/images/training': demo_root,  # the dense demo
+    }
     if volume_root is not None:
         prefixes['data/volumes'] = volume_root
     if multichannel_root is not None:

@@ -153,7 +153,8 @@ class SSLRunner(RunLifecycleMixin, CheckpointingMixin, Runner):
                 cannot be resolved.
         """
         resolved = copy.deepcopy(cfg)
-        notes = resolve(resolved)
+        # 'auto' sizes: in build_model, after the seed (see resolve)
+        notes = resolve(resolved, sizes=False)
         amp = (
             None
             if torch.cuda.is_available()
