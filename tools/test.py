@@ -109,10 +109,11 @@ def load_for_test(runner, cfg, args) -> str:
 
 def main(argv=None) -> dict:
     args = parse_args(argv)
-    from mmssl.apis.errors import missing_config_error
+    from mmssl.apis.errors import UserError, missing_config_error
     from mmssl.config.options import UnknownConfigKeyError, merge_cfg_options
     from mmssl.config.reading import load_config_file
     from mmssl.engine.runner import build_runner, setup_distributed_cfg
+    from mmssl.engine.runner.lifecycle import WorkDirTidy
     from mmssl.utils import register_all_modules
 
     register_all_modules()
@@ -167,11 +168,22 @@ def main(argv=None) -> dict:
     if trusted:
         cfg.trust_checkpoint = True
 
+    tidy = WorkDirTidy(cfg.work_dir)
     runner = build_runner(cfg)
     for line in notes:
         runner.logger.warning(line)
     with exit_on_untrusted(), loading_policy(trusted, args.checkpoint):
         print(f'mmssl: loaded {load_for_test(runner, cfg, args)}')
+        try:  # a missing test folder is one line, not a trace
+            runner._test_loop = runner.build_test_loop(runner._test_loop)
+        except FileNotFoundError as exc:
+            tidy.tidy()  # no log folders of a test that never ran
+            raise UserError(
+                f'the test data of {args.config} is missing: '
+                f'{exc.filename or exc}. Make it (the demo configs: python '
+                'tools/misc/make_demo_dataset.py data/demo) or point the '
+                "config's test_dataloader at yours with --cfg-options."
+            ) from exc
         metrics = runner.test()
     if rank == 0:
         print(f'mmssl: metrics of {args.checkpoint}:')

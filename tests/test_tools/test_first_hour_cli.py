@@ -111,6 +111,31 @@ def test_truncated_resume_names_the_newest_complete_checkpoint(tmp_path):
     assert '--resume without a value' in line
 
 
+def test_missing_test_data_is_one_line_and_leaves_no_work_dir(tmp_path):
+    """tools/test.py with a checkpoint of the config's model but no test
+    folder (data/demo not made in this cwd): one line naming the folder and
+    the command that makes it, exit 2, no timestamped folders."""
+    from mmssl.config import load_config
+    from mmssl.registry import MODELS
+    from mmssl.utils import register_all_modules
+
+    register_all_modules()
+    model = MODELS.build(load_config(osp.join(ROOT, DEMO)).model)
+    ckpt = tmp_path / 'demo.pth'
+    torch.save({'meta': {}, 'state_dict': model.state_dict()}, ckpt)
+    wd = tmp_path / 'wd'
+    code, _, err = _run(
+        [osp.join(ROOT, DEMO), str(ckpt), '--work-dir', str(wd)],
+        tmp_path,
+        'test.py',
+    )
+    line = _one_error_line(err)
+    assert code == 2
+    assert 'test data' in line and 'data/demo/train' in line
+    assert 'make_demo_dataset.py data/demo' in line
+    assert not wd.exists()
+
+
 @pytest.mark.slow
 def test_checkpoint_of_another_model_is_refused(tmp_path, demo_data_root):
     ckpt = tmp_path / 'other.pth'
