@@ -25,6 +25,7 @@ from mmpretrain.models.utils import build_norm_layer, to_2tuple
 from mmssl.models.layers import DINOBlock, drop_path_rates
 from mmssl.models.layers.token_packing import (
     TokenGroups,
+    group_masks,
     pack_tokens,
     unpack_tokens,
 )
@@ -386,12 +387,7 @@ class DINOVisionTransformer(DINOViTMixin, DINOv2PosEmbedMixin, BaseBackbone):
             list[tuple[Tensor]]: Per group, what ``forward(xs[g],
             masks[g])`` returns.
         """
-        masks = [None] * len(xs) if masks is None else list(masks)
-        if len(masks) != len(xs) or not xs:
-            raise ValueError(
-                f'forward_packed needs one mask (or None) per group: got '
-                f'{len(xs)} groups and {len(masks)} masks.'
-            )
+        masks = group_masks(xs, masks)
         tokens, grids = zip(
             *(self.prepare_tokens(x, m) for x, m in zip(xs, masks))
         )

@@ -19,6 +19,7 @@ from mmssl.models.layers.token_packing import (
     Keep,
     TokenGroups,
     draw_keep,
+    group_masks,
     grouped_attention,
     pack_tokens,
     packed_residual,
@@ -133,12 +134,7 @@ class DINOv3PackingMixin:
             list[tuple[Tensor]]: Per group, what ``forward(xs[g],
             masks[g])`` returns.
         """
-        masks = [None] * len(xs) if masks is None else list(masks)
-        if len(masks) != len(xs) or not xs:
-            raise ValueError(
-                f'forward_packed needs one mask (or None) per group: got '
-                f'{len(xs)} groups and {len(masks)} masks.'
-            )
+        masks = group_masks(xs, masks)
         tokens, grids, ropes = zip(
             *(self._packed_embed(x, m) for x, m in zip(xs, masks))
         )

@@ -52,6 +52,21 @@ class TokenGroups:
         return sum(b for b, _ in self.sizes)
 
 
+def group_masks(xs: Sequence, masks: Optional[Sequence]) -> List:
+    """One patch mask (or None) per group of crops for ``forward_packed``.
+
+    Raises:
+        ValueError: No groups, or not one mask per group.
+    """
+    masks = [None] * len(xs) if masks is None else list(masks)
+    if len(masks) != len(xs) or not xs:
+        raise ValueError(
+            f'forward_packed needs one mask (or None) per group: got '
+            f'{len(xs)} groups and {len(masks)} masks.'
+        )
+    return masks
+
+
 def pack_tokens(tokens: Sequence[Tensor]) -> Tuple[Tensor, TokenGroups]:
     """Concatenate groups (B_g, T_g, C) into one (S, C) tensor."""
     groups = TokenGroups(tuple((t.shape[0], t.shape[1]) for t in tokens))

@@ -10,10 +10,13 @@ from mmssl.models.layers.token_packing import (
     GroupKeep,
     TokenGroups,
     _kept_rows,
+    group_masks,
     pack_tokens,
     unpack_tokens,
 )
 from mmssl.models.utils.activation_checkpoint import selective_cp_available
+from mmssl.registry import MODELS
+from mmssl.utils import register_all_modules
 
 ARCH = dict(embed_dims=32, num_layers=3, num_heads=2, feedforward_channels=48)
 SIZES = ((2, 32), (3, 16), (1, 24))  # (batch, side) of each crop group
@@ -195,4 +198,22 @@ def test_forward_packed_checks_masks():
     model = build('v2').eval()
     xs, _ = inputs()
     with pytest.raises(ValueError, match='one mask'):
+        model.forward_packed(xs, [None])
+
+
+@pytest.mark.parametrize('vit', ['DINOVisionTransformer', 'DINOv3ViT'])
+def test_forward_packed_needs_one_mask_per_group(vit):
+    xs = [torch.zeros(2, 3, 32, 32), torch.zeros(2, 3, 16, 16)]
+    assert group_masks(xs, None) == [None, None]
+    mask = torch.zeros(2, 4, 4, dtype=torch.bool)
+    assert group_masks(xs, (mask, None))[0] is mask
+    with pytest.raises(ValueError, match='got 2 groups and 1 masks'):
+        group_masks(xs, [mask])
+    with pytest.raises(ValueError, match='got 0 groups and 0 masks'):
+        group_masks([], None)
+    # both backbones refuse it the same way
+    register_all_modules()
+    arch = dict(embed_dims=32, num_layers=1, num_heads=2)
+    model = MODELS.build(dict(type=vit, arch=arch, patch_size=8))
+    with pytest.raises(ValueError, match='one mask \\(or None\\) per group'):
         model.forward_packed(xs, [None])
