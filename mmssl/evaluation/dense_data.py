@@ -48,6 +48,19 @@ def _stem(path: str) -> str:
     return osp.splitext(osp.basename(path))[0]
 
 
+def _image_folder_pairs(root: str, sub: str, labels: str) -> Tuple:
+    """``images/<sub>/*.{jpg,png}`` paired with ``<labels>/<sub>/<stem>.png``
+    (the ADE20K layout, and the depth folder layout), and the images
+    folder for error messages."""
+    where = osp.join(root, 'images', sub)
+    images = sorted(glob.glob(osp.join(where, '*.jpg')))
+    images += sorted(glob.glob(osp.join(where, '*.png')))
+    pairs = [
+        (p, osp.join(root, labels, sub, _stem(p) + '.png')) for p in images
+    ]
+    return pairs, where
+
+
 def seg_pairs(root: str, split: str, layout: str = 'ade20k') -> List[Tuple]:
     """``[(image, mask)]`` paths of a split (``'train'`` / ``'val'``).
 
@@ -59,13 +72,7 @@ def seg_pairs(root: str, split: str, layout: str = 'ade20k') -> List[Tuple]:
         raise ValueError(f'unknown layout {layout!r}; one of {SEG_LAYOUTS}')
     sub = _SPLITS[layout][split]
     if layout == 'ade20k':
-        images = sorted(glob.glob(osp.join(root, 'images', sub, '*.jpg')))
-        images += sorted(glob.glob(osp.join(root, 'images', sub, '*.png')))
-        pairs = [
-            (p, osp.join(root, 'annotations', sub, _stem(p) + '.png'))
-            for p in images
-        ]
-        where = osp.join(root, 'images', sub)
+        pairs, where = _image_folder_pairs(root, sub, 'annotations')
     elif layout == 'voc':
         listing = osp.join(root, 'ImageSets', 'Segmentation', sub + '.txt')
         names = open(listing).read().split() if osp.isfile(listing) else []
@@ -98,13 +105,7 @@ def depth_pairs(root: str, split: str, layout: str = 'folder') -> List:
         raise ValueError(f'unknown layout {layout!r}; one of {DEPTH_LAYOUTS}')
     sub = _SPLITS[layout][split]
     if layout == 'folder':
-        images = sorted(glob.glob(osp.join(root, 'images', sub, '*.jpg')))
-        images += sorted(glob.glob(osp.join(root, 'images', sub, '*.png')))
-        pairs = [
-            (p, osp.join(root, 'depth', sub, _stem(p) + '.png'))
-            for p in images
-        ]
-        where = osp.join(root, 'images', sub)
+        pairs, where = _image_folder_pairs(root, sub, 'depth')
     else:
         where = osp.join(root, sub)
         images = sorted(
