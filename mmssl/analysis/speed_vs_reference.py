@@ -23,7 +23,17 @@ import torch
 from mmssl.analysis.reference_dinov2 import ReferenceStep, reference_vit
 
 #: mmssl rows of the comparison (``--variants``).
-VARIANTS = ('plain', 'compile', 'packed', 'compile+packed')
+VARIANTS = (
+    'plain',
+    'compile',
+    'packed',
+    'compile+packed',
+    'compile+graphs',
+    'compile+packed+graphs',
+)
+#: The stochastic-depth mode of the DINO-family configs: rows in this mode
+#: carry no ``[mode]`` suffix.
+CONFIG_MODE = 'static'
 #: The DINOv2 recipe of each architecture, under ``configs/``.
 RECIPE = osp.join('dinov2', 'dinov2_vit-{}14_8xb128-100e_in1k.py')
 OOM = getattr(torch, 'OutOfMemoryError', torch.cuda.OutOfMemoryError)
@@ -69,15 +79,21 @@ def arch_of(args):
 
 
 def compile_cfg(variant, backend):
-    """``compile_blocks`` value of a variant."""
+    """``compile_blocks`` value of a variant: ``+graphs`` adds CUDA graphs
+    (``mode='reduce-overhead'``: each compiled block replays a captured
+    graph, which the static shapes of ``drop_path_mode='static'`` and
+    the fixed masked-patch buffer allow)."""
     if 'compile' not in variant:
         return False
-    return dict(backend=backend) if backend else True
+    cfg = dict(backend=backend) if backend else {}
+    if 'graphs' in variant:
+        cfg['mode'] = 'reduce-overhead'
+    return cfg or True
 
 
-def name_of(variant, mode='bernoulli'):
+def name_of(variant, mode=CONFIG_MODE):
     name = 'mmssl' if variant == 'plain' else f'mmssl+{variant}'
-    return name if mode == 'bernoulli' else f'{name}[{mode}]'
+    return name if mode == CONFIG_MODE else f'{name}[{mode}]'
 
 
 def rows(args):
@@ -134,7 +150,7 @@ def mmssl_backbone_fn(model, xs, packed):
 
 
 # -------------------------------------------------------------------- step
-def build_mmssl_step(args, config, variant='plain', mode='bernoulli'):
+def build_mmssl_step(args, config, variant='plain', mode=CONFIG_MODE):
     """A callable running one mmssl DINOv2 step of the config ``config``
     (:func:`recipe_config`) on :func:`make_crops`, and the drop-path
     rate it uses."""

@@ -14,23 +14,24 @@ bvr = load_tool('analysis_tools/benchmark_vs_reference.py')
 def test_rows_and_names_per_drop_path_mode():
     args = bvr.parse_args(
         ['--reference-root', 'x', '--variants', 'plain', 'packed',
-         '--drop-path-mode', 'bernoulli', 'fixed']
+         '--drop-path-mode', 'static', 'bernoulli']
     )  # fmt: skip
     rows = svr.rows(args)
     assert rows == [
+        ('plain', 'static'),
+        ('packed', 'static'),
         ('plain', 'bernoulli'),
         ('packed', 'bernoulli'),
-        ('plain', 'fixed'),
-        ('packed', 'fixed'),
     ]
     assert [svr.name_of(*r) for r in rows] == [
         'mmssl',
         'mmssl+packed',
-        'mmssl[fixed]',
-        'mmssl+packed[fixed]',
+        'mmssl[bernoulli]',
+        'mmssl+packed[bernoulli]',
     ]
+    # by default the rows run as the DINO-family configs build the model
     assert bvr.parse_args(['--reference-root', 'x']).drop_path_mode == [
-        'bernoulli'
+        'static'
     ]
     with pytest.raises(SystemExit):
         bvr.parse_args(['--reference-root', 'x', '--drop-path-mode', 'fix'])
@@ -91,3 +92,23 @@ def test_a_side_out_of_memory_leaves_the_others(capsys):
     assert 'reference: out of memory' in out and 'mmssl: median' in out
     median = sum(times['mmssl']) / 2
     assert f'{2 / median:.3g} TFLOP/s, MFU {2 / median:.1f}%' in out
+
+
+def test_graph_variants_compile_with_cuda_graphs():
+    assert svr.compile_cfg('plain', None) is False
+    assert svr.compile_cfg('compile', None) is True
+    assert svr.compile_cfg('compile', 'aot_eager') == dict(backend='aot_eager')
+    assert svr.compile_cfg('compile+graphs', None) == dict(
+        mode='reduce-overhead'
+    )
+    assert svr.compile_cfg('compile+packed+graphs', None) == dict(
+        mode='reduce-overhead'
+    )
+
+
+def test_default_mode_is_the_recipe_mode():
+    from mmengine.config import Config
+
+    for arch in ('small', 'large'):
+        cfg = Config.fromfile(svr.recipe_config(arch, bvr.CONFIGS))
+        assert cfg.model.backbone.drop_path_mode == svr.CONFIG_MODE

@@ -26,10 +26,14 @@ lacks, each against the same reference run: ``compile`` (the backbone's
 ``torch.compile``, inductor by default, C++ on the CPU), ``packed``
 (``forward_packed``: token-wise layers once over the tokens of both crop
 sizes; in the step, ``model.pack_crops=True``) and ``compile+packed``.
-The ``plain`` row is the eager per-size model. ``--drop-path-mode``
-repeats every row for each listed stochastic-depth mode of mmssl
-(``bernoulli``, ``fixed``: DINOv2's count, ``fixed_stochastic``), named
-``mmssl[fixed]`` etc.; the reference keeps its own rule. Compiled variants need
+``compile+graphs`` and ``compile+packed+graphs`` compile with
+``mode='reduce-overhead'`` (CUDA graphs replayed per block; CUDA only).
+The ``plain`` row is the eager per-size model, as a config's defaults
+build it: ``drop_path_mode='static'``. ``--drop-path-mode`` repeats
+every row for each listed stochastic-depth mode of mmssl (``static``,
+``bernoulli``: the usual per-sample draw, ``fixed``: DINOv2's count,
+``fixed_stochastic``), rows other than ``static`` named
+``mmssl[bernoulli]`` etc.; the reference keeps its own rule. Compiled variants need
 ``--warmup`` of at least 2 (the first calls compile, then recompile with
 a dynamic batch size).
 
@@ -42,7 +46,7 @@ Example::
         --variants plain compile packed compile+packed --clock cpu
     python tools/analysis_tools/benchmark_vs_reference.py \\
         --reference-root /tmp/dinov2ref --repeats 8 --clock cpu \\
-        --drop-path-mode bernoulli fixed fixed_stochastic
+        --drop-path-mode static bernoulli fixed fixed_stochastic
     python tools/analysis_tools/benchmark_vs_reference.py \\
         --reference-root /tmp/dinov2ref --device cuda --batch 32 --amp
 """
@@ -57,6 +61,7 @@ from mmssl.analysis.reference_dinov2 import (
     load_reference,
 )
 from mmssl.analysis.speed_vs_reference import (
+    CONFIG_MODE,
     VARIANTS,
     arch_of,
     backbone_fns,
@@ -101,9 +106,10 @@ def parse_args(argv=None):
     parser.add_argument(
         '--drop-path-mode',
         nargs='+',
-        default=['bernoulli'],
+        default=[CONFIG_MODE],
         choices=DROP_PATH_MODES,
-        help='mmssl stochastic-depth modes; every row once per mode',
+        help='mmssl stochastic-depth modes; every row once per mode '
+        f"(default: {CONFIG_MODE!r}, the DINO-family configs' mode)",
     )
     parser.add_argument(
         '--clock',

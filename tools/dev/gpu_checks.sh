@@ -3,7 +3,7 @@
 # H200 without network (Python 3.12, torch, no mm* packages): under 8
 # minutes in all. Each step has its own time limit and log, so one hang,
 # crash or out-of-memory does not cost the rest; a global budget
-# (BUDGET seconds, default 450) skips what no longer fits.
+# (BUDGET seconds, default 470) skips what no longer fits.
 #
 #   bash tools/dev/gpu_checks.sh [OUT_DIR] [DINOV2_REFERENCE_ROOT]
 #
@@ -18,22 +18,24 @@
 # reference are skipped. ONLY="name name ..." runs just the named steps;
 # SKIP_INSTALL=1 leaves the Python environment alone (a local dry run).
 #
-# Steps, most important first:
+# Steps, most important first (mmssl rows as the configs build the model:
+# drop_path_mode='static'; each step reruns the reference beside them):
 #   sync_debug      20 DINOv2 steps under set_sync_debug_mode('error')
+#   ref_bf16        ViT-S/14 batch 32 vs the reference, bf16: plain, packed
 #   cuda_tests      the rest of tests/test_cuda
-#   ref_bf16        ViT-S/14 batch 32 vs the reference, bf16, variants
-#                   plain, compile, packed, compile+packed (both rows)
+#   ref_bf16_comp   as ref_bf16 for compile and compile+packed
 #   ref_vitl_b64    ViT-L/14 batch 64, bf16, whole step: times, MFU and
 #                   each side's peak memory (mmssl with selective
 #                   activation checkpointing, as the ViT-L preset)
 #   ref_fp32        as ref_bf16 in fp32 with TF32 matmuls on both sides
+#   graphs          whole step with CUDA graphs (compile+graphs rows)
 #   preset_vitl     benchmark_train.py on the ViT-L/14 batch-64 preset
 #                   (images/s, MFU, memory), if the budget allows
 set -uo pipefail
 OUT=${1:-${OUT:-gpu_checks_out}}
 REF=${2:-}
 if [ -z "$REF" ] && [ -d .gpu_ref/dinov2 ]; then REF=.gpu_ref; fi
-BUDGET=${BUDGET:-450}
+BUDGET=${BUDGET:-470}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 PY=${PYTHON:-python3}
@@ -72,6 +74,12 @@ elif [ -d .gpu_wheels ]; then
     # names, not files: what is installed already stays as it is
     $PY -m pip install --quiet --no-index --no-deps --find-links .gpu_wheels \
         $(bash tools/dev/gpu_wheels.sh --list) 2>&1 | tail -n 3
+    if ! $PY -c 'import mmengine, mmcv, mmpretrain' 2>/dev/null; then
+        # a read-only environment: the wheels into a folder of their own
+        $PY -m pip install --quiet --no-index --no-deps --no-compile \
+            --target /tmp/gpu_site .gpu_wheels/*.whl 2>&1 | tail -n 3
+        export PYTHONPATH=/tmp/gpu_site${PYTHONPATH:+:$PYTHONPATH}
+    fi
 fi
 if [ -z "${SKIP_INSTALL:-}" ]; then
     $PY -m pip install --quiet --no-deps --no-build-isolation -e . 2>&1 \
@@ -83,16 +91,23 @@ $PY -c "import torch, mmengine, mmcv, mmpretrain, mmssl; print('torch', torch.__
 echo "setup: $SECONDS s" | tee -a "$SUMMARY"
 
 T="-m pytest -n 0 -p no:cacheprovider -q -rs"
-step sync_debug 90 $PY $T tests/test_cuda/test_host_syncs_cuda.py
-step cuda_tests 120 $PY $T tests/test_cuda \
+VS="tools/analysis_tools/benchmark_vs_reference.py --reference-root $REF --device cuda"
+step sync_debug 75 $PY $T tests/test_cuda/test_host_syncs_cuda.py
+if [ -n "$REF" ]; then
+    step ref_bf16 100 $PY $VS --batch 32 --repeats 8 --warmup 3 --amp \
+        --variants plain packed
+fi
+step cuda_tests 110 $PY $T tests/test_cuda \
     --ignore=tests/test_cuda/test_host_syncs_cuda.py
 if [ -n "$REF" ]; then
-    VS="tools/analysis_tools/benchmark_vs_reference.py --reference-root $REF --device cuda"
-    ALL="--variants plain compile packed compile+packed"
-    step ref_bf16 150 $PY $VS --batch 32 --repeats 6 --warmup 3 --amp $ALL
-    step ref_vitl_b64 110 $PY $VS --arch large --batch 64 --what step \
+    step ref_bf16_comp 180 $PY $VS --batch 32 --repeats 6 --warmup 3 --amp \
+        --variants compile compile+packed
+    step ref_vitl_b64 100 $PY $VS --arch large --batch 64 --what step \
         --with-cp selective --repeats 3 --warmup 2 --amp
-    step ref_fp32 120 $PY $VS --batch 32 --repeats 5 --warmup 3 --tf32 $ALL
+    step ref_fp32 90 $PY $VS --batch 32 --repeats 5 --warmup 3 --tf32 \
+        --variants plain packed
+    step graphs 100 $PY $VS --batch 32 --what step --repeats 5 --warmup 3 \
+        --amp --variants compile+graphs compile+packed+graphs
 else
     echo "== no dinov2 reference (.gpu_ref/dinov2): comparisons skipped" \
         | tee -a "$SUMMARY"
@@ -102,7 +117,7 @@ fi
 if [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" preset_vitl "* ]]; then
     $PY tools/misc/make_demo_dataset.py data/demo >/dev/null 2>&1
 fi
-step preset_vitl 120 $PY tools/analysis_tools/benchmark_train.py \
+step preset_vitl 100 $PY tools/analysis_tools/benchmark_train.py \
     configs/dinov2/dinov2_vit-l14_1xb64-100e_custom.py --iters 15 --warmup 5 \
     --cfg-options train_dataloader.dataset.data_root=data/demo/train
 echo "done in $SECONDS s" | tee -a "$SUMMARY"
