@@ -33,9 +33,9 @@ build it: ``drop_path_mode='static'``. ``--drop-path-mode`` repeats
 every row for each listed stochastic-depth mode of mmssl (``static``,
 ``bernoulli``: the usual per-sample draw, ``fixed``: DINOv2's count,
 ``fixed_stochastic``), rows other than ``static`` named
-``mmssl[bernoulli]`` etc.; the reference keeps its own rule. Compiled variants need
-``--warmup`` of at least 2 (the first calls compile, then recompile with
-a dynamic batch size).
+``mmssl[bernoulli]`` etc.; the reference keeps its own rule. Compiled
+variants need ``--warmup`` of at least 2 (the first calls compile; a
+``bernoulli`` row then recompiles with a dynamic sample count).
 
 Example::
 
