@@ -22,7 +22,7 @@ from mmengine.model.weight_init import trunc_normal_
 from mmpretrain.models.backbones.base_backbone import BaseBackbone
 from mmpretrain.models.utils import build_norm_layer, to_2tuple
 
-from mmssl.models.layers import DINOBlock, drop_path_rates
+from mmssl.models.layers import DINOBlock, draw_layer_keeps, drop_path_rates
 from mmssl.models.layers.token_packing import (
     TokenGroups,
     group_masks,
@@ -356,9 +356,9 @@ class DINOVisionTransformer(DINOViTMixin, DINOv2PosEmbedMixin, BaseBackbone):
         x, grid = self.prepare_tokens(x, mask)
         group = TokenGroups((x.shape[:2],))  # one group: (B, 1 + R + N)
         outs = []
+        keeps = draw_layer_keeps(self.layers, group, x)
         for i, layer in enumerate(self.layers):
-            keeps = layer.draw_keeps(group, x)
-            x = self._run_layer(layer, x, None, keeps)
+            x = self._run_layer(layer, x, None, keeps[i])
             if i in self.out_indices:
                 outs.append(self._output(x, grid))
         return tuple(outs)
@@ -393,9 +393,9 @@ class DINOVisionTransformer(DINOViTMixin, DINOv2PosEmbedMixin, BaseBackbone):
         )
         x, groups = pack_tokens(tokens)  # (S, C)
         outs: List[List[torch.Tensor]] = [[] for _ in xs]
+        keeps = draw_layer_keeps(self.layers, groups, x, generators)
         for i, layer in enumerate(self.layers):
-            keeps = layer.draw_keeps(groups, x, generators)
-            x = self._run_layer(layer, x, groups, keeps)
+            x = self._run_layer(layer, x, groups, keeps[i])
             if i in self.out_indices:
                 out = self.ln1(x) if self.final_norm else x
                 for g, part in enumerate(unpack_tokens(out, groups)):

@@ -3,7 +3,7 @@ FFN (MLP or SwiGLU), the DINO block, stochastic depth and token
 packing."""
 
 from .attention import Attention
-from .block import DINOBlock
+from .block import DINOBlock, draw_layer_keeps
 from .drop_path import (
     DROP_PATH_MODES,
     DROP_PATH_SCHEDULES,
@@ -21,6 +21,7 @@ __all__ = [
     'FFN_TYPES',
     'TokenGroups',
     'build_ffn',
+    'draw_layer_keeps',
     'drop_add_residual',
     'drop_path_rates',
     'pack_tokens',

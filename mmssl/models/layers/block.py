@@ -2,7 +2,7 @@
 """The pre-norm ViT block of DINO, iBOT and DINOv2, with stochastic depth
 that runs each residual branch on the kept samples only."""
 
-from typing import Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import torch
 from mmengine.model import BaseModule
@@ -12,7 +12,13 @@ from torch import Tensor, nn
 from .attention import Attention
 from .drop_path import check_drop_path_mode
 from .ffn import build_ffn
-from .token_packing import Keep, TokenGroups, draw_keep, packed_residual
+from .token_packing import (
+    Keep,
+    TokenGroups,
+    draw_keep,
+    draw_static_keeps,
+    packed_residual,
+)
 
 #: Kept samples of the attention branch, then of the FFN branch.
 Keeps = Tuple[Keep, Keep]
@@ -195,4 +201,24 @@ class DINOBlock(BaseModule):
         return text
 
 
-__all__ = ['DINOBlock']
+def draw_layer_keeps(
+    layers: Sequence[DINOBlock],
+    groups: TokenGroups,
+    x: Tensor,
+    generators: Optional[Sequence[Optional[torch.Generator]]] = None,
+) -> List[Keeps]:
+    """Every block's :meth:`DINOBlock.draw_keeps`, for a whole forward.
+
+    Blocks in ``'static'`` mode draw together (:func:`~mmssl.models.
+    layers.token_packing.draw_static_keeps`: a few kernels per crop group
+    for all blocks, not about ten per branch); other modes draw block by
+    block.
+    """
+    if any(layer.drop_path_mode != 'static' for layer in layers):
+        return [layer.draw_keeps(groups, x, generators) for layer in layers]
+    rates = [layer.drop_rate_now() for layer in layers for _ in range(2)]
+    keeps = draw_static_keeps(groups, rates, x.device, generators)
+    return list(zip(keeps[0::2], keeps[1::2]))
+
+
+__all__ = ['DINOBlock', 'draw_layer_keeps']

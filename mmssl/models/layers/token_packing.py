@@ -28,6 +28,7 @@ from .drop_path import (
     generator_kwargs,
     keep_count,
     keep_indices,
+    static_draws,
     static_keep,
     subset_attention_backends,
 )
@@ -178,13 +179,87 @@ def _weighted_residual(
 ) -> Tensor:
     """``packed_residual`` of the ``'static'`` mode: per kept sample a
     weight (k_g,) on the device, broadcast to its T_g rows."""
-    rows, kept = _kept_rows(groups, keep)
+    if len(keep) == 1:  # one group: gather whole samples, 3 kernels
+        (b, t), k = groups.sizes[0], keep[0]
+        samples = x.view(b, t, -1)
+        kept = samples.index_select(0, k.idx)  # (k, T, C)
+        residual = branch(
+            kept.view(-1, x.shape[-1]), TokenGroups(((k.count, t),))
+        )
+        weighted = residual.view(k.count, t, -1) * k.weight[:, None, None]
+        return torch.index_add(samples, 0, k.idx, weighted.to(x.dtype)).view(
+            x.shape
+        )
+    if keep[0].rows is not None:  # rows drawn with the samples
+        rows = torch.cat([k.rows for k in keep])
+        per_row = torch.cat([k.row_weight for k in keep])
+        kept = TokenGroups(
+            tuple((k.count, t) for k, (_, t) in zip(keep, groups.sizes))
+        )
+    else:
+        rows, kept = _kept_rows(groups, keep)
+        per_row = torch.cat(
+            [
+                k.weight.repeat_interleave(t)
+                for k, (_, t) in zip(keep, kept.sizes)
+            ]
+        )  # (S_kept,)
     residual = branch(x.index_select(0, rows), kept)  # (S_kept, C)
-    per_row = torch.cat(
-        [k.weight.repeat_interleave(t) for k, (_, t) in zip(keep, kept.sizes)]
-    )  # (S_kept,)
-    weighted = residual * per_row[:, None].to(residual.dtype)
+    weighted = residual * per_row[:, None]
     return torch.index_add(x, 0, rows, weighted.to(x.dtype))
+
+
+def draw_static_keeps(
+    groups: TokenGroups,
+    rates: Sequence[float],
+    device: torch.device,
+    generators: Optional[Sequence[Optional[torch.Generator]]] = None,
+) -> List[Keep]:
+    """The ``'static'`` keeps of many residual branches (a whole backbone's)
+    in a few kernels per group (:func:`~mmssl.models.layers.drop_path.
+    static_draws`).
+
+    Args:
+        groups (TokenGroups): The layout; group g draws for B_g samples.
+        rates (Sequence[float]): Per branch its drop rate; 0 gives None
+            (every sample, unscaled).
+        device (torch.device): Where to draw.
+        generators (Sequence, optional): One generator per group (None
+            entries, or None: the global RNG).
+
+    Returns:
+        list[Keep]: Per branch, None or one :class:`GroupKeep` per group;
+        with several groups each also holds its token rows and their
+        weights, so a branch gathers all groups' tokens in one call.
+    """
+    active = [i for i, p in enumerate(rates) if p > 0.0]
+    keeps: List[Keep] = [None] * len(rates)
+    if not active:
+        return keeps
+    gens = list(generators) if generators else [None] * len(groups.sizes)
+    packed = len(groups.sizes) > 1
+    for i in active:
+        keeps[i] = []
+    start = 0
+    for (b, t), gen in zip(groups.sizes, gens):
+        order, weight, counts = static_draws(
+            b, [rates[i] for i in active], device, gen
+        )
+        if packed:  # (n, B, T): each sample's token rows and weight
+            tokens = torch.arange(t, device=order.device)
+            rows = (order * t + start)[:, :, None] + tokens
+            row_weight = weight[:, :, None].expand(-1, -1, t).contiguous()
+        for j, (i, k) in enumerate(zip(active, counts)):
+            extra = (
+                (rows[j, :k].view(-1), row_weight[j, :k].view(-1))
+                if packed
+                else ()
+            )
+            keeps[i].append(
+                GroupKeep(order[j, :k], k, 1.0, device, weight[j, :k], *extra)
+            )
+        start += b * t
+    return keeps
 
 
 @dataclass(frozen=True)
@@ -200,6 +275,9 @@ class GroupKeep:
         weight (Tensor, optional): Per kept sample (k,) the weight of its
             branch, drawn on the device (``'static'`` mode; ``scale`` is
             then unused).
+        rows (Tensor, optional): The packed rows of the kept samples'
+            tokens (k * T,), offset by the group's first row.
+        row_weight (Tensor, optional): ``weight`` per row (k * T,).
     """
 
     idx: Optional[Tensor]
@@ -207,6 +285,8 @@ class GroupKeep:
     scale: float
     device: torch.device
     weight: Optional[Tensor] = None
+    rows: Optional[Tensor] = None
+    row_weight: Optional[Tensor] = None
 
 
 def draw_keep(
@@ -278,6 +358,7 @@ __all__ = [
     'GroupKeep',
     'TokenGroups',
     'draw_keep',
+    'draw_static_keeps',
     'grouped_attention',
     'pack_tokens',
     'packed_residual',
