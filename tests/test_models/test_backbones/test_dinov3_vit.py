@@ -10,7 +10,7 @@ import torch
 from mmpretrain.structures import DataSample
 
 from mmssl.models.backbones import DINOv3ViT
-from mmssl.models.utils.rope import RoPE2D, apply_rope, rope_periods
+from mmssl.models.layers.rope import RoPE2D, apply_rope, rope_periods
 from mmssl.registry import MODELS
 
 TINY = dict(embed_dims=32, num_layers=2, num_heads=2)
@@ -149,7 +149,7 @@ def test_out_indices_untied_norms_and_attention():
     first, last = model(x)
     tokens, _ = model.prepare_tokens(x)
     rope = model.rope_embed(4, 3)
-    tokens = model.layers[0](tokens, rope)
+    tokens = model.layers[0](tokens, ropes=[rope])
     torch.testing.assert_close(first[:, 3:], model.norm(tokens[:, 3:]))
     torch.testing.assert_close(first[:, :3], model.cls_norm(tokens[:, :3]))
     attn = model.get_last_selfattention(x)
