@@ -27,15 +27,12 @@ from mmssl.models.utils.activation_checkpoint import check_cp_mode
 from mmssl.models.utils.compile_blocks import compile_blocks as _compile_blocks
 from mmssl.registry import MODELS
 
-from .block_stack import BlockStackMixin
 from .dino_vit_common import DINOViTMixin, vit_arch
 from .dino_vit_pos import DINOv2PosEmbedMixin
 
 
 @MODELS.register_module()
-class DINOVisionTransformer(
-    BlockStackMixin, DINOViTMixin, DINOv2PosEmbedMixin, BaseBackbone
-):
+class DINOVisionTransformer(DINOViTMixin, DINOv2PosEmbedMixin, BaseBackbone):
     """ViT with register tokens, mask token and DINOv2 conventions.
 
     The token sequence fed to the transformer is
@@ -300,14 +297,7 @@ class DINOVisionTransformer(
             tuple: Tokens (B, 1 + R + N, C) and the patch grid (Hp, Wp).
         """
         B = x.shape[0]
-        x, grid = self.patch_embed(x)  # (B, N, C)
-        # The residual stream keeps the parameters' dtype: under autocast
-        # the patch embedding returns bf16/fp16, and casting the tokens
-        # down to it would sum every block's residual in low precision
-        # (the reference's torch.cat with the float32 CLS token promotes).
-        x = x.to(self.cls_token.dtype)
-        x = self._apply_mask_token(x, mask, grid)
-
+        x, grid = self._embed_patches(x, mask)  # (B, N, C)
         x = torch.cat([self.cls_token.expand(B, -1, -1).to(x.dtype), x], dim=1)
         x = x + self.interpolate_pos_encoding(grid).to(x.dtype)
         if self.register_tokens is not None:

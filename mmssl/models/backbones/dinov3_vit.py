@@ -33,13 +33,12 @@ from mmssl.models.utils.activation_checkpoint import check_cp_mode
 from mmssl.models.utils.compile_blocks import compile_blocks as _compile_blocks
 from mmssl.registry import MODELS
 
-from .block_stack import BlockStackMixin
 from .dino_vit_common import OUT_TYPES, DINOViTMixin
 from .dino_vit_common import vit_arch as _arch
 
 
 @MODELS.register_module()
-class DINOv3ViT(BlockStackMixin, DINOViTMixin, BaseBackbone):
+class DINOv3ViT(DINOViTMixin, BaseBackbone):
     """DINOv3 ViT with RoPE, registers, LayerScale and masked K-bias.
 
     Args:
@@ -262,13 +261,7 @@ class DINOv3ViT(BlockStackMixin, DINOViTMixin, BaseBackbone):
             tuple: Tokens (B, 1 + R + N, C) and the patch grid (Hp, Wp).
         """
         B = x.shape[0]
-        x, grid = self.patch_embed(x)  # (B, N, C)
-        # The residual stream keeps the parameters' dtype: under autocast
-        # the patch embedding returns bf16/fp16, and casting the tokens
-        # down to it would sum every block's residual in low precision
-        # (the reference's torch.cat with the float32 CLS token promotes).
-        x = x.to(self.cls_token.dtype)
-        x = self._apply_mask_token(x, mask, grid)
+        x, grid = self._embed_patches(x, mask)  # (B, N, C)
         tokens = [self.cls_token.expand(B, -1, -1)]
         if self.register_tokens is not None:
             tokens.append(self.register_tokens.expand(B, -1, -1))
