@@ -233,3 +233,21 @@ def test_dinov2_algorithm_trains_with_it():
     assert backbone.register_tokens.grad.abs().sum() > 0
     feats = model.extract_feat(views[0])
     assert feats.shape == (2, 32)
+
+
+def test_blocks_built_with_their_rate_and_no_drop_without_grad():
+    """Each block is a DINOBlock built with the config's rate (no
+    DropPath module to zero for the teacher); without autograd (the EMA
+    teacher) a training-mode forward drops nothing."""
+    from mmssl.models.layers import DINOBlock
+
+    model = tiny(out_type='raw', drop_path_rate=0.5, rope_rescale_coords=None)
+    assert all(type(b) is DINOBlock for b in model.layers)
+    assert [b.drop_path_rate for b in model.layers] == [0.5, 0.5]
+    assert not any(hasattr(m, 'drop_prob') for m in model.modules())
+    x = torch.randn(8, 3, 16, 16)
+    want = model.eval()(x)[0]
+    model.train()
+    with torch.no_grad():
+        torch.testing.assert_close(model(x)[0], want)
+    assert not torch.allclose(model(x)[0], want)  # with grad: drops
