@@ -33,7 +33,7 @@ from mmssl.models.utils.activation_checkpoint import check_cp_mode
 from mmssl.models.utils.compile_blocks import compile_blocks as _compile_blocks
 from mmssl.registry import MODELS
 
-from .dino_vit_common import OUT_TYPES, DINOViTMixin
+from .dino_vit_common import DINOViTMixin
 from .dino_vit_common import vit_arch as _arch
 
 
@@ -142,17 +142,9 @@ class DINOv3ViT(DINOViTMixin, BaseBackbone):
         init_cfg: Optional[dict] = None,
     ) -> None:
         super().__init__(init_cfg=init_cfg)
-        s = self._resolve_arch(arch)
-        if out_type not in OUT_TYPES:
-            raise ValueError(
-                f'Unsupported out_type {out_type!r}; choose from '
-                f'{sorted(OUT_TYPES)}.'
-            )
-        if not isinstance(num_register_tokens, int) or num_register_tokens < 0:
-            raise ValueError(
-                f'num_register_tokens must be an int >= 0, got '
-                f'{num_register_tokens!r}.'
-            )
+        s = self._check_args(
+            arch, num_register_tokens, out_type, True, patch_size
+        )
         C, L = s['embed_dims'], s['num_layers']
         self.embed_dims, self.num_layers = C, L
         self.num_heads = s['num_heads']
@@ -160,9 +152,7 @@ class DINOv3ViT(DINOViTMixin, BaseBackbone):
         self.out_type = out_type
         self.final_norm = final_norm
         self.with_cp = check_cp_mode(with_cp)
-        if isinstance(out_indices, int):
-            out_indices = [out_indices]
-        self.out_indices = [i % L for i in out_indices]
+        self.out_indices = self._check_out_indices(out_indices, L)
 
         self.patch_embed = PatchEmbed(in_channels, C, patch_size)
         self.cls_token = nn.Parameter(torch.zeros(1, 1, C))

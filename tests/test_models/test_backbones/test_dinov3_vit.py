@@ -107,6 +107,8 @@ def test_mask_token_and_errors():
         DINOv3ViT(arch='tiny_plus')
     with pytest.raises(ValueError, match='custom arch'):
         DINOv3ViT(arch=dict(embed_dims=32))
+    with pytest.raises(ValueError, match='out of range'):
+        DINOv3ViT(arch=TINY, out_indices=[2])  # 2 blocks: 0, 1, -1, -2
 
 
 def test_rope_coordinate_augmentation_train_only():
