@@ -47,11 +47,11 @@ class BlockStackMixin:
         return tokens, tuple(grid), self.rope(grid)
 
     def _run_layer(
-        self, layer: nn.Module, x: Tensor, groups, keeps, ropes
+        self, layer: nn.Module, x: Tensor, groups=None, keeps=None, ropes=None
     ) -> Tensor:
         """One block, checkpointed in training when ``with_cp`` says so;
         ``keeps`` of ``layer.draw_keeps``, drawn outside so that a
-        recomputation replays them."""
+        recomputation replays them (None: the block draws)."""
         if self.with_cp and self.training and torch.is_grad_enabled():
             # Non-reentrant: DDP-safe when a block runs twice per step.
             return checkpoint_block(
