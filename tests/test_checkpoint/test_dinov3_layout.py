@@ -13,7 +13,7 @@ from mmssl.checkpoint.layouts import (
     timm_dinov3_to_dinov3,
 )
 from mmssl.models.backbones import DINOv3ViT
-from mmssl.models.utils.rope import rope_periods
+from mmssl.models.layers.rope import rope_periods
 from tests.support.dinov3_ref import make_hub_state_dict, ref_dinov3_forward
 
 EMBED, HEADS = 32, 2

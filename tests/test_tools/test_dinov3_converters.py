@@ -164,7 +164,7 @@ def test_hf_rope_theta_from_config_json(tmp_path):
 
     from safetensors.torch import save_file
 
-    from mmssl.models.utils.rope import rope_periods
+    from mmssl.models.layers.rope import rope_periods
 
     hf = {
         'embeddings.cls_token': torch.zeros(1, 1, EMBED),

@@ -255,7 +255,7 @@ def hf_dinov3_rope_periods(config: Mapping) -> torch.Tensor:
     """The RoPE periods a ``DINOv3ViTConfig`` (``config.json``) implies.
 
     transformers computes ``inv_freq = 1 / rope_theta ** (4 i / head_dim)``;
-    mmssl's :class:`~mmssl.models.utils.rope.RoPE2D` stores the periods
+    mmssl's :class:`~mmssl.models.layers.rope.RoPE2D` stores the periods
     ``rope_theta ** (4 i / head_dim)``, the same rotation. Loading these
     periods into ``rope_embed.periods`` carries any base over exactly.
 
@@ -295,7 +295,7 @@ def hf_dinov3_rope_periods(config: Mapping) -> torch.Tensor:
             f'{heads}: the head width must be a multiple of 4 for 2D RoPE.'
         )
     head_dim = width // heads
-    # rope_periods() of mmssl.models.utils.rope (checkpoint/ must not
+    # rope_periods() of mmssl.models.layers.rope (checkpoint/ must not
     # import models/): float64 powers, stored as float32
     exponents = torch.arange(head_dim // 4, dtype=torch.float64)
     return (float(theta) ** (4.0 * exponents / head_dim)).float()

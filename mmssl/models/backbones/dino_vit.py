@@ -22,17 +22,8 @@ from mmengine.model.weight_init import trunc_normal_
 from mmpretrain.models.backbones.base_backbone import BaseBackbone
 from mmpretrain.models.utils import build_norm_layer, to_2tuple
 
-from mmssl.models.layers import DINOBlock, draw_layer_keeps, drop_path_rates
-from mmssl.models.layers.token_packing import (
-    TokenGroups,
-    group_masks,
-    pack_tokens,
-    unpack_tokens,
-)
-from mmssl.models.utils.activation_checkpoint import (
-    check_cp_mode,
-    checkpoint_block,
-)
+from mmssl.models.layers import DINOBlock, drop_path_rates
+from mmssl.models.utils.activation_checkpoint import check_cp_mode
 from mmssl.models.utils.compile_blocks import compile_blocks as _compile_blocks
 from mmssl.registry import MODELS
 
@@ -306,14 +297,7 @@ class DINOVisionTransformer(DINOViTMixin, DINOv2PosEmbedMixin, BaseBackbone):
             tuple: Tokens (B, 1 + R + N, C) and the patch grid (Hp, Wp).
         """
         B = x.shape[0]
-        x, grid = self.patch_embed(x)  # (B, N, C)
-        # The residual stream keeps the parameters' dtype: under autocast
-        # the patch embedding returns bf16/fp16, and casting the tokens
-        # down to it would sum every block's residual in low precision
-        # (the reference's torch.cat with the float32 CLS token promotes).
-        x = x.to(self.cls_token.dtype)
-        x = self._apply_mask_token(x, mask, grid)
-
+        x, grid = self._embed_patches(x, mask)  # (B, N, C)
         x = torch.cat([self.cls_token.expand(B, -1, -1).to(x.dtype), x], dim=1)
         x = x + self.interpolate_pos_encoding(grid).to(x.dtype)
         if self.register_tokens is not None:
@@ -323,104 +307,9 @@ class DINOVisionTransformer(DINOViTMixin, DINOv2PosEmbedMixin, BaseBackbone):
         x = self.pre_norm(x)
         return x, tuple(grid)
 
-    def _run_layer(
-        self, layer: nn.Module, x: torch.Tensor, groups=None, keeps=None
-    ) -> torch.Tensor:
-        """One block, checkpointed in training when ``with_cp`` says so;
-        ``keeps`` of ``layer.draw_keeps`` (None: the block draws)."""
-        if self.with_cp and self.training and torch.is_grad_enabled():
-            # Non-reentrant: DDP-safe when a block runs twice per step.
-            return checkpoint_block(
-                layer, x, groups, keeps, with_cp=self.with_cp
-            )
-        return layer(x, groups, keeps)
-
-    def _output(self, x: torch.Tensor, grid) -> torch.Tensor:
-        return self._format_output(self.ln1(x) if self.final_norm else x, grid)
-
-    def forward(
-        self, x: torch.Tensor, mask: Optional[torch.Tensor] = None
-    ) -> Tuple[torch.Tensor]:
-        """Forward images, optionally masking patches.
-
-        Args:
-            x (torch.Tensor): Images (B, C_in, H, W); H and W should be
-                multiples of ``patch_size`` (others are padded).
-            mask (torch.Tensor, optional): Bool patch mask (B, Hp, Wp) or
-                (B, Hp*Wp). Defaults to None.
-
-        Returns:
-            tuple[torch.Tensor]: One output per ``out_indices``, formatted by
-            ``out_type``.
-        """
-        x, grid = self.prepare_tokens(x, mask)
-        group = TokenGroups((x.shape[:2],))  # one group: (B, 1 + R + N)
-        outs = []
-        keeps = draw_layer_keeps(self.layers, group, x)
-        for i, layer in enumerate(self.layers):
-            x = self._run_layer(layer, x, None, keeps[i])
-            if i in self.out_indices:
-                outs.append(self._output(x, grid))
-        return tuple(outs)
-
-    def forward_packed(
-        self,
-        xs: Sequence[torch.Tensor],
-        masks: Optional[Sequence[Optional[torch.Tensor]]] = None,
-        generators: Optional[Sequence[Optional[torch.Generator]]] = None,
-    ) -> List[Tuple[torch.Tensor, ...]]:
-        """Forward groups of crops, each group of one size, in one pass.
-
-        The tokens of all groups are packed into one (S, C) tensor; every
-        token-wise layer runs once on it, attention per group. The same
-        values as :meth:`forward` per group, up to float rounding.
-
-        Args:
-            xs (Sequence[Tensor]): Groups of images (B_g, C_in, H_g, W_g).
-            masks (Sequence, optional): Per group, a patch mask as in
-                :meth:`forward` or None. Defaults to None (no masks).
-            generators (Sequence, optional): Per group, the generator of
-                that group's stochastic-depth draws (None: global RNG).
-                Group g then draws what ``forward(xs[g])`` would draw.
-
-        Returns:
-            list[tuple[Tensor]]: Per group, what ``forward(xs[g],
-            masks[g])`` returns.
-        """
-        masks = group_masks(xs, masks)
-        tokens, grids = zip(
-            *(self.prepare_tokens(x, m) for x, m in zip(xs, masks))
-        )
-        x, groups = pack_tokens(tokens)  # (S, C)
-        outs: List[List[torch.Tensor]] = [[] for _ in xs]
-        keeps = draw_layer_keeps(self.layers, groups, x, generators)
-        for i, layer in enumerate(self.layers):
-            x = self._run_layer(layer, x, groups, keeps[i])
-            if i in self.out_indices:
-                out = self.ln1(x) if self.final_norm else x
-                for g, part in enumerate(unpack_tokens(out, groups)):
-                    outs[g].append(self._format_output(part, grids[g]))
-        return [tuple(o) for o in outs]
-
-    @torch.no_grad()
-    def get_last_selfattention(
-        self, x: torch.Tensor, mask: Optional[torch.Tensor] = None
-    ) -> torch.Tensor:
-        """Softmax attention of the last block, computed explicitly.
-
-        Args:
-            x (torch.Tensor): Images (B, C_in, H, W).
-            mask (torch.Tensor, optional): Patch mask as in :meth:`forward`.
-
-        Returns:
-            torch.Tensor: Attention (B, heads, T, T), T = 1 + R + N; row 0 is
-            the CLS query.
-        """
-        x, _ = self.prepare_tokens(x, mask)
-        for layer in self.layers[:-1]:
-            x = layer(x)
-        last = self.layers[-1]
-        return last.attn.attention_map(last.ln1(x))
+    def apply_final_norm(self, x: torch.Tensor) -> torch.Tensor:
+        """The final norm of tokens (B, 1 + R + N, C)."""
+        return self.ln1(x)
 
 
 __all__: List[str] = ['DINOVisionTransformer']

@@ -2,17 +2,22 @@
 """What the DINOv2-style and DINOv3 ViT backbones share.
 
 Both order their tokens ``[CLS, REG_1..REG_R, PATCH_1..PATCH_N]``, replace
-masked patch embeddings by one learnable mask token (iBOT, Zhou et al.,
-2021, `arXiv:2111.07832 <https://arxiv.org/abs/2111.07832>`_), offer the
-same ``out_type`` formats and number their depths the same way for
-layer-wise learning-rate decay. :class:`DINOViTMixin` holds these once;
-each backbone names its depth-0 parameters in ``EMBED_PARAMS``.
+masked patch embeddings by one learnable mask token
+(:mod:`~mmssl.models.layers.mask_token`), run their blocks the same way
+(:mod:`.block_stack`), offer the same ``out_type`` formats and number
+their depths the same way for layer-wise learning-rate decay.
+:class:`DINOViTMixin` holds these once; each backbone names its depth-0
+parameters in ``EMBED_PARAMS``.
 """
 
 from typing import List, Optional, Tuple, Union
 
 import torch
 from torch import Tensor
+
+from mmssl.models.layers.mask_token import apply_mask_token
+
+from .block_stack import BlockStackMixin
 
 ARCH_KEYS = {'embed_dims', 'num_layers', 'num_heads'}
 OUT_TYPES = {'raw', 'cls_token', 'featmap', 'avg_featmap'}
@@ -30,12 +35,14 @@ def vit_arch(C: int, L: int, H: int, ratio: float = 4, **extra) -> dict:
     )
 
 
-class DINOViTMixin:
-    """Arch lookup, mask token, output formats and layer depths.
+class DINOViTMixin(BlockStackMixin):
+    """Arch lookup, masked patch embedding, output formats and layer
+    depths; the forward passes of :class:`BlockStackMixin`.
 
-    The class using it has ``arch_zoo``, ``mask_token``, ``out_type``,
-    ``num_extra_tokens`` and ``num_layers``, and lists the names of its
-    embedding parameters (depth 0) in ``EMBED_PARAMS``.
+    The class using it has ``arch_zoo``, ``patch_embed``, ``cls_token``,
+    ``mask_token``, ``out_type``, ``num_extra_tokens`` and
+    ``num_layers``, and lists the names of its embedding parameters
+    (depth 0) in ``EMBED_PARAMS``.
     """
 
     EMBED_PARAMS: Tuple[str, ...] = (
@@ -100,31 +107,23 @@ class DINOViTMixin:
             )
         return out
 
-    def _apply_mask_token(
-        self, x: Tensor, mask: Optional[Tensor], grid: Tuple[int, int]
-    ) -> Tensor:
-        """Replace the patch embeddings ``x`` (B, N, C) that ``mask``
-        (B, Hp, Wp) or (B, Hp*Wp) marks True by the mask token."""
-        B = x.shape[0]
-        if mask is not None:
-            if mask.shape[0] != B or mask[0].numel() != x.shape[1]:
-                raise ValueError(
-                    f'mask of shape {tuple(mask.shape)} does not match the '
-                    f'{B} images with a {grid[0]}x{grid[1]} patch grid; '
-                    f'expected ({B}, {grid[0]}, {grid[1]}) or '
-                    f'({B}, {grid[0] * grid[1]}).'
-                )
-            mask = mask.reshape(B, -1, 1).bool()
-            return torch.where(mask, self.mask_token.to(x.dtype), x)
-        if (
+    def _embed_patches(
+        self, x: Tensor, mask: Optional[Tensor]
+    ) -> Tuple[Tensor, Tuple[int, int]]:
+        """Patch embeddings (B, N, C), masked patches replaced by the mask
+        token, and the patch grid (Hp, Wp) of images (B, C_in, H, W)."""
+        x, grid = self.patch_embed(x)  # (B, N, C)
+        # The residual stream keeps the parameters' dtype: under autocast
+        # the patch embedding returns bf16/fp16, and casting the tokens
+        # down to it would sum every block's residual in low precision
+        # (the reference's torch.cat with the float32 CLS token promotes).
+        x = x.to(self.cls_token.dtype)
+        keep = (
             self.training
             and torch.is_grad_enabled()
             and self.mask_token.requires_grad
-        ):
-            # Keep mask_token in the graph (zero contribution) so DDP does
-            # not need find_unused_parameters when a step has no masks.
-            return x + 0.0 * self.mask_token.to(x.dtype)
-        return x
+        )
+        return apply_mask_token(x, mask, self.mask_token, grid, keep), grid
 
     def _format_output(self, x: Tensor, hw: Tuple[int, int]) -> Tensor:
         if self.out_type == 'raw':

@@ -24,27 +24,21 @@ from mmengine.model.weight_init import trunc_normal_
 from mmpretrain.models.backbones.base_backbone import BaseBackbone
 from torch import Tensor
 
-from mmssl.models.utils.activation_checkpoint import (
-    check_cp_mode,
-    checkpoint_block,
-)
+from mmssl.models.layers import DINOBlock
+from mmssl.models.layers.attention import MaskedBiasLinear, Rope
+from mmssl.models.layers.layer_scale import LayerScale
+from mmssl.models.layers.patch_embed import PatchEmbed
+from mmssl.models.layers.rope import RoPE2D
+from mmssl.models.utils.activation_checkpoint import check_cp_mode
 from mmssl.models.utils.compile_blocks import compile_blocks as _compile_blocks
-from mmssl.models.utils.rope import RoPE2D
 from mmssl.registry import MODELS
 
-from .dino_vit_common import OUT_TYPES, DINOViTMixin
+from .dino_vit_common import DINOViTMixin
 from .dino_vit_common import vit_arch as _arch
-from .dinov3_layers import (
-    DINOv3Block,
-    LayerScale,
-    MaskedBiasLinear,
-    PatchEmbed,
-)
-from .packed_vit import DINOv3PackingMixin
 
 
 @MODELS.register_module()
-class DINOv3ViT(DINOv3PackingMixin, DINOViTMixin, BaseBackbone):
+class DINOv3ViT(DINOViTMixin, BaseBackbone):
     """DINOv3 ViT with RoPE, registers, LayerScale and masked K-bias.
 
     Args:
@@ -62,12 +56,14 @@ class DINOv3ViT(DINOv3PackingMixin, DINOViTMixin, BaseBackbone):
         layer_scale_init_value (float): LayerScale init; 0 disables it.
             Defaults to 1e-5.
         drop_path_rate (float): Stochastic depth, the same rate in every
-            block as in DINOv3. Defaults to 0.
-        drop_path_mode (str): ``'bernoulli'`` (mmcv's ``DropPath``),
-            ``'fixed'`` or ``'fixed_stochastic'`` (branches run on a
-            fixed-count subset only; see
-            :mod:`mmssl.models.layers.drop_path`). Defaults to
-            ``'bernoulli'``.
+            block as in DINOv3; it acts in training mode while autograd
+            records (:class:`~mmssl.models.layers.DINOBlock`). Defaults
+            to 0.
+        drop_path_mode (str): Which samples a block keeps, as in
+            :class:`~mmssl.models.DINOVisionTransformer`; ``'bernoulli'``
+            draws as mmcv's ``DropPath`` does. Branches run on the kept
+            samples only (:mod:`mmssl.models.layers.drop_path`). Defaults
+            to ``'bernoulli'``.
         norm_eps (float): LayerNorm epsilon. Defaults to 1e-5 (released).
         mask_k_bias (bool): Zero the key part of the qkv bias through the
             ``attn.qkv.bias_mask`` buffer. Defaults to True.
@@ -146,17 +142,9 @@ class DINOv3ViT(DINOv3PackingMixin, DINOViTMixin, BaseBackbone):
         init_cfg: Optional[dict] = None,
     ) -> None:
         super().__init__(init_cfg=init_cfg)
-        s = self._resolve_arch(arch)
-        if out_type not in OUT_TYPES:
-            raise ValueError(
-                f'Unsupported out_type {out_type!r}; choose from '
-                f'{sorted(OUT_TYPES)}.'
-            )
-        if not isinstance(num_register_tokens, int) or num_register_tokens < 0:
-            raise ValueError(
-                f'num_register_tokens must be an int >= 0, got '
-                f'{num_register_tokens!r}.'
-            )
+        s = self._check_args(
+            arch, num_register_tokens, out_type, True, patch_size
+        )
         C, L = s['embed_dims'], s['num_layers']
         self.embed_dims, self.num_layers = C, L
         self.num_heads = s['num_heads']
@@ -164,9 +152,7 @@ class DINOv3ViT(DINOv3PackingMixin, DINOViTMixin, BaseBackbone):
         self.out_type = out_type
         self.final_norm = final_norm
         self.with_cp = check_cp_mode(with_cp)
-        if isinstance(out_indices, int):
-            out_indices = [out_indices]
-        self.out_indices = [i % L for i in out_indices]
+        self.out_indices = self._check_out_indices(out_indices, L)
 
         self.patch_embed = PatchEmbed(in_channels, C, patch_size)
         self.cls_token = nn.Parameter(torch.zeros(1, 1, C))
@@ -186,19 +172,21 @@ class DINOv3ViT(DINOv3PackingMixin, DINOViTMixin, BaseBackbone):
             jitter_coords=rope_jitter_coords,
             rescale_coords=rope_rescale_coords,
         )
+        # Blocks in DINOv3's layout (LayerScale ls1/ls2, fc1/fc2 or w1-w3).
         self.layers = nn.ModuleList(
-            DINOv3Block(
+            DINOBlock(
                 C,
                 self.num_heads,
                 s['feedforward_channels'],
-                ffn_type=s.get('ffn_type', 'mlp'),
-                swiglu_align=s.get('swiglu_align', 8),
-                layer_scale_init_value=layer_scale_init_value,
                 drop_path_rate=drop_path_rate,
                 drop_path_mode=drop_path_mode,
-                norm_eps=norm_eps,
+                layer_scale_init_value=layer_scale_init_value,
                 qkv_bias=s.get('qkv_bias', True),
+                ffn_type=s.get('ffn_type', 'mlp'),
+                swiglu_align=s.get('swiglu_align', 8),
                 mask_k_bias=mask_k_bias,
+                keep_rule='floor',
+                norm_cfg=dict(type='LN', eps=norm_eps),
             )
             for _ in range(L)
         )
@@ -232,13 +220,9 @@ class DINOv3ViT(DINOv3PackingMixin, DINOViTMixin, BaseBackbone):
                 if m.bias is not None:
                     nn.init.zeros_(m.bias)
             if isinstance(m, MaskedBiasLinear):
-                third = m.out_features // 3
-                m.bias_mask.fill_(1)
-                m.bias_mask[third : 2 * third] = 0
-            elif isinstance(m, nn.LayerNorm):
+                m.reset_mask()
+            elif isinstance(m, (nn.LayerNorm, LayerScale)):
                 m.reset_parameters()
-            elif isinstance(m, LayerScale):
-                nn.init.constant_(m.gamma, m.init_value)
         nn.init.normal_(self.cls_token, std=0.02)
         if self.register_tokens is not None:
             nn.init.normal_(self.register_tokens, std=0.02)
@@ -267,48 +251,16 @@ class DINOv3ViT(DINOv3PackingMixin, DINOViTMixin, BaseBackbone):
             tuple: Tokens (B, 1 + R + N, C) and the patch grid (Hp, Wp).
         """
         B = x.shape[0]
-        x, grid = self.patch_embed(x)  # (B, N, C)
-        # The residual stream keeps the parameters' dtype: under autocast
-        # the patch embedding returns bf16/fp16, and casting the tokens
-        # down to it would sum every block's residual in low precision
-        # (the reference's torch.cat with the float32 CLS token promotes).
-        x = x.to(self.cls_token.dtype)
-        x = self._apply_mask_token(x, mask, grid)
+        x, grid = self._embed_patches(x, mask)  # (B, N, C)
         tokens = [self.cls_token.expand(B, -1, -1)]
         if self.register_tokens is not None:
             tokens.append(self.register_tokens.expand(B, -1, -1))
         x = torch.cat([t.to(x.dtype) for t in tokens] + [x], dim=1)
         return x, grid
 
-    def _run_layer(self, layer: nn.Module, x: Tensor, rope) -> Tensor:
-        if self.with_cp and self.training and torch.is_grad_enabled():
-            # Non-reentrant: DDP-safe when a block runs twice per step.
-            return checkpoint_block(layer, x, rope, with_cp=self.with_cp)
-        return layer(x, rope)
-
-    def forward(
-        self, x: Tensor, mask: Optional[Tensor] = None
-    ) -> Tuple[Tensor, ...]:
-        """Forward images of any size, optionally masking patches.
-
-        Args:
-            x (Tensor): Images (B, C_in, H, W); ``H // patch_size`` by
-                ``W // patch_size`` patches (remainders are cut).
-            mask (Tensor, optional): Bool patch mask (B, Hp, Wp) or
-                (B, Hp*Wp). Defaults to None.
-
-        Returns:
-            tuple[Tensor]: One output per ``out_indices``, by ``out_type``.
-        """
-        x, grid = self.prepare_tokens(x, mask)
-        rope = self.rope_embed(*grid)  # (sin, cos), each (N, head_dims)
-        outs = []
-        for i, layer in enumerate(self.layers):
-            x = self._run_layer(layer, x, rope)
-            if i in self.out_indices:
-                out = self.apply_final_norm(x) if self.final_norm else x
-                outs.append(self._format_output(out, grid))
-        return tuple(outs)
+    def rope(self, grid: Tuple[int, int]) -> Rope:
+        """RoPE (sin, cos), each (Hp*Wp, head_dims), of a patch grid."""
+        return self.rope_embed(*grid)
 
     def apply_final_norm(self, x: Tensor) -> Tensor:
         """Final norm of tokens (B, 1 + R + N, C); ``cls_norm`` on CLS and
@@ -317,19 +269,6 @@ class DINOv3ViT(DINOv3PackingMixin, DINOViTMixin, BaseBackbone):
             return self.norm(x)
         n = self.num_extra_tokens
         return torch.cat([self.cls_norm(x[:, :n]), self.norm(x[:, n:])], 1)
-
-    @torch.no_grad()
-    def get_last_selfattention(
-        self, x: Tensor, mask: Optional[Tensor] = None
-    ) -> Tensor:
-        """Softmax attention (B, heads, T, T) of the last block, T = 1 + R +
-        N; row 0 is the CLS query."""
-        x, grid = self.prepare_tokens(x, mask)
-        rope = self.rope_embed(*grid)
-        for layer in self.layers[:-1]:
-            x = layer(x, rope)
-        last = self.layers[-1]
-        return last.attn.attention_map(last.ln1(x), rope)
 
 
 __all__: List[str] = ['DINOv3ViT']

@@ -1,8 +1,8 @@
 """Building blocks of the ViT backbones, one concept per file: attention,
-FFN (MLP or SwiGLU), the DINO block, stochastic depth and token
-packing."""
+FFN (MLP or SwiGLU), LayerScale, the ViT block, stochastic depth, token
+packing, 2D RoPE and patch embedding."""
 
-from .attention import Attention
+from .attention import Attention, MaskedBiasLinear
 from .block import DINOBlock, draw_layer_keeps
 from .drop_path import (
     DROP_PATH_MODES,
@@ -11,6 +11,9 @@ from .drop_path import (
     drop_path_rates,
 )
 from .ffn import FFN_TYPES, build_ffn, swiglu_hidden_dims
+from .layer_scale import LayerScale
+from .patch_embed import PatchEmbed
+from .rope import RoPE2D, apply_rope
 from .token_packing import TokenGroups, pack_tokens, unpack_tokens
 
 __all__ = [
@@ -19,7 +22,12 @@ __all__ = [
     'DROP_PATH_MODES',
     'DROP_PATH_SCHEDULES',
     'FFN_TYPES',
+    'LayerScale',
+    'MaskedBiasLinear',
+    'PatchEmbed',
+    'RoPE2D',
     'TokenGroups',
+    'apply_rope',
     'build_ffn',
     'draw_layer_keeps',
     'drop_add_residual',

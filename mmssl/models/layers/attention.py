@@ -1,22 +1,56 @@
 # Copyright (c) mmssl contributors. All rights reserved.
-"""Multi-head self-attention of the DINO ViT block.
+"""Multi-head self-attention of the ViT blocks.
 
 Pre-norm ViT attention (Dosovitskiy et al., 2021, `An Image is Worth
 16x16 Words <https://arxiv.org/abs/2010.11929>`_) with an optional
 LayerScale (Touvron et al., 2021, `CaiT <https://arxiv.org/abs/2103.17239>`_)
-on its output. Sub-module names are mmpretrain's ``MultiheadAttention``
-(``qkv``, ``proj``, ``gamma1``), so checkpoints of mmpretrain ViTs and of
+on its output, an optional 2D RoPE on the patch tokens
+(:mod:`~mmssl.models.layers.rope`) and an optional mask on the qkv bias
+that zeroes its key part (DINOv3, Siméoni et al., 2025, `arXiv:2508.10104
+<https://arxiv.org/abs/2508.10104>`_). Sub-module names are mmpretrain's
+``MultiheadAttention`` (``qkv``, ``proj``, ``gamma1``) and DINOv3's
+(``qkv.bias_mask``), so checkpoints of mmpretrain ViTs, of DINOv3 and of
 earlier mmssl versions load unchanged.
 """
 
-from typing import Tuple
+from typing import Optional, Sequence, Tuple
 
 import torch
 import torch.nn.functional as F
 from mmpretrain.models.utils import LayerScale
 from torch import Tensor, nn
 
+from .rope import apply_rope
 from .token_packing import TokenGroups, grouped_attention
+
+#: RoPE sines and cosines (N, head_dims) each, or None: no RoPE.
+Rope = Optional[Tuple[Tensor, Tensor]]
+
+
+class MaskedBiasLinear(nn.Linear):
+    """``nn.Linear`` whose bias is multiplied by a fixed ``bias_mask``.
+
+    The released DINOv3 models zero the key part of the fused qkv bias
+    this way (``mask_k_bias``): ``bias_mask`` is 1 for queries and values,
+    0 for keys. It is a buffer, so checkpoints carry it as they do.
+    """
+
+    def __init__(self, in_features: int, out_features: int) -> None:
+        super().__init__(in_features, out_features, bias=True)
+        if out_features % 3:
+            raise ValueError('a masked qkv bias needs 3 equal parts.')
+        self.register_buffer('bias_mask', torch.ones(out_features))
+        self.reset_mask()
+
+    def reset_mask(self) -> None:
+        """1 for the query and value parts, 0 for the key part."""
+        third = self.out_features // 3
+        self.bias_mask.fill_(1)
+        self.bias_mask[third : 2 * third] = 0
+
+    def forward(self, x: Tensor) -> Tensor:
+        bias = self.bias * self.bias_mask.to(self.bias.dtype)
+        return F.linear(x, self.weight, bias)
 
 
 class Attention(nn.Module):
@@ -32,6 +66,9 @@ class Attention(nn.Module):
             to 0.
         layer_scale_init_value (float): LayerScale init; 0 disables it.
             Defaults to 0.
+        mask_k_bias (bool): Zero the key part of the qkv bias through the
+            ``qkv.bias_mask`` buffer (with ``qkv_bias``). Defaults to
+            False.
     """
 
     def __init__(
@@ -42,6 +79,7 @@ class Attention(nn.Module):
         attn_drop: float = 0.0,
         proj_drop: float = 0.0,
         layer_scale_init_value: float = 0.0,
+        mask_k_bias: bool = False,
     ) -> None:
         super().__init__()
         if embed_dims % num_heads:
@@ -52,7 +90,10 @@ class Attention(nn.Module):
         self.embed_dims = embed_dims
         self.num_heads = num_heads
         self.head_dims = embed_dims // num_heads
-        self.qkv = nn.Linear(embed_dims, embed_dims * 3, bias=qkv_bias)
+        if qkv_bias and mask_k_bias:
+            self.qkv = MaskedBiasLinear(embed_dims, embed_dims * 3)
+        else:
+            self.qkv = nn.Linear(embed_dims, embed_dims * 3, bias=qkv_bias)
         self.attn_drop = attn_drop
         self.proj = nn.Linear(embed_dims, embed_dims)
         self.proj_drop = nn.Dropout(proj_drop)
@@ -61,44 +102,62 @@ class Attention(nn.Module):
         else:
             self.gamma1 = nn.Identity()
 
-    def _qkv(self, x: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
-        """q, k, v (B, heads, N, d) of tokens (B, N, C)."""
+    def _qkv(self, x: Tensor, rope: Rope) -> Tuple[Tensor, Tensor, Tensor]:
+        """q, k, v (B, heads, N, d) of tokens (B, N, C), RoPE on q, k."""
         B, N, _ = x.shape
         # (B, N, 3C) -> (B, N, 3, heads, d) -> 3 x (B, heads, N, d); unbind,
         # not indexing: the backward stacks three gradients instead of
         # adding into a zero (3, B, heads, N, d) tensor.
         qkv = self.qkv(x).view(B, N, 3, self.num_heads, self.head_dims)
         q, k, v = (t.transpose(1, 2) for t in qkv.unbind(2))
-        return q, k, v
+        return (*_rotate(q, k, rope), v)
 
-    def _attend(self, q: Tensor, k: Tensor, v: Tensor, g: int = 0) -> Tensor:
+    def _attend(self, q: Tensor, k: Tensor, v: Tensor) -> Tensor:
         drop = self.attn_drop if self.training else 0.0
         return F.scaled_dot_product_attention(q, k, v, dropout_p=drop)
 
     def _out(self, x: Tensor) -> Tensor:
         return self.gamma1(self.proj_drop(self.proj(x)))
 
-    def forward(self, x: Tensor) -> Tensor:
-        """Tokens (B, N, C) -> (B, N, C)."""
+    def forward(self, x: Tensor, rope: Rope = None) -> Tensor:
+        """Tokens (B, N, C) -> (B, N, C); ``rope`` = (sin, cos) rotates
+        the last tokens (the patches)."""
         B, N, _ = x.shape
-        out = self._attend(*self._qkv(x))  # (B, heads, N, d)
+        out = self._attend(*self._qkv(x, rope))  # (B, heads, N, d)
         return self._out(out.transpose(1, 2).reshape(B, N, self.embed_dims))
 
-    def forward_packed(self, x: Tensor, groups: TokenGroups) -> Tensor:
+    def forward_packed(
+        self,
+        x: Tensor,
+        groups: TokenGroups,
+        ropes: Optional[Sequence[Rope]] = None,
+    ) -> Tensor:
         """Packed tokens (S, C) -> (S, C), attention within each group of
-        ``groups`` (:mod:`~mmssl.models.layers.token_packing`)."""
-        out = grouped_attention(
-            self.qkv(x), groups, self.num_heads, self._attend
-        )
+        ``groups`` (:mod:`~mmssl.models.layers.token_packing`), with the
+        RoPE ``ropes[g]`` of group g (None: no RoPE)."""
+
+        def attend(q: Tensor, k: Tensor, v: Tensor, g: int) -> Tensor:
+            rope = None if ropes is None else ropes[g]
+            return self._attend(*_rotate(q, k, rope), v)
+
+        out = grouped_attention(self.qkv(x), groups, self.num_heads, attend)
         return self._out(out)
 
     @torch.no_grad()
-    def attention_map(self, x: Tensor) -> Tensor:
+    def attention_map(self, x: Tensor, rope: Rope = None) -> Tensor:
         """Softmax attention weights (B, heads, N, N) of tokens (B, N, C),
         computed explicitly (no dropout)."""
-        q, k, _ = self._qkv(x)
+        q, k, _ = self._qkv(x, rope)
         logits = (q * self.head_dims**-0.5) @ k.transpose(-2, -1)
         return logits.softmax(dim=-1)
 
 
-__all__ = ['Attention']
+def _rotate(q: Tensor, k: Tensor, rope: Rope) -> Tuple[Tensor, Tensor]:
+    """Queries and keys (B, heads, T, d) with ``rope`` applied."""
+    if rope is None:
+        return q, k
+    sin, cos = rope
+    return apply_rope(q, sin, cos), apply_rope(k, sin, cos)
+
+
+__all__ = ['Attention', 'MaskedBiasLinear', 'Rope']

@@ -1,6 +1,7 @@
 # Copyright (c) mmssl contributors. All rights reserved.
-"""The pre-norm ViT block of DINO, iBOT and DINOv2, with stochastic depth
-that runs each residual branch on the kept samples only."""
+"""The pre-norm ViT block of DINO, iBOT, DINOv2 and DINOv3, with
+stochastic depth that runs each residual branch on the kept samples
+only."""
 
 from typing import List, Optional, Sequence, Tuple
 
@@ -9,9 +10,10 @@ from mmengine.model import BaseModule
 from mmpretrain.models.utils import build_norm_layer
 from torch import Tensor, nn
 
-from .attention import Attention
+from .attention import Attention, Rope
 from .drop_path import check_drop_path_mode
-from .ffn import build_ffn
+from .ffn import MMPRETRAIN_FFN_TYPES, build_ffn
+from .layer_scale import LayerScale
 from .token_packing import (
     Keep,
     TokenGroups,
@@ -30,7 +32,11 @@ class DINOBlock(BaseModule):
     <https://arxiv.org/abs/1603.09382>`_).
 
     The sub-modules and state-dict keys are those of mmpretrain's
-    ``TransformerEncoderLayer`` (``ln1``, ``attn``, ``ln2``, ``ffn``).
+    ``TransformerEncoderLayer`` (``ln1``, ``attn``, ``ln2``, ``ffn``, the
+    LayerScales ``attn.gamma1`` and ``ffn.gamma2``), or with a DINOv3 FFN
+    type (``'mlp'``, ``'swiglu'``) those of DINOv3's block, whose
+    LayerScales ``ls1`` and ``ls2`` sit in the block. The attention takes
+    a 2D RoPE per group (``ropes``, DINOv3).
     Each residual branch runs on the samples stochastic depth keeps and
     is added back at their rows (:mod:`~mmssl.models.layers.drop_path`).
     The tokens of one crop size (B, N, C) are run as one group of the
@@ -60,9 +66,20 @@ class DINOBlock(BaseModule):
         attn_drop_rate (float): Dropout on the attention weights.
             Defaults to 0.
         qkv_bias (bool): Bias of the qkv projection. Defaults to True.
-        ffn_type (str): ``'origin'`` (MLP) or ``'swiglu_fused'``.
-        num_fcs (int): MLP layers. Defaults to 2.
-        act_cfg (dict): MLP activation. Defaults to GELU.
+        ffn_type (str): ``'origin'`` (MLP) or ``'swiglu_fused'`` in
+            mmpretrain's layout, ``'mlp'`` or ``'swiglu'`` in DINOv3's
+            (:mod:`~mmssl.models.layers.ffn`). Defaults to ``'origin'``.
+        num_fcs (int): MLP layers (``'origin'``). Defaults to 2.
+        act_cfg (dict): MLP activation (``'origin'``). Defaults to GELU.
+        swiglu_align (int): SwiGLU width alignment (``'swiglu'``).
+            Defaults to 8.
+        mask_k_bias (bool): Zero the key part of the qkv bias (DINOv3).
+            Defaults to False.
+        keep_rule (str): How ``'bernoulli'`` draws its kept samples from
+            uniform numbers u: ``'below'`` (u < 1 - p) or ``'floor'``
+            (mmcv's ``DropPath``: floor(1 - p + u) = 1, u in the tokens'
+            dtype; the DINOv3 ViT's, so a seed keeps what it kept
+            before). Defaults to ``'below'``.
         norm_cfg (dict): The two norms. Defaults to LayerNorm.
         init_cfg (dict, optional): mmengine initialisation config.
     """
@@ -81,6 +98,9 @@ class DINOBlock(BaseModule):
         ffn_type: str = 'origin',
         num_fcs: int = 2,
         act_cfg: dict = dict(type='GELU'),
+        swiglu_align: int = 8,
+        mask_k_bias: bool = False,
+        keep_rule: str = 'below',
         norm_cfg: dict = dict(type='LN'),
         init_cfg: Optional[dict] = None,
     ) -> None:
@@ -89,9 +109,18 @@ class DINOBlock(BaseModule):
             raise ValueError(
                 f'drop_path_rate must be in [0, 1), got {drop_path_rate}.'
             )
+        if keep_rule not in ('below', 'floor'):
+            raise ValueError(
+                f"keep_rule must be 'below' or 'floor': {keep_rule}"
+            )
         self.embed_dims = embed_dims
         self.drop_path_rate = float(drop_path_rate)
         self.drop_path_mode = check_drop_path_mode(drop_path_mode)
+        self.keep_rule = keep_rule
+        self.ffn_type = ffn_type
+        # mmpretrain's layout scales inside attn and ffn, DINOv3's here.
+        inner = ffn_type in MMPRETRAIN_FFN_TYPES
+        inner_scale = layer_scale_init_value if inner else 0.0
         self.ln1 = build_norm_layer(norm_cfg, embed_dims)
         self.attn = Attention(
             embed_dims,
@@ -99,7 +128,8 @@ class DINOBlock(BaseModule):
             qkv_bias=qkv_bias,
             attn_drop=attn_drop_rate,
             proj_drop=drop_rate,
-            layer_scale_init_value=layer_scale_init_value,
+            layer_scale_init_value=inner_scale,
+            mask_k_bias=mask_k_bias,
         )
         self.ln2 = build_norm_layer(norm_cfg, embed_dims)
         self.ffn = build_ffn(
@@ -108,14 +138,22 @@ class DINOBlock(BaseModule):
             feedforward_channels,
             drop_rate=drop_rate,
             act_cfg=act_cfg,
-            layer_scale_init_value=layer_scale_init_value,
+            layer_scale_init_value=inner_scale,
             num_fcs=num_fcs,
+            swiglu_align=swiglu_align,
         )
+        self.ls1 = self.ls2 = nn.Identity()
+        if not inner and layer_scale_init_value > 0:
+            self.ls1 = LayerScale(embed_dims, layer_scale_init_value)
+            self.ls2 = LayerScale(embed_dims, layer_scale_init_value)
 
     def init_weights(self) -> None:
-        """mmpretrain's ViT layer init: FFN weights Xavier-uniform, biases
-        normal(1e-6)."""
+        """mmpretrain's ViT layer init in its layout: FFN weights
+        Xavier-uniform, biases normal(1e-6). The DINOv3 layout draws
+        nothing here (its backbone initialises every layer)."""
         super().init_weights()
+        if self.ffn_type not in MMPRETRAIN_FFN_TYPES:
+            return
         for m in self.ffn.modules():
             if isinstance(m, nn.Linear):
                 nn.init.xavier_uniform_(m.weight)
@@ -157,10 +195,14 @@ class DINOBlock(BaseModule):
         only tensors of fixed shape (``'static'``: one graph whatever the
         block's rate) and an activation-checkpointed block replays them.
         """
-        p, mode = self.drop_rate_now(), self.drop_path_mode
+        p, mode, rule = (
+            self.drop_rate_now(),
+            self.drop_path_mode,
+            self.keep_rule,
+        )
         gens = generators
         return tuple(
-            draw_keep(groups, p, 'below', x.device, x.dtype, gens, mode)
+            draw_keep(groups, p, rule, x.device, x.dtype, gens, mode)
             for _ in range(2)  # attention branch, then FFN branch
         )
 
@@ -169,12 +211,14 @@ class DINOBlock(BaseModule):
         x: Tensor,
         groups: Optional[TokenGroups] = None,
         keeps: Optional[Keeps] = None,
+        ropes: Optional[Sequence[Rope]] = None,
     ) -> Tensor:
         """Tokens (B, N, C) -> (B, N, C), or with ``groups`` packed tokens
         (S, C) -> (S, C) (:mod:`~mmssl.models.layers.token_packing`).
 
         ``keeps`` are the kept samples of :meth:`draw_keeps`; None draws
-        them here.
+        them here. ``ropes`` holds per group the RoPE (sin, cos) of its
+        patch tokens, or None (no RoPE).
         """
         shape = x.shape
         if groups is None:  # (B, N, C): one group of B samples
@@ -185,10 +229,10 @@ class DINOBlock(BaseModule):
         keep_attn, keep_ffn = keeps
 
         def attn(t: Tensor, grp: TokenGroups) -> Tensor:
-            return self.attn.forward_packed(self.ln1(t), grp)
+            return self.ls1(self.attn.forward_packed(self.ln1(t), grp, ropes))
 
         def ffn(t: Tensor, grp: TokenGroups) -> Tensor:
-            return self.ffn(self.ln2(t))
+            return self.ls2(self.ffn(self.ln2(t)))
 
         x = packed_residual(x, attn, groups, keep_attn)
         x = packed_residual(x, ffn, groups, keep_ffn)
@@ -198,6 +242,8 @@ class DINOBlock(BaseModule):
         text = f'drop_path_rate={self.drop_path_rate:g}'
         if self.drop_path_mode != 'bernoulli':
             text += f', drop_path_mode={self.drop_path_mode!r}'
+        if self.keep_rule != 'below':
+            text += f', keep_rule={self.keep_rule!r}'
         return text
 
 

@@ -10,7 +10,7 @@ import torch
 from mmpretrain.structures import DataSample
 
 from mmssl.models.backbones import DINOv3ViT
-from mmssl.models.utils.rope import RoPE2D, apply_rope, rope_periods
+from mmssl.models.layers.rope import RoPE2D, apply_rope, rope_periods
 from mmssl.registry import MODELS
 
 TINY = dict(embed_dims=32, num_layers=2, num_heads=2)
@@ -107,6 +107,8 @@ def test_mask_token_and_errors():
         DINOv3ViT(arch='tiny_plus')
     with pytest.raises(ValueError, match='custom arch'):
         DINOv3ViT(arch=dict(embed_dims=32))
+    with pytest.raises(ValueError, match='out of range'):
+        DINOv3ViT(arch=TINY, out_indices=[2])  # 2 blocks: 0, 1, -1, -2
 
 
 def test_rope_coordinate_augmentation_train_only():
@@ -149,7 +151,7 @@ def test_out_indices_untied_norms_and_attention():
     first, last = model(x)
     tokens, _ = model.prepare_tokens(x)
     rope = model.rope_embed(4, 3)
-    tokens = model.layers[0](tokens, rope)
+    tokens = model.layers[0](tokens, ropes=[rope])
     torch.testing.assert_close(first[:, 3:], model.norm(tokens[:, 3:]))
     torch.testing.assert_close(first[:, :3], model.cls_norm(tokens[:, :3]))
     attn = model.get_last_selfattention(x)
@@ -233,3 +235,21 @@ def test_dinov2_algorithm_trains_with_it():
     assert backbone.register_tokens.grad.abs().sum() > 0
     feats = model.extract_feat(views[0])
     assert feats.shape == (2, 32)
+
+
+def test_blocks_built_with_their_rate_and_no_drop_without_grad():
+    """Each block is a DINOBlock built with the config's rate (no
+    DropPath module to zero for the teacher); without autograd (the EMA
+    teacher) a training-mode forward drops nothing."""
+    from mmssl.models.layers import DINOBlock
+
+    model = tiny(out_type='raw', drop_path_rate=0.5, rope_rescale_coords=None)
+    assert all(type(b) is DINOBlock for b in model.layers)
+    assert [b.drop_path_rate for b in model.layers] == [0.5, 0.5]
+    assert not any(hasattr(m, 'drop_prob') for m in model.modules())
+    x = torch.randn(8, 3, 16, 16)
+    want = model.eval()(x)[0]
+    model.train()
+    with torch.no_grad():
+        torch.testing.assert_close(model(x)[0], want)
+    assert not torch.allclose(model(x)[0], want)  # with grad: drops

@@ -64,6 +64,22 @@ CASES = {
         patch_size=16,
         num_register_tokens=2,
     ),
+    'dinov3_vit_mlp_untied': dict(
+        type='DINOv3ViT',
+        arch=dict(TWO, qkv_bias=False),
+        patch_size=16,
+        untie_cls_and_patch_norms=True,
+        untie_global_and_local_cls_norm=True,
+        drop_path_rate=0.1,
+    ),
+    'dinov3_vit_nomask_ls0': dict(
+        type='DINOv3ViT',
+        arch=TWO,
+        patch_size=16,
+        num_register_tokens=0,
+        mask_k_bias=False,
+        layer_scale_init_value=0.0,
+    ),
 }
 
 
