@@ -19,6 +19,7 @@
 _base_ = [
     '../../_base_/datasets/demo_linear.py',
     '../../_base_/default_runtime.py',
+    '../../_base_/schedules/finetune_layer_decay.py',
     '../../_base_/schedules/warmup_cosine.py',
 ]
 
@@ -79,22 +80,7 @@ model = dict(
     ),
 )
 
-optim_wrapper = dict(
-    type='OptimWrapper',
-    optimizer=dict(
-        type='AdamW', lr=1e-3, betas=(0.9, 0.999), weight_decay=0.05
-    ),
-    constructor='LayerDecayOptimWrapperConstructor',
-    paramwise_cfg=dict(
-        layer_decay_rate=0.75,
-        norm_decay_mult=0.0,
-        bias_decay_mult=0.0,
-        custom_keys={
-            '.cls_token': dict(decay_mult=0.0),
-            '.pos_embed': dict(decay_mult=0.0),
-        },
-    ),
-)
+optim_wrapper = dict(optimizer=dict(lr=1e-3))
 _max_epochs = 10  # the schedule and intervals below are run fractions
 param_scheduler = _base_.pop('_warmup_cosine')['finetune_demo']  # noqa: F821
 train_cfg = dict(
@@ -102,8 +88,6 @@ train_cfg = dict(
     max_epochs=_max_epochs,
     val_interval='50%',
 )
-val_cfg = dict()
-test_cfg = dict()
 auto_scale_lr = dict(base_batch_size=64)
 default_hooks = dict(
     logger=dict(interval=10),
