@@ -12,18 +12,11 @@ _base_ = [
 _num_crops = [2, 2]
 # the 32 px views: demo_two_view.py's
 _view_pipeline1 = _base_.pop('_view_pipeline')  # noqa: F821
+# the small views: the same crop at 16 px from 20-50 % of the image, the
+# same colour jitter
 _view_pipeline2 = [
-    dict(
-        type='RandomResizedCrop',
-        scale=16,
-        crop_ratio_range=(0.2, 0.5),
-        backend='cv2',
-    ),
-    dict(
-        type='RandomApply',
-        transforms=[dict(type='ColorJitter', brightness=0.4, contrast=0.4)],
-        prob=0.8,
-    ),
+    dict(_view_pipeline1[0], scale=16, crop_ratio_range=(0.2, 0.5)),
+    _view_pipeline1[1],
 ]
 train_pipeline = [
     dict(type='LoadImageFromFile'),
