@@ -8,32 +8,26 @@ _base_ = [
     '../_base_/models/resnet18-w16_cifar.py',
 ]
 
+# the projector: a 2-layer MLP (256 hidden, 64 out) on the pooled features
+__mlp = dict(
+    type='NonLinearNeck',
+    in_channels='auto',
+    hid_channels=256,
+    out_channels=64,
+    num_layers=2,
+    with_bias=True,
+    with_last_bn=False,
+    with_avg_pool=True,
+)
 model = dict(
     type='BYOL',
     base_momentum=0.01,
     data_preprocessor={{_base_.data_preprocessor}},
-    neck=dict(
-        type='NonLinearNeck',
-        in_channels='auto',
-        hid_channels=256,
-        out_channels=64,
-        num_layers=2,
-        with_bias=True,
-        with_last_bn=False,
-        with_avg_pool=True,
-    ),
+    neck=__mlp,
     head=dict(
         type='LatentPredictHead',
-        predictor=dict(
-            type='NonLinearNeck',
-            in_channels='auto',
-            hid_channels=256,
-            out_channels=64,
-            num_layers=2,
-            with_bias=True,
-            with_last_bn=False,
-            with_avg_pool=False,
-        ),
+        # the predictor: the same MLP on the projection (nothing to pool)
+        predictor=dict(__mlp, with_avg_pool=False),
         loss=dict(type='CosineSimilarityLoss'),
     ),
 )
