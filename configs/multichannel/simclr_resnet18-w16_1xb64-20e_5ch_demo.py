@@ -11,7 +11,7 @@
 #       configs/multichannel/simclr_resnet18-w16_1xb64-20e_5ch_demo.py
 _base_ = [
     '../_base_/datasets/multichannel_train.py',
-    '../_base_/schedules/demo_4e.py',
+    '../_base_/schedules/demo_4e_sgd.py',
     '../_base_/models/demo_projector_128-64.py',
 ]
 
@@ -56,8 +56,6 @@ model = dict(
     head=__proj['head'],
 )
 
-optim_wrapper = dict(
-    optimizer=dict(type='SGD', lr=0.1, momentum=0.9, weight_decay=5e-4),
-)
+optim_wrapper = dict(optimizer=dict(lr=0.1))
 train_cfg = dict(max_epochs=20)
 custom_hooks = [dict(type='BadFileSummaryHook', interval=50)]
