@@ -21,9 +21,9 @@ _base_ = [
     '../../_base_/default_runtime.py',
     '../../_base_/schedules/finetune_layer_decay.py',
     '../../_base_/schedules/warmup_cosine.py',
+    '../../_base_/models/vit-tiny-p4_cls_demo.py',
 ]
 
-_num_classes = 10
 train_dataloader = dict(
     dataset=dict(
         _delete_=True,
@@ -43,7 +43,6 @@ train_dataloader = dict(
     ),
 )
 model = dict(
-    type='ImageClassifier',
     # the whole classifier from the checkpoint's 'backbone.*' keys (the
     # head stays fresh); on the classifier, not the backbone, so that the
     # backbone's own init (mmpretrain re-draws pos_embed) runs first
@@ -53,28 +52,8 @@ model = dict(
         strip_prefixes=('module.',),
         min_match=0.9,
     ),
-    data_preprocessor=dict(
-        type='ClsDataPreprocessor',
-        num_classes=_num_classes,
-        mean=[33.0, 33.0, 33.0],
-        std=[60.0, 60.0, 60.0],
-        to_rgb=True,
-    ),
-    backbone=dict(
-        type='VisionTransformer',
-        arch=dict(
-            embed_dims=96, num_layers=4, num_heads=3, feedforward_channels=384
-        ),
-        img_size=32,
-        patch_size=4,
-        out_type='cls_token',
-        drop_path_rate=0.1,
-    ),
-    neck=None,
+    backbone=dict(drop_path_rate=0.1),
     head=dict(
-        type='LinearClsHead',
-        num_classes=_num_classes,
-        in_channels='auto',  # the backbone's width: 96
         loss=dict(type='LabelSmoothLoss', label_smooth_val=0.1),
         init_cfg=dict(type='TruncNormal', layer='Linear', std=2e-5),
     ),
