@@ -21,7 +21,7 @@ _base_ = [
     '../../_base_/default_runtime.py',
     '../../_base_/schedules/finetune_layer_decay.py',
     '../../_base_/schedules/warmup_cosine.py',
-    '../../_base_/models/vit-tiny-p4_cls_demo.py',
+    '../../_base_/models/vit-tiny-p4_digits_cls.py',
 ]
 
 train_dataloader = dict(

@@ -5,7 +5,7 @@
 _base_ = [
     '../../_base_/datasets/demo_knn.py',
     '../../_base_/default_runtime.py',
-    '../../_base_/models/resnet18-w16_cls_demo.py',
+    '../../_base_/models/resnet18-w16_digits_cls.py',
 ]
 
 # no head: model(x, mode='tensor') then returns the pooled features

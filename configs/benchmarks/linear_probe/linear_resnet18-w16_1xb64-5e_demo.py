@@ -7,7 +7,7 @@
 _base_ = [
     '../../_base_/datasets/demo_linear.py',  # data/demo, flips, top-1/top-5
     '../../_base_/schedules/linear_probe_5e.py',  # SGD, cosine, 5 epochs
-    '../../_base_/models/resnet18-w16_cls_demo.py',
+    '../../_base_/models/resnet18-w16_digits_cls.py',
 ]
 
 model = dict(

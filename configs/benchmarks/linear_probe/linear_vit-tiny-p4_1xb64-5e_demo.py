@@ -14,7 +14,7 @@
 _base_ = [
     '../../_base_/datasets/demo_linear.py',
     '../../_base_/schedules/linear_probe_5e.py',  # SGD, cosine, 5 epochs
-    '../../_base_/models/vit-tiny-p4_cls_demo.py',
+    '../../_base_/models/vit-tiny-p4_digits_cls.py',
 ]
 
 # all 4 blocks frozen; the backbone's weights from the checkpoint
