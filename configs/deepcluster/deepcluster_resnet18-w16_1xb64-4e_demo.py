@@ -4,7 +4,7 @@
 #   python tools/train.py configs/deepcluster/deepcluster_resnet18-w16_1xb64-4e_demo.py
 _base_ = [
     '../_base_/datasets/demo_single_view_jitter.py',
-    '../_base_/schedules/demo_4e.py',
+    '../_base_/schedules/demo_4e_sgd.py',
     '../_base_/models/resnet18-w16_cifar.py',
 ]
 
@@ -40,6 +40,4 @@ custom_hooks = [
     )
 ]
 
-optim_wrapper = dict(
-    optimizer=dict(type='SGD', lr=0.05, momentum=0.9, weight_decay=5e-4),
-)
+optim_wrapper = dict(optimizer=dict(lr=0.05))

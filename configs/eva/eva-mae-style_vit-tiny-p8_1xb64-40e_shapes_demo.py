@@ -11,31 +11,12 @@
 # features are judged by the linear probe (tools/misc/knn_eval.py --linear).
 #   python tools/misc/make_shapes_dataset.py data/shapes
 #   python tools/train.py configs/eva/eva-mae-style_vit-tiny-p8_1xb64-40e_shapes_demo.py
-_base_ = [
-    './eva-mae-style_vit-tiny-p4_1xb64-4e_demo.py',
-    '../_base_/datasets/shapes_64px_mim.py',
-]
-__shapes = _base_.pop('_shapes_64px')  # noqa: F821
+# Everything but the model is the MILAN shapes demo's; EVA swaps in MAE's
+# encoder and decoder, as its digits demo does over MILAN's.
+_base_ = '../milan/milan_vit-tiny-p8_1xb64-40e_shapes_demo.py'
 
-_img_size = 64
-_patch_size = 8
-_shapes_root = 'data/shapes'
-val_dataloader = __shapes['val_dataloader']
-test_dataloader = val_dataloader
-
-train_pipeline = __shapes['crop_flip'] + [dict(type='PackInputs')]
-train_dataloader = dict(
-    dataset=dict(
-        data_root=__shapes['train_data_root'], pipeline=train_pipeline
-    )
-)
-# pixel statistics of data/shapes (all channels): mean ~ 70, std ~ 40
 model = dict(
-    data_preprocessor=__shapes['data_preprocessor'],
-    backbone=dict(img_size=_img_size, patch_size=_patch_size),
-    neck=dict(patch_size=_patch_size),
-    target_generator=dict(
-        img_size=_img_size, patch_size=_patch_size, residual=True
-    ),
+    type='EVA',
+    backbone=dict(type='MAEViT'),
+    neck=dict(type='MAEPretrainDecoder', mlp_ratio=4),
 )
-train_cfg = dict(max_epochs=40)

@@ -3,24 +3,10 @@
 # data/demo/val.  See README.md in this folder.
 #   python tools/train.py configs/mixmim/mixmim_mixmim-tiny_1xb64-4e_demo.py
 _base_ = [
-    '../_base_/datasets/demo_train.py',
+    '../_base_/datasets/demo_single_view_64px.py',
     '../_base_/schedules/mim_demo_4e.py',
 ]
 
-train_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(
-        type='RandomResizedCrop',
-        scale=64,
-        crop_ratio_range=(0.5, 1.0),
-        backend='cv2',
-    ),
-    dict(type='PackInputs'),
-]
-
-train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
-
-# 64 px input, 4 px patches: 16x16 tokens, 2x2 after the last stage
 model = dict(
     type='MixMIM',
     data_preprocessor={{_base_.data_preprocessor}},
@@ -50,16 +36,3 @@ model = dict(
 )
 
 optim_wrapper = dict(optimizer=dict(lr=0.0015))
-
-# kNN evaluation at the training resolution (64 px)
-_knn_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(type='Resize', scale=(64, 64), backend='cv2'),
-    dict(type='PackInputs'),
-]
-val_dataloader = dict(
-    dataset=dict(
-        bank=dict(pipeline=_knn_pipeline), query=dict(pipeline=_knn_pipeline)
-    )
-)
-test_dataloader = val_dataloader

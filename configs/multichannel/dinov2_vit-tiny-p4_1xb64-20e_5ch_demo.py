@@ -16,7 +16,7 @@
 #   python tools/train.py \
 #       configs/multichannel/dinov2_vit-tiny-p4_1xb64-20e_5ch_demo.py
 _base_ = [
-    '../_base_/datasets/multichannel_knn.py',
+    '../_base_/datasets/multichannel_train.py',
     '../_base_/default_runtime.py',
     '../_base_/schedules/dino_family_lr_wd.py',
     '../_base_/schedules/teacher_student_hooks.py',
@@ -28,14 +28,6 @@ _num_global_crops = 2
 _num_local_crops = 4
 _patch_size = 4
 _n_prototypes = 256
-
-# mean/std of each channel after percentile scaling, over the train split
-# (python tools/misc/channel_stats.py data/multichannel/train --channels 5)
-data_preprocessor = dict(
-    type='MultiChannelDataPreprocessor',
-    mean=[0.2125, 0.2388, 0.2435, 0.2432, 0.2489],
-    std=[0.1654, 0.1967, 0.1978, 0.1969, 0.1985],
-)
 
 train_pipeline = [
     dict(type='LoadMultiChannelTiff', channels=_channels, scale='percentile'),
@@ -58,11 +50,6 @@ train_pipeline = [
     dict(type='PackInputs'),
 ]
 train_dataloader = dict(
-    batch_size=64,
-    num_workers=2,
-    persistent_workers=True,
-    drop_last=True,
-    sampler=dict(type='DefaultSampler', shuffle=True),
     # reference DINOv2 iBOT masks: half of the global crops of a batch
     collate_fn=dict(
         type='mmssl.block_mask_collate',
@@ -71,12 +58,7 @@ train_dataloader = dict(
         mask_prob=0.5,
         min_num_patches=4,
     ),
-    dataset=dict(
-        type='ImageFolderDataset',
-        data_root='data/multichannel/train',
-        extensions=('.tif', '.tiff'),
-        pipeline=train_pipeline,
-    ),
+    dataset=dict(pipeline=train_pipeline),
 )
 
 _head = dict(
@@ -89,7 +71,7 @@ _head = dict(
 )
 model = dict(
     type='DINOv2',
-    data_preprocessor=data_preprocessor,
+    data_preprocessor={{_base_.data_preprocessor}},
     num_global_crops=_num_global_crops,
     backbone=dict(
         type='DINOVisionTransformer',

@@ -10,18 +10,10 @@
 #   python tools/train.py \
 #       configs/multichannel/simclr_resnet18-w16_1xb64-20e_5ch_demo.py
 _base_ = [
-    '../_base_/datasets/multichannel_knn.py',
-    '../_base_/schedules/demo_4e.py',
+    '../_base_/datasets/multichannel_train.py',
+    '../_base_/schedules/demo_4e_sgd.py',
     '../_base_/models/demo_projector_128-64.py',
 ]
-
-# mean/std of each channel after percentile scaling, over the train split
-# (python tools/misc/channel_stats.py data/multichannel/train --channels 5)
-data_preprocessor = dict(
-    type='MultiChannelDataPreprocessor',
-    mean=[0.2125, 0.2388, 0.2435, 0.2432, 0.2489],
-    std=[0.1654, 0.1967, 0.1978, 0.1969, 0.1985],
-)
 
 _view_pipeline = [
     dict(
@@ -46,25 +38,12 @@ train_pipeline = [
     dict(type='MultiView', num_views=2, transforms=[_view_pipeline]),
     dict(type='PackInputs'),
 ]
-train_dataloader = dict(
-    batch_size=64,
-    num_workers=2,
-    persistent_workers=True,
-    drop_last=True,
-    sampler=dict(type='DefaultSampler', shuffle=True),
-    collate_fn=dict(type='default_collate'),
-    dataset=dict(
-        type='ImageFolderDataset',
-        data_root='data/multichannel/train',
-        extensions=('.tif', '.tiff'),
-        pipeline=train_pipeline,
-    ),
-)
+train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
 
 __proj = _base_.pop('_demo_projector')  # noqa: F821
 model = dict(
     type='SimCLR',
-    data_preprocessor=data_preprocessor,
+    data_preprocessor={{_base_.data_preprocessor}},
     backbone=dict(
         type='ResNet_CIFAR',
         depth=18,
@@ -77,8 +56,6 @@ model = dict(
     head=__proj['head'],
 )
 
-optim_wrapper = dict(
-    optimizer=dict(type='SGD', lr=0.1, momentum=0.9, weight_decay=5e-4),
-)
+optim_wrapper = dict(optimizer=dict(lr=0.1))
 train_cfg = dict(max_epochs=20)
 custom_hooks = [dict(type='BadFileSummaryHook', interval=50)]

@@ -4,7 +4,7 @@
 #   bash tools/dist_train.sh configs/relative_loc/relative-loc_resnet50_8xb64-steplr-70e_in1k.py 8
 _base_ = [
     'mmpretrain::_base_/datasets/imagenet_bs512_mae.py',
-    '../_base_/default_runtime.py',
+    '../_base_/schedules/sgd_steplr_70e.py',  # SGD, steps at 30 and 50
 ]
 train_dataloader = dict(batch_size=64, num_workers=8)
 
@@ -24,23 +24,4 @@ model = dict(
     head=dict(type='PretextClsHead', in_channels='auto', num_classes=8),
 )
 
-optim_wrapper = dict(
-    type='OptimWrapper',
-    optimizer=dict(type='SGD', lr=0.2, momentum=0.9, weight_decay=0.0001),
-)
-# Milestones as fractions of the run (epochs 30 and 50 of 70; docs/en/config.md):
-# train_cfg.max_epochs=N alone moves them.
-param_scheduler = [
-    dict(
-        type='MultiStepLR',
-        by_epoch=True,
-        milestones=['42.857142857142854%', '71.42857142857143%'],
-        gamma=0.1,
-    )
-]
-train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=70)
-# a checkpoint every 10 of the 70 epochs, as a run fraction
-default_hooks = dict(
-    checkpoint=dict(interval='14.285714285714286%', max_keep_ckpts=3)
-)
 auto_scale_lr = dict(base_batch_size=512)

@@ -5,7 +5,7 @@
 #   python tools/train.py configs/simclr/simclr_resnet18-w16_1xb64-10e_demo.py
 _base_ = [
     '../_base_/datasets/demo_two_view.py',
-    '../_base_/schedules/demo_4e.py',
+    '../_base_/schedules/demo_4e_sgd.py',
     '../_base_/models/demo_projector_128-64.py',
     '../_base_/schedules/warmup_cosine.py',
 ]
@@ -36,9 +36,7 @@ model = dict(
     head=__proj['head'],
 )
 
-optim_wrapper = dict(
-    optimizer=dict(type='SGD', lr=0.1, momentum=0.9, weight_decay=5e-4),
-)
+optim_wrapper = dict(optimizer=dict(lr=0.1))
 # 10 epochs: the warm-up stays one epoch (10%), a checkpoint every 5 (50%)
 param_scheduler = _base_.pop('_warmup_cosine')['simclr_demo']  # noqa: F821
 train_cfg = dict(max_epochs=10)

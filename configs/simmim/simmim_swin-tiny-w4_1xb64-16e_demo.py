@@ -3,18 +3,12 @@
 # data/demo/val.  See README.md in this folder.
 #   python tools/train.py configs/simmim/simmim_swin-tiny-w4_1xb64-16e_demo.py
 _base_ = [
-    '../_base_/datasets/demo_train.py',
+    '../_base_/datasets/demo_single_view.py',
     '../_base_/schedules/mim_demo_4e.py',
 ]
 
-train_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(
-        type='RandomResizedCrop',
-        scale=32,
-        crop_ratio_range=(0.5, 1.0),
-        backend='cv2',
-    ),
+# demo_single_view.py's 32 px crop, then SimMIM's mask
+train_pipeline = _base_.train_pipeline[:-1] + [  # noqa: F821
     dict(
         type='SimMIMMaskGenerator',
         input_size=32,

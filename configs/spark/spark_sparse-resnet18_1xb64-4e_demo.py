@@ -3,24 +3,10 @@
 # data/demo/val.  See README.md in this folder.
 #   python tools/train.py configs/spark/spark_sparse-resnet18_1xb64-4e_demo.py
 _base_ = [
-    '../_base_/datasets/demo_train.py',
+    '../_base_/datasets/demo_single_view_64px.py',
     '../_base_/schedules/mim_demo_4e.py',
 ]
 
-train_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(
-        type='RandomResizedCrop',
-        scale=64,
-        crop_ratio_range=(0.5, 1.0),
-        backend='cv2',
-    ),
-    dict(type='PackInputs'),
-]
-
-train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
-
-# 64 px input, stride 32: masks over a 2x2 grid (coarse, but it runs)
 model = dict(
     type='SparKFullImage',  # SparK + dense feature extraction for kNN
     input_size=64,
@@ -44,16 +30,3 @@ model = dict(
 )
 
 optim_wrapper = dict(optimizer=dict(lr=0.001))
-
-# kNN evaluation at the training resolution (64 px)
-_knn_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(type='Resize', scale=(64, 64), backend='cv2'),
-    dict(type='PackInputs'),
-]
-val_dataloader = dict(
-    dataset=dict(
-        bank=dict(pipeline=_knn_pipeline), query=dict(pipeline=_knn_pipeline)
-    )
-)
-test_dataloader = val_dataloader

@@ -12,7 +12,7 @@
 #   python tools/misc/make_volume_dataset.py data/volumes
 #   python tools/train.py configs/volumetric/dino3d_vit-tiny-p8_1xb32-60e_demo.py
 _base_ = [
-    '../_base_/datasets/volume_knn.py',
+    '../_base_/datasets/volume_train.py',
     '../_base_/schedules/demo_4e.py',
     '../_base_/schedules/teacher_student_hooks.py',
 ]
@@ -32,21 +32,7 @@ train_pipeline = [
     ),
     dict(type='PackInputs'),
 ]
-train_dataloader = dict(
-    batch_size=32,
-    num_workers=0,
-    drop_last=True,
-    sampler=dict(type='DefaultSampler', shuffle=True),
-    collate_fn=dict(type='default_collate'),
-    dataset=dict(
-        type='VolumeFolderDataset',
-        data_root='data/volumes/train',
-        preprocess=[dict(type='LoadVolume')],
-        pipeline=train_pipeline,
-        cache='memory',
-        cache_max_gb=1,
-    ),
-)
+train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
 
 model = dict(
     type='DINOFamily',

@@ -5,6 +5,10 @@ _knn_pipeline = [
     dict(type='LoadImageFromFile'),
     dict(type='PackInputs'),
 ]
+# the bank and the queries: one folder dataset, two splits
+__split = dict(
+    type='CustomDataset', data_root=_knn_data_root, pipeline=_knn_pipeline
+)
 _knn_dataloader = dict(
     batch_size=128,
     num_workers=2,
@@ -12,18 +16,8 @@ _knn_dataloader = dict(
     collate_fn=dict(type='default_collate'),
     dataset=dict(
         type='KNNDataset',
-        bank=dict(
-            type='CustomDataset',
-            data_root=_knn_data_root,
-            data_prefix='train',
-            pipeline=_knn_pipeline,
-        ),
-        query=dict(
-            type='CustomDataset',
-            data_root=_knn_data_root,
-            data_prefix='val',
-            pipeline=_knn_pipeline,
-        ),
+        bank=dict(__split, data_prefix='train'),
+        query=dict(__split, data_prefix='val'),
     ),
 )
 val_dataloader = _knn_dataloader

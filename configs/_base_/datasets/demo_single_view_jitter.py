@@ -3,16 +3,10 @@
 # pretext-task demos (NPID, ODC, DeepCluster, rotation prediction): one
 # 32 px random resized crop with light colour jitter per image. The kNN
 # evaluation on data/demo/val comes from demo_knn.py.
-_base_ = ['./demo_train.py']
+_base_ = ['./demo_single_view.py']
 
-train_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(
-        type='RandomResizedCrop',
-        scale=32,
-        crop_ratio_range=(0.5, 1.0),
-        backend='cv2',
-    ),
+# demo_single_view.py's crop, then the colour jitter
+train_pipeline = _base_.train_pipeline[:-1] + [  # noqa: F821
     dict(
         type='RandomApply',
         transforms=[dict(type='ColorJitter', brightness=0.4, contrast=0.4)],

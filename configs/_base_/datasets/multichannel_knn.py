@@ -7,6 +7,10 @@ _knn_pipeline = [
     dict(type='LoadMultiChannelTiff', channels=5, scale='percentile'),
     dict(type='PackInputs'),
 ]
+# the bank and the queries: one folder dataset, two splits
+__split = dict(
+    type='ImageFolderDataset', with_label=True, pipeline=_knn_pipeline
+)
 _knn_dataloader = dict(
     batch_size=150,
     num_workers=0,
@@ -14,18 +18,8 @@ _knn_dataloader = dict(
     collate_fn=dict(type='default_collate'),
     dataset=dict(
         type='KNNDataset',
-        bank=dict(
-            type='ImageFolderDataset',
-            data_root=_knn_data_root + '/train',
-            with_label=True,
-            pipeline=_knn_pipeline,
-        ),
-        query=dict(
-            type='ImageFolderDataset',
-            data_root=_knn_data_root + '/val',
-            with_label=True,
-            pipeline=_knn_pipeline,
-        ),
+        bank=dict(__split, data_root=_knn_data_root + '/train'),
+        query=dict(__split, data_root=_knn_data_root + '/val'),
     ),
 )
 val_dataloader = _knn_dataloader

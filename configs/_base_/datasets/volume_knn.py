@@ -13,6 +13,13 @@ _knn_pipeline = [
     ),
     dict(type='PackInputs'),
 ]
+# the bank and the queries: one folder dataset, two splits
+__split = dict(
+    type='VolumeFolderDataset',
+    with_label=True,
+    preprocess=_knn_preprocess,
+    pipeline=_knn_pipeline,
+)
 _knn_dataloader = dict(
     batch_size=50,
     num_workers=0,
@@ -20,20 +27,8 @@ _knn_dataloader = dict(
     collate_fn=dict(type='default_collate'),
     dataset=dict(
         type='KNNDataset',
-        bank=dict(
-            type='VolumeFolderDataset',
-            data_root=_knn_data_root + '/train',
-            with_label=True,
-            preprocess=_knn_preprocess,
-            pipeline=_knn_pipeline,
-        ),
-        query=dict(
-            type='VolumeFolderDataset',
-            data_root=_knn_data_root + '/val',
-            with_label=True,
-            preprocess=_knn_preprocess,
-            pipeline=_knn_pipeline,
-        ),
+        bank=dict(__split, data_root=_knn_data_root + '/train'),
+        query=dict(__split, data_root=_knn_data_root + '/val'),
     ),
 )
 val_dataloader = _knn_dataloader

@@ -7,15 +7,7 @@
 #   bash tools/dist_train.sh \
 #       configs/benchmarks/finetune/finetune_vit-small-p16_8xb128-coslr-100e_in1k-1pct.py 8 \
 #       --cfg-options model.init_cfg.checkpoint=CKPT
-_base_ = ['./finetune_vit-small-p16_8xb128-coslr-100e_in1k.py']
+# The 10 % config with a tenth of its fraction (the same seed and holdout).
+_base_ = ['./finetune_vit-small-p16_8xb128-coslr-100e_in1k-10pct.py']
 
-train_dataloader = dict(
-    dataset=dict(
-        _delete_=True,
-        type='LabelSubset',
-        dataset={{_base_.train_dataloader.dataset}},
-        fraction=0.01,
-        holdout=0,
-        seed=0,
-    ),
-)
+train_dataloader = dict(dataset=dict(fraction=0.01))

@@ -15,21 +15,15 @@
 # but the head's) loaded stops (min_match).
 _base_ = [
     '../../_base_/default_runtime.py',
+    '../../_base_/datasets/imagenet_224px_cls.py',
+    '../../_base_/schedules/finetune_layer_decay.py',
     '../../_base_/schedules/warmup_cosine.py',
 ]
 
-data_root = 'data/imagenet'
 _num_classes = 1000
 _bgr_mean = [103.53, 116.28, 123.675]
-train_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(
-        type='RandomResizedCrop',
-        scale=224,
-        backend='pillow',
-        interpolation='bicubic',
-    ),
-    dict(type='RandomFlip', prob=0.5),
+# the base's crop and flip, then RandAugment and RandomErasing
+train_pipeline = _base_.train_pipeline[:-1] + [  # noqa: F821
     dict(
         type='RandAugment',
         policies='timm_increasing',
@@ -50,47 +44,7 @@ train_pipeline = [
     ),
     dict(type='PackInputs'),
 ]
-test_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(
-        type='ResizeEdge',
-        scale=256,
-        edge='short',
-        backend='pillow',
-        interpolation='bicubic',
-    ),
-    dict(type='CenterCrop', crop_size=224),
-    dict(type='PackInputs'),
-]
-train_dataloader = dict(
-    batch_size=128,
-    num_workers=8,
-    persistent_workers=True,
-    sampler=dict(type='DefaultSampler', shuffle=True),
-    collate_fn=dict(type='default_collate'),
-    dataset=dict(
-        type='CustomDataset',
-        data_root=data_root,
-        data_prefix='train',
-        pipeline=train_pipeline,
-    ),
-)
-val_dataloader = dict(
-    batch_size=128,
-    num_workers=8,
-    persistent_workers=True,
-    sampler=dict(type='DefaultSampler', shuffle=False),
-    collate_fn=dict(type='default_collate'),
-    dataset=dict(
-        type='CustomDataset',
-        data_root=data_root,
-        data_prefix='val',
-        pipeline=test_pipeline,
-    ),
-)
-test_dataloader = val_dataloader
-val_evaluator = dict(type='Accuracy', topk=(1, 5))
-test_evaluator = val_evaluator
+train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
 
 model = dict(
     type='ImageClassifier',
@@ -139,29 +93,12 @@ model = dict(
 )
 
 # lr 2e-3 at batch 1024 (8 GPUs x 128), scaled with --auto-scale-lr
-optim_wrapper = dict(
-    type='AmpOptimWrapper',
-    optimizer=dict(
-        type='AdamW', lr=2e-3, betas=(0.9, 0.999), weight_decay=0.05
-    ),
-    constructor='LayerDecayOptimWrapperConstructor',
-    paramwise_cfg=dict(
-        layer_decay_rate=0.75,
-        norm_decay_mult=0.0,
-        bias_decay_mult=0.0,
-        custom_keys={
-            '.cls_token': dict(decay_mult=0.0),
-            '.pos_embed': dict(decay_mult=0.0),
-        },
-    ),
-)
+optim_wrapper = dict(type='AmpOptimWrapper', optimizer=dict(lr=2e-3))
 _max_epochs = 100  # the schedule and intervals below are run fractions
 param_scheduler = _base_.pop('_warmup_cosine')['finetune_in1k']  # noqa: F821
 train_cfg = dict(
     type='EpochBasedTrainLoop', max_epochs=_max_epochs, val_interval='10%'
 )
-val_cfg = dict()
-test_cfg = dict()
 auto_scale_lr = dict(base_batch_size=1024)
 default_hooks = dict(
     checkpoint=dict(type='CheckpointHook', interval='10%', max_keep_ckpts=3)

@@ -19,10 +19,11 @@
 _base_ = [
     '../../_base_/datasets/demo_linear.py',
     '../../_base_/default_runtime.py',
+    '../../_base_/schedules/finetune_layer_decay.py',
     '../../_base_/schedules/warmup_cosine.py',
+    '../../_base_/models/vit-tiny-p4_digits_cls.py',
 ]
 
-_num_classes = 10
 train_dataloader = dict(
     dataset=dict(
         _delete_=True,
@@ -42,7 +43,6 @@ train_dataloader = dict(
     ),
 )
 model = dict(
-    type='ImageClassifier',
     # the whole classifier from the checkpoint's 'backbone.*' keys (the
     # head stays fresh); on the classifier, not the backbone, so that the
     # backbone's own init (mmpretrain re-draws pos_embed) runs first
@@ -52,49 +52,14 @@ model = dict(
         strip_prefixes=('module.',),
         min_match=0.9,
     ),
-    data_preprocessor=dict(
-        type='ClsDataPreprocessor',
-        num_classes=_num_classes,
-        mean=[33.0, 33.0, 33.0],
-        std=[60.0, 60.0, 60.0],
-        to_rgb=True,
-    ),
-    backbone=dict(
-        type='VisionTransformer',
-        arch=dict(
-            embed_dims=96, num_layers=4, num_heads=3, feedforward_channels=384
-        ),
-        img_size=32,
-        patch_size=4,
-        out_type='cls_token',
-        drop_path_rate=0.1,
-    ),
-    neck=None,
+    backbone=dict(drop_path_rate=0.1),
     head=dict(
-        type='LinearClsHead',
-        num_classes=_num_classes,
-        in_channels='auto',  # the backbone's width: 96
         loss=dict(type='LabelSmoothLoss', label_smooth_val=0.1),
         init_cfg=dict(type='TruncNormal', layer='Linear', std=2e-5),
     ),
 )
 
-optim_wrapper = dict(
-    type='OptimWrapper',
-    optimizer=dict(
-        type='AdamW', lr=1e-3, betas=(0.9, 0.999), weight_decay=0.05
-    ),
-    constructor='LayerDecayOptimWrapperConstructor',
-    paramwise_cfg=dict(
-        layer_decay_rate=0.75,
-        norm_decay_mult=0.0,
-        bias_decay_mult=0.0,
-        custom_keys={
-            '.cls_token': dict(decay_mult=0.0),
-            '.pos_embed': dict(decay_mult=0.0),
-        },
-    ),
-)
+optim_wrapper = dict(optimizer=dict(lr=1e-3))
 _max_epochs = 10  # the schedule and intervals below are run fractions
 param_scheduler = _base_.pop('_warmup_cosine')['finetune_demo']  # noqa: F821
 train_cfg = dict(
@@ -102,8 +67,6 @@ train_cfg = dict(
     max_epochs=_max_epochs,
     val_interval='50%',
 )
-val_cfg = dict()
-test_cfg = dict()
 auto_scale_lr = dict(base_batch_size=64)
 default_hooks = dict(
     logger=dict(interval=10),

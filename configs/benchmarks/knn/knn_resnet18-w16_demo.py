@@ -5,26 +5,10 @@
 _base_ = [
     '../../_base_/datasets/demo_knn.py',
     '../../_base_/default_runtime.py',
+    '../../_base_/models/resnet18-w16_digits_cls.py',
 ]
 
-model = dict(
-    type='ImageClassifier',
-    data_preprocessor=dict(
-        type='ClsDataPreprocessor',
-        mean=[33.0, 33.0, 33.0],
-        std=[60.0, 60.0, 60.0],
-        to_rgb=True,
-    ),
-    backbone=dict(
-        type='ResNet_CIFAR',
-        depth=18,
-        stem_channels=16,
-        base_channels=16,
-        init_cfg=dict(type='Pretrained', checkpoint='', prefix='backbone.'),
-    ),
-    neck=dict(type='GlobalAveragePooling'),
-    # no head: model(x, mode='tensor') then returns the pooled features
-    head=None,
-)
+# no head: model(x, mode='tensor') then returns the pooled features
+model = dict(head=None)
 
 custom_hooks = [dict(type='PretrainedInitHook')]

@@ -21,6 +21,10 @@ _knn_pipeline = [
     dict(type='CenterCrop', crop_size=224),
     dict(type='PackInputs'),
 ]
+# the bank and the queries: one folder dataset, two splits
+__split = dict(
+    type='CustomDataset', data_root=data_root, pipeline=_knn_pipeline
+)
 test_dataloader = dict(
     batch_size=128,
     num_workers=8,
@@ -29,18 +33,8 @@ test_dataloader = dict(
     collate_fn=dict(type='default_collate'),
     dataset=dict(
         type='KNNDataset',
-        bank=dict(
-            type='CustomDataset',
-            data_root=data_root,
-            data_prefix='train',
-            pipeline=_knn_pipeline,
-        ),
-        query=dict(
-            type='CustomDataset',
-            data_root=data_root,
-            data_prefix='val',
-            pipeline=_knn_pipeline,
-        ),
+        bank=dict(__split, data_prefix='train'),
+        query=dict(__split, data_prefix='val'),
     ),
 )
 test_evaluator = dict(type='KNNAccuracy', k=20, temperature=0.07, topk=(1, 5))

@@ -7,27 +7,12 @@
 _base_ = [
     '../../_base_/datasets/demo_linear.py',  # data/demo, flips, top-1/top-5
     '../../_base_/schedules/linear_probe_5e.py',  # SGD, cosine, 5 epochs
+    '../../_base_/models/resnet18-w16_digits_cls.py',
 ]
 
 model = dict(
-    type='ImageClassifier',
-    data_preprocessor=dict(
-        type='ClsDataPreprocessor',
-        num_classes=10,
-        mean=[33.0, 33.0, 33.0],
-        std=[60.0, 60.0, 60.0],
-        to_rgb=True,
-    ),
-    backbone=dict(
-        type='ResNet_CIFAR',
-        depth=18,
-        stem_channels=16,
-        base_channels=16,
-        frozen_stages=4,
-        norm_eval=True,
-        init_cfg=dict(type='Pretrained', checkpoint='', prefix='backbone.'),
-    ),
-    neck=dict(type='GlobalAveragePooling'),
+    data_preprocessor=dict(num_classes=10),
+    backbone=dict(frozen_stages=4, norm_eval=True),  # BN statistics too
     head=dict(
         type='LinearClsHead',
         num_classes=10,

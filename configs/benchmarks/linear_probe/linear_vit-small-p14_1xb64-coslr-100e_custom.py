@@ -24,26 +24,20 @@ _test_pipeline = [
     dict(type='CenterCrop', crop_size=224),
     dict(type='PackInputs'),
 ]
+# train and val: one labelled image folder, two splits
+__folder = dict(_delete_=True, type='ImageFolderDataset', with_label=True)
 train_dataloader = dict(
     batch_size=64,
     num_workers=4,
     dataset=dict(
-        _delete_=True,
-        type='ImageFolderDataset',
-        data_root=data_root + '/train',
-        with_label=True,
-        pipeline=_train_pipeline,
+        __folder, data_root=data_root + '/train', pipeline=_train_pipeline
     ),
 )
 val_dataloader = dict(
     batch_size=64,
     num_workers=4,
     dataset=dict(
-        _delete_=True,
-        type='ImageFolderDataset',
-        data_root=data_root + '/val',
-        with_label=True,
-        pipeline=_test_pipeline,
+        __folder, data_root=data_root + '/val', pipeline=_test_pipeline
     ),
 )
 test_dataloader = val_dataloader

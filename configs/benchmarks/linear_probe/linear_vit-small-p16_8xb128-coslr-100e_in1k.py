@@ -5,61 +5,10 @@
 #       configs/benchmarks/linear_probe/linear_vit-small-p16_8xb128-coslr-100e_in1k.py 8 \
 #       --cfg-options model.backbone.init_cfg.checkpoint=CKPT \
 #       model.backbone.init_cfg.prefix=teacher.backbone.
-_base_ = ['../../_base_/default_runtime.py']
-
-data_root = 'data/imagenet'
-train_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(
-        type='RandomResizedCrop',
-        scale=224,
-        backend='pillow',
-        interpolation='bicubic',
-    ),
-    dict(type='RandomFlip', prob=0.5),
-    dict(type='PackInputs'),
+_base_ = [
+    '../../_base_/default_runtime.py',
+    '../../_base_/datasets/imagenet_224px_cls.py',
 ]
-test_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(
-        type='ResizeEdge',
-        scale=256,
-        edge='short',
-        backend='pillow',
-        interpolation='bicubic',
-    ),
-    dict(type='CenterCrop', crop_size=224),
-    dict(type='PackInputs'),
-]
-train_dataloader = dict(
-    batch_size=128,
-    num_workers=8,
-    persistent_workers=True,
-    sampler=dict(type='DefaultSampler', shuffle=True),
-    collate_fn=dict(type='default_collate'),
-    dataset=dict(
-        type='CustomDataset',
-        data_root=data_root,
-        data_prefix='train',
-        pipeline=train_pipeline,
-    ),
-)
-val_dataloader = dict(
-    batch_size=128,
-    num_workers=8,
-    persistent_workers=True,
-    sampler=dict(type='DefaultSampler', shuffle=False),
-    collate_fn=dict(type='default_collate'),
-    dataset=dict(
-        type='CustomDataset',
-        data_root=data_root,
-        data_prefix='val',
-        pipeline=test_pipeline,
-    ),
-)
-test_dataloader = val_dataloader
-val_evaluator = dict(type='Accuracy', topk=(1, 5))
-test_evaluator = val_evaluator
 
 model = dict(
     type='ImageClassifier',

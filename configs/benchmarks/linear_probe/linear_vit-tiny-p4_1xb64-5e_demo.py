@@ -14,35 +14,14 @@
 _base_ = [
     '../../_base_/datasets/demo_linear.py',
     '../../_base_/schedules/linear_probe_5e.py',  # SGD, cosine, 5 epochs
+    '../../_base_/models/vit-tiny-p4_digits_cls.py',
 ]
 
-_num_classes = 10
+# all 4 blocks frozen; the backbone's weights from the checkpoint
 model = dict(
-    type='ImageClassifier',
-    data_preprocessor=dict(
-        type='ClsDataPreprocessor',
-        num_classes=_num_classes,
-        mean=[33.0, 33.0, 33.0],
-        std=[60.0, 60.0, 60.0],
-        to_rgb=True,
-    ),
     backbone=dict(
-        type='VisionTransformer',
-        arch=dict(
-            embed_dims=96, num_layers=4, num_heads=3, feedforward_channels=384
-        ),
-        img_size=32,
-        patch_size=4,
-        out_type='cls_token',
         frozen_stages=4,
         init_cfg=dict(type='Pretrained', checkpoint='', prefix='backbone.'),
-    ),
-    neck=None,
-    head=dict(
-        type='LinearClsHead',
-        num_classes=_num_classes,
-        in_channels='auto',  # the backbone's width: 96
-        loss=dict(type='CrossEntropyLoss'),
-    ),
+    )
 )
 optim_wrapper = dict(optimizer=dict(lr=0.1))
