@@ -6,8 +6,6 @@ _base_ = [
     'mmpretrain::_base_/datasets/imagenet_bs512_mae.py',
     '../_base_/default_runtime.py',
 ]
-train_dataloader = dict(batch_size=64, num_workers=8)
-
 _extract_pipeline = [
     dict(type='LoadImageFromFile'),
     dict(type='ResizeEdge', scale=256, edge='short'),
@@ -29,7 +27,9 @@ model = dict(
     ),
 )
 train_dataloader = dict(
-    sampler=dict(_delete_=True, type='ClusterUniformSampler')
+    batch_size=64,
+    num_workers=8,
+    sampler=dict(_delete_=True, type='ClusterUniformSampler'),
 )
 custom_hooks = [
     dict(

@@ -13,6 +13,7 @@
 #       configs/dinov2/dinov2_vit-l14_1xb64-100e_custom.py --iters 20
 _base_ = './dinov2_vit-l14_8xb128-100e_in1k.py'
 train_dataloader = dict(
+    dataset=dict(data_root='data/custom'),
     batch_size=64,
     num_workers=10,
     pin_memory=True,

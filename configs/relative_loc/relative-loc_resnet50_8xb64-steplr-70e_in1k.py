@@ -6,8 +6,6 @@ _base_ = [
     'mmpretrain::_base_/datasets/imagenet_bs512_mae.py',
     '../_base_/schedules/sgd_steplr_70e.py',  # SGD, steps at 30 and 50
 ]
-train_dataloader = dict(batch_size=64, num_workers=8)
-
 train_pipeline = [
     dict(type='LoadImageFromFile'),
     dict(type='ResizeEdge', scale=292, edge='short'),
@@ -16,7 +14,9 @@ train_pipeline = [
     dict(type='RelativeLocPatches', patch_size=64),
     dict(type='PackInputs'),
 ]
-train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
+train_dataloader = dict(
+    batch_size=64, num_workers=8, dataset=dict(pipeline=train_pipeline)
+)
 model = dict(
     type='RelativeLoc',
     backbone=dict(type='ResNet', depth=50, norm_cfg=dict(type='BN')),

@@ -9,6 +9,7 @@ tested in test_target_generators.py.
 
 import glob
 import os.path as osp
+import re
 
 import pytest
 import torch
@@ -48,12 +49,19 @@ def test_config_parses_and_builds(path):
     # kNN benchmarks only test a frozen backbone; everything else trains
     test_only = path.startswith(osp.join('configs', 'benchmarks', 'knn'))
     assert ('train_dataloader' in cfg) != test_only, path
+    # an ImageNet recipe trains with the batch per GPU its name's NxbM
+    # says (a second train_dataloader assignment once dropped two back to
+    # their base's 512)
+    per_gpu = re.search(r'_\d+xb(\d+)', osp.basename(path))
+    if per_gpu and path.endswith('_in1k.py'):
+        assert cfg.train_dataloader.batch_size == int(per_gpu[1]), path
     if path.endswith('_custom.py'):
         loader = cfg.test_dataloader if test_only else cfg.train_dataloader
         dataset = loader.dataset.bank if test_only else loader.dataset
         while 'data_root' not in dataset and 'dataset' in dataset:
             dataset = dataset.dataset  # wrappers: MixedResolutionDataset
         assert 'data_root' in dataset, 'custom configs read data_root'
+        assert 'imagenet' not in dataset.data_root, 'not the in1k data'
         if dataset.type == 'CustomDataset':
             assert not dataset.with_label, 'pretraining data is unlabeled'
         return  # same model as the ImageNet config it inherits
