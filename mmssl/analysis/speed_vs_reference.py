@@ -28,8 +28,6 @@ VARIANTS = (
     'compile',
     'packed',
     'compile+packed',
-    'compile+graphs',
-    'compile+packed+graphs',
 )
 #: The stochastic-depth mode of the DINO-family configs: rows in this mode
 #: carry no ``[mode]`` suffix.
@@ -79,16 +77,10 @@ def arch_of(args):
 
 
 def compile_cfg(variant, backend):
-    """``compile_blocks`` value of a variant: ``+graphs`` adds CUDA graphs
-    (``mode='reduce-overhead'``: each compiled block replays a captured
-    graph, which the static shapes of ``drop_path_mode='static'`` and
-    the fixed masked-patch buffer allow)."""
+    """``compile_blocks`` value of a variant."""
     if 'compile' not in variant:
         return False
-    cfg = dict(backend=backend) if backend else {}
-    if 'graphs' in variant:
-        cfg['mode'] = 'reduce-overhead'
-    return cfg or True
+    return dict(backend=backend) if backend else True
 
 
 def name_of(variant, mode=CONFIG_MODE):

@@ -123,8 +123,11 @@ def test_dino_family_step_on_cuda_equals_cpu(kind):
 @pytest.mark.parametrize('kind', ['v2', 'v3'])
 def test_token_packing_on_cuda_equals_per_size(kind):
     per_size = _family(kind).cuda()
+    per_size.pack_crops = False  # 'auto' packs on a GPU
     packed = copy.deepcopy(per_size)
     packed.pack_crops = True
+    assert packed.packs(torch.zeros(1, device='cuda'))
+    assert not per_size.packs(torch.zeros(1, device='cuda'))
     want_l, want_g = _losses_and_grads(per_size, 'cuda')
     got_l, got_g = _losses_and_grads(packed, 'cuda')
     for k in want_l:

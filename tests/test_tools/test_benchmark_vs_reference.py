@@ -94,18 +94,6 @@ def test_a_side_out_of_memory_leaves_the_others(capsys):
     assert f'{2 / median:.3g} TFLOP/s, MFU {2 / median:.1f}%' in out
 
 
-def test_graph_variants_compile_with_cuda_graphs():
-    assert svr.compile_cfg('plain', None) is False
-    assert svr.compile_cfg('compile', None) is True
-    assert svr.compile_cfg('compile', 'aot_eager') == dict(backend='aot_eager')
-    assert svr.compile_cfg('compile+graphs', None) == dict(
-        mode='reduce-overhead'
-    )
-    assert svr.compile_cfg('compile+packed+graphs', None) == dict(
-        mode='reduce-overhead'
-    )
-
-
 def test_default_mode_is_the_recipe_mode():
     from mmengine.config import Config
 

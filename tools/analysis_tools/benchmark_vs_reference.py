@@ -26,8 +26,6 @@ lacks, each against the same reference run: ``compile`` (the backbone's
 ``torch.compile``, inductor by default, C++ on the CPU), ``packed``
 (``forward_packed``: token-wise layers once over the tokens of both crop
 sizes; in the step, ``model.pack_crops=True``) and ``compile+packed``.
-``compile+graphs`` and ``compile+packed+graphs`` compile with
-``mode='reduce-overhead'`` (CUDA graphs replayed per block; CUDA only).
 The ``plain`` row is the eager per-size model, as a config's defaults
 build it: ``drop_path_mode='static'``. ``--drop-path-mode`` repeats
 every row for each listed stochastic-depth mode of mmssl (``static``,

@@ -23,12 +23,11 @@
 #   sync_debug      20 DINOv2 steps under set_sync_debug_mode('error')
 #   ref_bf16        ViT-S/14 batch 32 vs the reference, bf16: plain, packed
 #   cuda_tests      the rest of tests/test_cuda
+#   ref_vitl_b64    ViT-L/14 batch 64, bf16, whole step, plain and packed:
+#                   times, MFU and each side's peak memory (mmssl with
+#                   selective activation checkpointing, as the preset)
 #   ref_bf16_comp   as ref_bf16 for compile and compile+packed
-#   ref_vitl_b64    ViT-L/14 batch 64, bf16, whole step: times, MFU and
-#                   each side's peak memory (mmssl with selective
-#                   activation checkpointing, as the ViT-L preset)
 #   ref_fp32        as ref_bf16 in fp32 with TF32 matmuls on both sides
-#   graphs          whole step with CUDA graphs (compile+graphs rows)
 #   preset_vitl     benchmark_train.py on the ViT-L/14 batch-64 preset
 #                   (images/s, MFU, memory), if the budget allows
 set -uo pipefail
@@ -100,14 +99,13 @@ fi
 step cuda_tests 110 $PY $T tests/test_cuda \
     --ignore=tests/test_cuda/test_host_syncs_cuda.py
 if [ -n "$REF" ]; then
+    step ref_vitl_b64 110 $PY $VS --arch large --batch 64 --what step \
+        --with-cp selective --repeats 3 --warmup 2 --amp \
+        --variants plain packed
     step ref_bf16_comp 180 $PY $VS --batch 32 --repeats 6 --warmup 3 --amp \
         --variants compile compile+packed
-    step ref_vitl_b64 100 $PY $VS --arch large --batch 64 --what step \
-        --with-cp selective --repeats 3 --warmup 2 --amp
     step ref_fp32 90 $PY $VS --batch 32 --repeats 5 --warmup 3 --tf32 \
         --variants plain packed
-    step graphs 100 $PY $VS --batch 32 --what step --repeats 5 --warmup 3 \
-        --amp --variants compile+graphs compile+packed+graphs
 else
     echo "== no dinov2 reference (.gpu_ref/dinov2): comparisons skipped" \
         | tee -a "$SUMMARY"

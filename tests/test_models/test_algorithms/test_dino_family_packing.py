@@ -105,6 +105,24 @@ def test_packed_step_uses_one_backbone_pass():
     ]
 
 
+def test_auto_packs_on_a_gpu_only_and_where_the_backbone_can():
+    model = MODELS.build(_cfg('v2'))  # pack_crops='auto' by default
+    assert model.pack_crops == 'auto'
+    assert not model.packs(torch.zeros(1))  # CPU: one pass per size
+    meta = torch.empty(1, device='meta')
+    cuda_like = type('T', (), {'is_cuda': True})()
+    assert model.packs(cuda_like) and not model.packs(meta)
+    model.pack_crops = False
+    assert not model.packs(cuda_like)
+    cfg = _cfg('v2')
+    cfg['backbone'] = dict(type='mmpretrain.ResNet', depth=18)
+    cfg['terms'] = dict(dino_cls=cfg['terms']['dino_cls'])
+    cfg['head']['in_channels'] = 512
+    assert not MODELS.build(cfg).packs(cuda_like)  # ResNet cannot pack
+    with pytest.raises(ValueError, match="True, False or 'auto', got 'yes'"):
+        MODELS.build(_cfg('v2', pack_crops='yes'))
+
+
 def test_pack_crops_needs_a_packing_backbone():
     cfg = _cfg('v2', pack_crops=True)
     cfg['backbone'] = dict(type='mmpretrain.ResNet', depth=18)
