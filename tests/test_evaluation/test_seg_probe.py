@@ -107,3 +107,18 @@ def test_voc_and_cityscapes_layouts(tmp_path):
     assert seg_pairs(str(city), 'train', 'cityscapes') == [
         (str(img), str(lab))
     ]
+
+
+class _NoneTrain(PatchPixels):
+    """mmpretrain's BaseBackbone.train() returns None (MAE's ViT...)."""
+
+    def train(self, mode=True):
+        super().train(mode)
+
+
+def test_featurizer_keeps_a_backbone_whose_train_returns_none():
+    mean = np.zeros(3, np.float32)
+    featurizer = Featurizer(_NoneTrain(4), mean, mean + 255, False)
+    assert not featurizer.backbone.training
+    maps, cls = featurizer([np.zeros((8, 8, 3), np.uint8)])
+    assert maps.shape == (1, 48, 2, 2) and cls is None
