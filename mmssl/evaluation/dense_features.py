@@ -77,7 +77,11 @@ def dense_features(
         tuple: maps (B, C * n_layers, h, w) and CLS (B, C * n_layers), or
         None for a backbone without tokens.
     """
-    outs = backbone(x)
+    if 'mask' in inspect.signature(backbone.forward).parameters:
+        # masked-image backbones (MAE's ViT) mask by default: no masking
+        outs = backbone(x, mask=None)
+    else:
+        outs = backbone(x)
     outs = outs if isinstance(outs, (list, tuple)) else (outs,)
     maps, cls = [], []
     for out in outs:

@@ -74,7 +74,10 @@ class Featurizer:
     """Frozen backbone + normalisation: BGR images -> (maps, cls)."""
 
     def __init__(self, backbone: nn.Module, mean, std, to_rgb: bool):
-        self.backbone = backbone.eval()
+        # not ``self.backbone = backbone.eval()``: mmpretrain's
+        # BaseBackbone.train() (MAE's ViT...) returns None, not the module
+        backbone.eval()
+        self.backbone = backbone
         self.mean, self.std, self.to_rgb = mean, std, to_rgb
 
     @torch.no_grad()

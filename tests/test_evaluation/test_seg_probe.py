@@ -107,3 +107,34 @@ def test_voc_and_cityscapes_layouts(tmp_path):
     assert seg_pairs(str(city), 'train', 'cityscapes') == [
         (str(img), str(lab))
     ]
+
+
+class _NoneTrain(PatchPixels):
+    """mmpretrain's BaseBackbone.train() returns None (MAE's ViT...)."""
+
+    def train(self, mode=True):
+        super().train(mode)
+
+
+def test_featurizer_keeps_a_backbone_whose_train_returns_none():
+    mean = np.zeros(3, np.float32)
+    featurizer = Featurizer(_NoneTrain(4), mean, mean + 255, False)
+    assert not featurizer.backbone.training
+    maps, cls = featurizer([np.zeros((8, 8, 3), np.uint8)])
+    assert maps.shape == (1, 48, 2, 2) and cls is None
+
+
+class _MasksByDefault(PatchPixels):
+    """MAE's ViT masks unless called with ``mask=None``."""
+
+    def forward(self, x, mask=True):
+        if mask is not None:
+            raise AssertionError('called with masking on')
+        return super().forward(x)
+
+
+def test_dense_features_turn_off_a_backbones_default_masking():
+    from mmssl.evaluation.dense_features import dense_features
+
+    maps, _ = dense_features(_MasksByDefault(4), torch.zeros(1, 3, 8, 8))
+    assert maps.shape == (1, 48, 2, 2)
