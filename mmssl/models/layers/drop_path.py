@@ -226,6 +226,8 @@ def _static_table(
     (n, B), the probability ``f`` that the k-th is kept (n,), and k."""
     key = (batch, rates, str(device))
     if key not in _STATIC_TABLES:
+        if len(_STATIC_TABLES) >= 64:  # many batch sizes: start again
+            _STATIC_TABLES.clear()
         rank = torch.arange(batch, device=device)
         counts = [static_keep_count(batch, p) for p in rates]
         sure, last, frac = [], [], torch.empty(len(rates), device=device)

@@ -126,3 +126,29 @@ def test_block_is_built_with_its_rate_and_drops_only_with_autograd():
     assert not torch.allclose(out, whole)
     with pytest.raises(ValueError, match='drop_path_rate'):
         DINOBlock(16, 2, 32, drop_path_rate=1.0)
+
+
+def test_batched_draws_match_one_branch_at_a_time():
+    """static_draws: per branch k_i distinct samples, the first k_i - 1
+    weighted 1 / keep, the k-th 0 or 1 / keep, and each sample kept with
+    probability keep_prob (2000 seeded draws, 5 standard errors)."""
+    from mmssl.models.layers.drop_path import static_draws
+
+    rates, B, n = [0.3, 0.1, 0.5], 5, 2000
+    torch.manual_seed(0)
+    kept = torch.zeros(len(rates), B)
+    for step in range(n):
+        order, weight, counts = static_draws(B, rates, torch.device('cpu'))
+        for i, k in enumerate(counts):
+            kept[i].index_add_(0, order[i, :k], (weight[i, :k] > 0).float())
+        if step >= 10:
+            continue
+        assert counts == [static_keep_count(B, p) for p in rates] == [4, 5, 3]
+        for i, (p, k) in enumerate(zip(rates, counts)):
+            idx, w = order[i, :k], weight[i, :k]
+            assert len(set(idx.tolist())) == k
+            assert torch.equal(w[:-1], torch.full((k - 1,), 1 / (1 - p)))
+            assert w[-1].item() in (0.0, pytest.approx(1 / (1 - p)))
+    for i, p in enumerate(rates):
+        se = math.sqrt(p * (1 - p) / n)
+        assert ((kept[i] / n - (1 - p)).abs() < 5 * se).all(), kept[i] / n
