@@ -29,9 +29,9 @@ def test_preset_is_the_documented_size():
 
 
 def test_preset_keeps_dinov2_and_its_short_run_changes():
-    """DINOv2's terms and LayerScale stay; the changes that make 120
-    iterations at batch 16 learn (the config's header, measured in
-    docs/en/custom_dataset.md) stay too."""
+    """DINOv2's terms and LayerScale stay, and so do the short-run
+    changes of the config's header (runs: docs/dev/cpu_preset_history.md),
+    which give informative Sinkhorn-Knopp targets at batch 16."""
     cfg = Config.fromfile(osp.join(ROOT, PRESET))
     model = cfg.model
     assert model.type == 'DINOv2'
