@@ -91,6 +91,9 @@ _teacher_student_hooks = dict(
     dino_cnn_demo=__hooks(0.99, 1.0, 0.04, 0.04, 0, None, '25%', 'last'),
     dinov2_demo=__hooks(0.99, 1.0, 0.04, 0.04, 0, False, '10%', None),
     dinov2_5ch_demo=__hooks(0.99, 1.0, 0.04, 0.04, 0, False, '10%'),
+    # the CPU preset (dinov2_vit-tiny-p14_1xb16-10e_custom-cpu.py): the
+    # demo's fast EMA, a fixed, sharper teacher temperature (its header)
+    dinov2_cpu=__hooks(0.99, 1.0, 0.02, 0.02, 0, False, '10%'),
     dinov3_demo=__hooks(
         0.99,
         0.99,
