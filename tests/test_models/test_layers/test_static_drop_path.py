@@ -152,3 +152,45 @@ def test_batched_draws_match_one_branch_at_a_time():
     for i, p in enumerate(rates):
         se = math.sqrt(p * (1 - p) / n)
         assert ((kept[i] / n - (1 - p)).abs() < 5 * se).all(), kept[i] / n
+
+
+class OpCounter(TorchDispatchMode):
+    def __init__(self):
+        super().__init__()
+        self.ops = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops.append(func.overloadpacket.__name__)
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize('packed', [False, True])
+def test_one_draw_per_forward_whatever_the_depth(packed):
+    """A 'static' backbone draws its kept samples once per forward and
+    crop group (2 rand, 1 sort), not per block: on a GPU every extra
+    kernel of a launch-bound step costs time."""
+    from mmssl.models.backbones import DINOVisionTransformer
+
+    counts = {}
+    for depth in (2, 6):
+        torch.manual_seed(0)
+        vit = DINOVisionTransformer(
+            arch=dict(embed_dims=16, num_layers=depth, num_heads=2,
+                      feedforward_channels=32),
+            img_size=16, patch_size=8, drop_path_rate=0.3,
+            drop_path_mode='static', out_type='raw',
+        ).train()  # fmt: skip
+        xs = [torch.randn(4, 3, 16, 16), torch.randn(6, 3, 8, 8)]
+        with OpCounter() as counter:
+            if packed:
+                vit.forward_packed(xs)
+            else:
+                for x in xs:
+                    vit(x)
+        counts[depth] = counter.ops
+    for depth, ops in counts.items():
+        assert ops.count('rand') == 4, (depth, ops.count('rand'))
+        assert ops.count('sort') == 2, (depth, ops.count('sort'))
+    # per extra block: one gather per branch (and per group unpacked)
+    more = counts[6].count('index_select') - counts[2].count('index_select')
+    assert more == 4 * 2 * (1 if packed else 2)
