@@ -14,7 +14,6 @@ time. Times are summed over ``--passes`` steps after ``--warmup`` ones::
 
 import argparse
 import collections
-import functools
 import os.path as osp
 
 import torch
@@ -25,47 +24,18 @@ from mmssl.analysis.reference_dinov2 import (
     load_reference,
 )
 from mmssl.analysis.speed_vs_reference import recipe_config, step_fns
+from mmssl.analysis.step_phases import (
+    label_mmssl,
+    label_reference,
+    wrapper_label,
+)
 
 #: The repository's configs/ (the mmssl side runs its DINOv2 recipe).
 CONFIGS = osp.abspath(osp.join(osp.dirname(__file__), '..', '..', 'configs'))
 
 
-def label(obj, attr, name):
-    """Wrap ``obj.attr`` in ``record_function(name)``."""
-    fn = getattr(obj, attr)
-
-    @functools.wraps(fn)
-    def wrapped(*args, **kwargs):
-        with record_function(name):
-            return fn(*args, **kwargs)
-
-    setattr(obj, attr, wrapped)
-
-
-def label_mmssl(model, wrapper):
-    label(model.teacher['backbone'], 'forward', 'teacher backbone')
-    label(model.backbone, 'forward', 'student backbone')
-    label(model.teacher['head'], 'forward', 'teacher head')
-    label(model.head, 'forward', 'student head')
-    for loss in (model.dino_loss, model.ibot_loss):
-        label(loss, 'teacher_targets', 'sinkhorn-knopp')
-    label(model.dino_loss, 'forward', 'dino loss (incl. sinkhorn)')
-    label(model.ibot_loss, 'forward', 'ibot loss (incl. sinkhorn)')
-    label(model.koleo_loss, 'forward', 'koleo loss')
-    label(wrapper, '_clip_grad', 'clip grad')
-    label(model, 'update_teacher', 'ema')
-
-
-def label_reference(step):
-    for side in ('teacher', 'student'):
-        for part in ('backbone', 'head'):
-            label(step.__dict__[side][part], 'forward', f'{side} {part}')
-    for loss in (step.dino_loss, step.ibot_loss):
-        label(loss, 'sinkhorn_knopp_teacher', 'sinkhorn-knopp')
-    label(step.dino_loss, 'forward', 'dino loss')
-    label(step.ibot_loss, 'forward_masked', 'ibot loss')
-    label(step.koleo, 'forward', 'koleo loss')
-    label(torch.nn.utils, 'clip_grad_norm_', 'clip grad')
+#: ``obj.attr`` wrapped in ``record_function(name)``.
+label = wrapper_label(record_function)
 
 
 def phases(prof):
@@ -122,8 +92,8 @@ def main(argv=None):
     args.variants, args.drop_path_mode = ['plain'], [args.drop_path_mode]
     fns, _ = step_fns(ref, args, recipe_config('small', CONFIGS))
     mine, theirs = [fns[n] for n in fns]
-    label_mmssl(mine.model, mine.wrapper)
-    label_reference(theirs)
+    label_mmssl(mine.model, mine.wrapper, label)
+    label_reference(theirs, label)
     label(torch.Tensor, 'backward', 'backward pass')
     results, per_op = {}, {}
     for name, fn in (('mmssl', mine), ('reference', theirs)):
