@@ -203,14 +203,10 @@ def static_keep(
         tuple[Tensor, Tensor]: Indices (k,) int64 and weights (k,)
         float32, both on ``device``.
     """
-    keep_prob = 1.0 - drop_prob
-    count = static_keep_count(batch, drop_prob)
-    frac = batch * keep_prob - (count - 1)  # in (0, 1]
-    idx = keep_indices(batch, count, device, generator)  # (k,)
-    u = torch.rand(1, device=device, **generator_kwargs(generator))
-    last = (u < frac).float()  # (1,), 1 with probability frac
-    ones = torch.ones(count - 1, device=device)
-    return idx, torch.cat([ones, last]) / keep_prob
+    order, weight, (count,) = static_draws(
+        batch, [drop_prob], device, generator
+    )
+    return order[0, :count], weight[0, :count]
 
 
 #: Constants of :func:`static_draws` per (batch, rates, device): built
