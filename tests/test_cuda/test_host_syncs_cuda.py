@@ -11,43 +11,20 @@ Skipped without CUDA; the CPU twin is
 tests/test_models/test_algorithms/test_dino_host_syncs.py.
 """
 
-import numpy as np
 import pytest
 import torch
 from mmengine.config import Config
 from mmengine.logging import MessageHub
 from mmengine.optim import build_optim_wrapper
-from mmpretrain.structures import DataSample
 
-from mmssl.datasets.block_mask_collate import block_mask_collate
 from mmssl.registry import MODELS
 from mmssl.utils import register_all_modules
+from tests.support.steps import demo_batch
 
 pytestmark = pytest.mark.skipif(
     not torch.cuda.is_available(), reason='needs a CUDA device'
 )
 CONFIG = 'configs/dinov2/dinov2_vit-tiny-p4_1xb64-10e_demo.py'
-
-
-def _pinned_batch(seed, batch=8):
-    gen = torch.Generator().manual_seed(seed)
-
-    def img(size):
-        return torch.randint(0, 255, (3, size, size), generator=gen).byte()
-
-    items = [
-        dict(
-            inputs=[img(32) for _ in range(2)] + [img(16) for _ in range(4)],
-            data_samples=DataSample(),
-        )
-        for _ in range(batch)
-    ]
-    np.random.seed(seed)
-    data = block_mask_collate(items, patch_size=4)
-    data['inputs'] = [x.pin_memory() for x in data['inputs']]
-    for sample in data['data_samples']:
-        sample.mask = sample.mask.pin_memory()
-    return data
 
 
 @pytest.mark.parametrize(
@@ -85,7 +62,7 @@ def test_twenty_steps_without_a_host_sync(to_rgb):
     model.init_weights()
     wrapper = build_optim_wrapper(model, cfg.optim_wrapper)
     assert wrapper.optimizer.defaults.get('fused')
-    batches = [_pinned_batch(s) for s in range(4)]
+    batches = [demo_batch(s, batch=8, pin=True) for s in range(4)]
     for data in batches[:2]:  # warm-up: optimiser state, allocator
         model.train_step(data, wrapper)
         model.update_teacher(0.99, skip=wrapper.skip_flag)

@@ -12,20 +12,7 @@ from torch import nn
 from mmssl.models.backbones import DINOVisionTransformer
 from mmssl.models.layers import DINOBlock
 from mmssl.models.layers.drop_path import drop_add_residual, drop_path_rates
-
-
-class Recorder(nn.Module):
-    """A linear branch that records the batch sizes it sees."""
-
-    def __init__(self, dim=4):
-        super().__init__()
-        torch.manual_seed(1)
-        self.lin = nn.Linear(dim, dim)
-        self.sizes = []
-
-    def forward(self, x):
-        self.sizes.append(x.shape[0])
-        return self.lin(x)
+from tests.support.steps import Recorder
 
 
 def test_eval_is_exact_and_runs_every_sample():

@@ -9,7 +9,6 @@ import math
 import pytest
 import torch
 from mmengine.config import Config
-from torch import nn
 
 from mmssl.models.backbones import DINOv3ViT, DINOVisionTransformer
 from mmssl.models.layers import drop_path as dp
@@ -20,23 +19,10 @@ from mmssl.models.layers.drop_path import (
 )
 from mmssl.registry import MODELS
 from mmssl.utils import register_all_modules
+from tests.support.steps import Recorder
 
 MODES = ('fixed', 'fixed_stochastic')
 ARCH = dict(embed_dims=32, num_layers=3, num_heads=2, feedforward_channels=48)
-
-
-class Recorder(nn.Module):
-    """A linear branch that records the batch sizes it sees."""
-
-    def __init__(self, dim=4):
-        super().__init__()
-        torch.manual_seed(1)
-        self.lin = nn.Linear(dim, dim)
-        self.sizes = []
-
-    def forward(self, x):
-        self.sizes.append(x.shape[0])
-        return self.lin(x)
 
 
 def test_keep_count_rules(monkeypatch):

@@ -5,44 +5,15 @@ import math
 
 import pytest
 import torch
-from torch import nn
-from torch.utils._python_dispatch import TorchDispatchMode
 
+from mmssl.analysis.step_phases import KernelCounter
 from mmssl.models.layers import DINOBlock
 from mmssl.models.layers.drop_path import (
     drop_add_residual,
     static_keep,
     static_keep_count,
 )
-
-
-class Recorder(nn.Module):
-    """A linear branch that records the batch sizes it sees."""
-
-    def __init__(self, dim=4):
-        super().__init__()
-        torch.manual_seed(1)
-        self.lin = nn.Linear(dim, dim)
-        self.sizes = []
-
-    def forward(self, x):
-        self.sizes.append(x.shape[0])
-        return self.lin(x)
-
-
-#: aten ops that need a value of the device on the host
-HOST_OPS = ('nonzero', '_local_scalar_dense', 'is_nonzero', 'masked_select')
-
-
-class HostValueCounter(TorchDispatchMode):
-    def __init__(self):
-        super().__init__()
-        self.seen = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if func.__name__.split('.')[0] in HOST_OPS:
-            self.seen.append(func.__name__)
-        return func(*args, **(kwargs or {}))
+from tests.support.steps import HostSyncCounter, Recorder
 
 
 @pytest.mark.parametrize(
@@ -104,13 +75,13 @@ def _block(mode='static', rate=0.5):
 def test_block_training_step_asks_the_host_for_nothing():
     block = _block().train()
     x = torch.randn(6, 5, 16, requires_grad=True)
-    with HostValueCounter() as counter:
+    with HostSyncCounter() as counter:
         block(x).sum().backward()
-    assert counter.seen == []
+    assert counter.counts == {}
     # the counter sees the Bernoulli mode's nonzero
-    with HostValueCounter() as counter:
+    with HostSyncCounter() as counter:
         _block('bernoulli').train()(x).sum().backward()
-    assert 'nonzero.default' in counter.seen
+    assert counter.counts['nonzero'] > 0
 
 
 def test_block_is_built_with_its_rate_and_drops_only_with_autograd():
@@ -154,16 +125,6 @@ def test_batched_draws_match_one_branch_at_a_time():
         assert ((kept[i] / n - (1 - p)).abs() < 5 * se).all(), kept[i] / n
 
 
-class OpCounter(TorchDispatchMode):
-    def __init__(self):
-        super().__init__()
-        self.ops = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.ops.append(func.overloadpacket.__name__)
-        return func(*args, **(kwargs or {}))
-
-
 @pytest.mark.parametrize('packed', [False, True])
 def test_one_draw_per_forward_whatever_the_depth(packed):
     """A 'static' backbone draws its kept samples once per forward and
@@ -181,16 +142,16 @@ def test_one_draw_per_forward_whatever_the_depth(packed):
             drop_path_mode='static', out_type='raw',
         ).train()  # fmt: skip
         xs = [torch.randn(4, 3, 16, 16), torch.randn(6, 3, 8, 8)]
-        with OpCounter() as counter:
+        with KernelCounter() as counter:
             if packed:
                 vit.forward_packed(xs)
             else:
                 for x in xs:
                     vit(x)
-        counts[depth] = counter.ops
+        counts[depth] = counter.counts['other']
     for depth, ops in counts.items():
-        assert ops.count('rand') == 4, (depth, ops.count('rand'))
-        assert ops.count('sort') == 2, (depth, ops.count('sort'))
+        assert ops['rand'] == 4, (depth, ops['rand'])
+        assert ops['sort'] == 2, (depth, ops['sort'])
     # per extra block: one gather per branch (and per group unpacked)
-    more = counts[6].count('index_select') - counts[2].count('index_select')
+    more = counts[6]['index_select'] - counts[2]['index_select']
     assert more == 4 * 2 * (1 if packed else 2)
