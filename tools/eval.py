@@ -62,7 +62,14 @@ def parse_args(argv=None) -> argparse.Namespace:
     add('--crop', type=int, help="default: the backbone's img_size")
     add('--n-layers', type=int, default=1, help='last blocks (1 or 4)')
     add('--probe-iters', type=int, default=1000)
-    add('--probe-lr', type=float, default=1e-3)
+    add(
+        '--probe-lr',
+        type=float,
+        nargs='+',
+        default=[1e-3, 1e-2, 1e-1],
+        help='head learning rate; several: the best on a held-out fifth '
+        'of the training images (default: best of 0.001 0.01 0.1)',
+    )
     add('--batch-size', type=int, default=16)
     add('--max-train', type=int, help='use the first N training images')
     add('--max-val', type=int, help='use the first N validation images')

@@ -96,13 +96,36 @@ def dense_featurizer(cfg, args: Namespace) -> Tuple[Featurizer, str]:
 
 def probe_settings(cfg, args: Namespace) -> ProbeSettings:
     crop = args.crop or _config_int(cfg, 'img_size', 224)
+    lrs = args.probe_lr if isinstance(args.probe_lr, list) else [args.probe_lr]
     return ProbeSettings(
         crop=crop,
         n_layers=args.n_layers,
         batch_size=args.batch_size,
         iters=args.probe_iters,
-        lr=args.probe_lr,
+        lr=lrs[0],
+        lrs=tuple(lrs) if len(lrs) > 1 else (),
     )
+
+
+def probe_lr_metrics(task: str, out: Dict) -> Dict:
+    """``TASK/probe_lr`` and, after a sweep, the held-out score of each
+    learning rate (``TASK/heldout/lr_0.001``); prints the sweep."""
+    metrics = {f'{task}/probe_lr': out['lr']}
+    if out['sweep']:
+        what = 'mIoU' if task == 'seg' else 'RMSE'
+        sign = 1 if task == 'seg' else -1
+        print(f'{task} probe lr sweep (held-out {what} of the training set):')
+        for lr, score in out['sweep'].items():
+            mark = '  <- chosen' if lr == out['lr'] else ''
+            print(f'  lr {lr:g}: {sign * score:.4g}{mark}')
+            metrics[f'{task}/heldout/lr_{lr:g}'] = sign * score
+    return metrics
+
+
+def _lrs(settings: ProbeSettings) -> str:
+    if settings.lrs:
+        return 'best of ' + ', '.join(f'{lr:g}' for lr in settings.lrs)
+    return f'{settings.lr:g}'
 
 
 def _num_classes(args: Namespace) -> int:
@@ -129,7 +152,8 @@ def run_seg(cfg, args: Namespace) -> Tuple[Dict, list, int]:
     print(
         f'seg probe: {len(train)} training / {len(val)} validation images '
         f'of {args.data} ({layout}, {k} classes), crop {settings.crop}, '
-        f'last {args.n_layers} layer(s), {settings.iters} steps'
+        f'last {args.n_layers} layer(s), {settings.iters} steps, '
+        f'lr {_lrs(settings)}'
     )
     out = run_seg_probe(
         featurizer,
@@ -140,6 +164,7 @@ def run_seg(cfg, args: Namespace) -> Tuple[Dict, list, int]:
         settings=settings,
     )
     metrics = {f'seg/{key}': v for key, v in out['metrics'].items()}
+    metrics.update(probe_lr_metrics('seg', out))
     return metrics, out['samples'], k
 
 
@@ -156,7 +181,7 @@ def run_depth(cfg, args: Namespace) -> Tuple[Dict, list, int]:
     print(
         f'depth probe: {len(train)} training / {len(val)} validation '
         f'images of {args.data} ({layout}), {args.depth_mode}, crop '
-        f'{settings.crop}, {settings.iters} steps'
+        f'{settings.crop}, {settings.iters} steps, lr {_lrs(settings)}'
     )
     out = run_depth_probe(
         featurizer,
@@ -169,6 +194,7 @@ def run_depth(cfg, args: Namespace) -> Tuple[Dict, list, int]:
         with_cls=not args.no_cls and args.features != 'pixels',
     )
     metrics = {f'depth/{key}': v for key, v in out['metrics'].items()}
+    metrics.update(probe_lr_metrics('depth', out))
     return metrics, out['samples'], 0
 
 

@@ -8,10 +8,18 @@ the aspect ratio (short side = crop size) and are read with overlapping
 crop-sized windows (stride 2/3 of the crop) whose logits are averaged,
 then resized bilinearly to the label's size (as mmsegmentation's
 ``slide`` inference).
+
+The head's learning rate is chosen, as the DINO papers choose a linear
+probe's (Oquab et al. 2023, Sec. 7), by a sweep: one head per learning
+rate of ``ProbeSettings.lrs`` trains on the training images minus a
+held-out fifth, the one with the best held-out score wins and is trained
+again on all of them; the validation images are never seen before the
+final measure.
 """
 
-from dataclasses import dataclass
-from typing import Callable, List, Optional, Tuple
+import math
+from dataclasses import dataclass, replace
+from typing import Callable, Dict, List, Optional, Tuple
 
 import cv2
 import numpy as np
@@ -32,9 +40,16 @@ class ProbeSettings:
         n_layers (int): Last blocks concatenated (1 or 4 in DINOv2).
         batch_size (int): Images per step (features and head).
         iters (int): Head training steps.
-        lr (float): AdamW learning rate (cosine to 0).
+        lr (float): AdamW learning rate (cosine to 0), used when ``lrs``
+            is empty.
+        lrs (tuple[float]): Learning rates to sweep (two or more: the
+            best on a held-out part of the training images is used);
+            empty: ``lr`` alone.
+        holdout (float): Share of the training images held out by the
+            sweep.
         weight_decay (float): AdamW weight decay.
-        seed (int): Seed of the head's init and batch order.
+        seed (int): Seed of the head's init, batch order and held-out
+            part.
     """
 
     crop: int = 64
@@ -42,6 +57,8 @@ class ProbeSettings:
     batch_size: int = 16
     iters: int = 1000
     lr: float = 1e-3
+    lrs: Tuple[float, ...] = ()
+    holdout: float = 0.2
     weight_decay: float = 1e-4
     seed: int = 0
 
@@ -161,6 +178,66 @@ def train_head(
         bar.set_postfix(loss=f'{losses[-1]:.3f}', refresh=False)
     head.eval()
     return losses
+
+
+def sweep_lr(
+    make_head: Callable[[], nn.Module],
+    inputs: torch.Tensor,
+    targets: torch.Tensor,
+    loss_fn: Callable,
+    score_fn: Callable,
+    settings: ProbeSettings,
+) -> Tuple[float, Dict[float, float]]:
+    """The learning rate of ``settings.lrs`` whose head scores best on a
+    held-out part of the training inputs.
+
+    Args:
+        make_head: Builds a fresh head (seeded by the caller's settings).
+        inputs, targets: All training inputs and targets (cached).
+        loss_fn: As :func:`train_head`.
+        score_fn: ``score_fn(head, inputs, targets) -> float``, higher is
+            better (mIoU; minus the RMSE).
+        settings (ProbeSettings): ``lrs``, ``holdout`` and the rest.
+
+    Returns:
+        tuple: the chosen learning rate and the held-out score of each.
+        With fewer than two learning rates, ``(lr, {})``: nothing swept.
+    """
+    lrs = tuple(settings.lrs)
+    if len(lrs) < 2:
+        return (lrs[0] if lrs else settings.lr), {}
+    n = inputs.shape[0]
+    n_held = math.ceil(n * settings.holdout)
+    if not 0 < n_held < n:
+        raise ValueError(
+            f'the learning-rate sweep holds out {settings.holdout:.0%} of '
+            f'the {n} training images, which leaves none to train or to '
+            'score: give more training images or one learning rate '
+            '(--probe-lr 0.001).'
+        )
+    order = torch.randperm(
+        n, generator=torch.Generator().manual_seed(settings.seed)
+    )
+    held, fit = order[:n_held], order[n_held:]
+    scores = {}
+    for lr in lrs:
+        torch.manual_seed(settings.seed)
+        head = make_head()
+        train_head(
+            head,
+            inputs[fit],
+            targets[fit],
+            loss_fn,
+            replace(settings, lr=lr),
+            f'lr {lr:g}',
+        )
+        with torch.no_grad():
+            scores[lr] = float(score_fn(head, inputs[held], targets[held]))
+
+    def key(lr):  # a diverged head (nan) never wins
+        return scores[lr] if math.isfinite(scores[lr]) else -math.inf
+
+    return max(lrs, key=key), scores  # the first of a tie
 
 
 def windows(size: int, crop: int, stride: int) -> List[int]:

@@ -15,6 +15,7 @@ as BTS); measured by RMSE, AbsRel and delta1 (see
 :mod:`mmssl.evaluation.dense_metrics`).
 """
 
+from dataclasses import replace
 from typing import Dict, List
 
 import numpy as np
@@ -31,6 +32,7 @@ from .dense_probe import (
     cache_features,
     head_input,
     slide_logits,
+    sweep_lr,
     train_head,
     train_view,
 )
@@ -82,8 +84,10 @@ def run_depth_probe(
     """Train on ``train_pairs``, measure on ``val_pairs``.
 
     Returns:
-        dict: ``metrics`` (rmse, abs_rel, delta1), ``losses``,
-        ``samples`` (``(image, gt depth, predicted depth)``).
+        dict: ``metrics`` (rmse, abs_rel, delta1), ``lr`` (the head's
+        learning rate), ``sweep`` (minus the held-out RMSE of each swept
+        learning rate, empty without a sweep), ``losses``, ``samples``
+        (``(image, gt depth, predicted depth)``).
     """
     if mode not in DEPTH_MODES:
         raise ValueError(f'depth mode {mode!r}; one of {DEPTH_MODES}')
@@ -100,7 +104,6 @@ def run_depth_probe(
     maps, cls = cache_features(featurizer, images, settings.batch_size)
     inputs = head_input(maps, cls, with_cls).half()
     out_channels = n_bins if mode == 'bins' else 1
-    head = LinearHead(inputs.shape[1], out_channels)
     centres = bin_centres(n_bins, min_depth, max_depth)
 
     def predict(logits: torch.Tensor, size) -> torch.Tensor:
@@ -115,8 +118,27 @@ def run_depth_probe(
             predict(logits, gt.shape[-2:]), gt, min_depth, max_depth
         )
 
+    def make_head():
+        return LinearHead(inputs.shape[1], out_channels)
+
+    def score(head, x, gt):  # minus the mean RMSE of the held-out crops
+        pred = predict(head(x.float()), gt.shape[-2:])
+        per = [depth_image_metrics(p, g, min_depth, max_depth)
+               for p, g in zip(pred, gt)]  # fmt: skip
+        per = [m['rmse'] for m in per if m is not None]
+        return -sum(per) / len(per) if per else -float('inf')
+
+    targets = torch.stack(depths)
+    lr, sweep = sweep_lr(make_head, inputs, targets, loss_fn, score, settings)
+    torch.manual_seed(settings.seed)
+    head = make_head()
     losses = train_head(
-        head, inputs, torch.stack(depths), loss_fn, settings, 'depth probe'
+        head,
+        inputs,
+        targets,
+        loss_fn,
+        replace(settings, lr=lr),
+        'depth probe',
     )
     per_image, samples = [], []
     for image_path, depth_path in tqdm(
@@ -137,5 +159,9 @@ def run_depth_probe(
         if len(samples) < keep:
             samples.append((image, gt.numpy(), pred.numpy()))
     return dict(
-        metrics=mean_metrics(per_image), losses=losses, samples=samples
+        metrics=mean_metrics(per_image),
+        lr=lr,
+        sweep=sweep,
+        losses=losses,
+        samples=samples,
     )

@@ -11,6 +11,7 @@ mIoU over the classes. Features are computed once per training image
 (no augmentation), so the probe is a few minutes on a CPU for a small set.
 """
 
+from dataclasses import replace
 from typing import Dict, List
 
 import numpy as np
@@ -26,6 +27,7 @@ from .dense_probe import (
     ProbeSettings,
     cache_features,
     slide_logits,
+    sweep_lr,
     train_head,
     train_view,
 )
@@ -37,6 +39,23 @@ def seg_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         logits, size=labels.shape[-2:], mode='bilinear', align_corners=False
     )
     return F.cross_entropy(logits, labels.long(), ignore_index=IGNORE_INDEX)
+
+
+def seg_score(num_classes: int):
+    """``score(head, maps, labels)``: the mIoU of a head on cached crops
+    (the sweep's held-out score)."""
+
+    def score(head, maps, labels):
+        logits = F.interpolate(
+            head(maps.float()),
+            size=labels.shape[-2:],
+            mode='bilinear',
+            align_corners=False,
+        )
+        conf = confusion_matrix(logits.argmax(1), labels, num_classes)
+        return segmentation_metrics(conf)['mIoU']
+
+    return score
 
 
 def load_train_set(pairs, crop, num_classes, reduce_zero_label):
@@ -65,17 +84,29 @@ def run_seg_probe(
     """Train the probe on ``train_pairs``, measure it on ``val_pairs``.
 
     Returns:
-        dict: ``metrics`` (mIoU, aAcc, mAcc, IoU.k in percent), ``losses``
-        (per step), ``samples`` (the first ``keep`` validation
-        ``(image, label, prediction)``, for the figure).
+        dict: ``metrics`` (mIoU, aAcc, mAcc, IoU.k in percent), ``lr``
+        (the head's learning rate), ``sweep`` (the held-out mIoU of each
+        swept learning rate, empty without a sweep), ``losses`` (per
+        step), ``samples`` (the first ``keep`` validation ``(image,
+        label, prediction)``, for the figure).
     """
     torch.manual_seed(settings.seed)
     images, labels = load_train_set(
         train_pairs, settings.crop, num_classes, reduce_zero_label
     )
     maps, _ = cache_features(featurizer, images, settings.batch_size)
-    head = LinearHead(maps.shape[1], num_classes)
-    losses = train_head(head, maps, labels, seg_loss, settings, 'seg probe')
+
+    def make_head():
+        return LinearHead(maps.shape[1], num_classes)
+
+    lr, sweep = sweep_lr(
+        make_head, maps, labels, seg_loss, seg_score(num_classes), settings
+    )
+    torch.manual_seed(settings.seed)
+    head = make_head()
+    losses = train_head(
+        head, maps, labels, seg_loss, replace(settings, lr=lr), 'seg probe'
+    )
     conf = torch.zeros(num_classes, num_classes, dtype=torch.long)
     samples = []
     for image_path, mask_path in tqdm(val_pairs, desc='seg eval', leave=False):
@@ -95,5 +126,9 @@ def run_seg_probe(
         if len(samples) < keep:
             samples.append((image, mask.numpy(), pred.numpy()))
     return dict(
-        metrics=segmentation_metrics(conf), losses=losses, samples=samples
+        metrics=segmentation_metrics(conf),
+        lr=lr,
+        sweep=sweep,
+        losses=losses,
+        samples=samples,
     )

@@ -77,6 +77,14 @@ def test_seg_task_writes_figures_and_headline(tmp_path, capsys):
     out = capsys.readouterr().out
     assert 'RANDOM INIT' in out
     assert '2 classes' in out
+    # the default sweep: three learning rates scored on held-out images
+    swept = {0.001, 0.01, 0.1}
+    assert metrics['seg/probe_lr'] in swept
+    heldout = {k: v for k, v in metrics.items() if 'heldout' in k}
+    assert set(heldout) == {f'seg/heldout/lr_{lr:g}' for lr in swept}
+    chosen = f'seg/heldout/lr_{metrics["seg/probe_lr"]:g}'
+    assert heldout[chosen] == max(heldout.values())
+    assert f'lr {metrics["seg/probe_lr"]:g}: ' in out and '<- chosen' in out
     last = out.strip().splitlines()[-1]
     assert last == f'seg/mIoU: {metrics["seg/mIoU"]:.2f}'
     with open(osp.join(work, 'eval_seg.json')) as f:
@@ -108,8 +116,12 @@ def test_depth_task_with_pixels_baseline(tmp_path, capsys):
     argv += ['--crop', '16', '--probe-iters', '100', '--features', 'pixels']
     argv += ['--probe-lr', '0.05', '--n-bins', '32']
     metrics = _eval(argv)
-    assert set(metrics) == {'depth/rmse', 'depth/abs_rel', 'depth/delta1'}
+    assert set(metrics) == {
+        'depth/rmse', 'depth/abs_rel', 'depth/delta1', 'depth/probe_lr'
+    }  # fmt: skip
+    assert metrics['depth/probe_lr'] == 0.05  # one lr: no sweep
     out = capsys.readouterr().out
+    assert 'lr sweep' not in out
     assert 'raw pixels' in out
     assert out.strip().splitlines()[-1].startswith('depth/rmse: ')
     assert metrics['depth/rmse'] < 1.0
