@@ -75,3 +75,23 @@ def test_depth_layouts_and_bad_maps(tmp_path):
     with pytest.raises(FileNotFoundError, match='train split is empty'):
         depth_pairs(str(tmp_path / 'nyu'), 'train', 'nyu')
     assert root
+
+
+def test_sweep_keeps_the_lr_with_the_lowest_held_out_rmse(tmp_path):
+    root = write_depth_folder(tmp_path)
+    mean = np.zeros(3, np.float32)
+    featurizer = Featurizer(PatchPixels(4), mean, mean + 255, False)
+    out = run_depth_probe(
+        featurizer,
+        depth_pairs(root, 'train'),
+        depth_pairs(root, 'val'),
+        ProbeSettings(crop=16, iters=200, batch_size=4, lrs=(1e-7, 0.05)),
+        mode='regression',
+        max_depth=10.0,
+    )
+    # the scores are minus the held-out RMSE: lr 1e-7 stays at the init
+    # (sigmoid(0) * 10 = 5 m everywhere), lr 0.05 learns the fixture
+    assert set(out['sweep']) == {1e-7, 0.05}
+    assert -out['sweep'][0.05] < 0.6 < -out['sweep'][1e-7]
+    assert out['lr'] == 0.05
+    assert out['metrics']['rmse'] < 0.6
