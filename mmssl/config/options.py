@@ -74,6 +74,7 @@ RUNNER_KNOWN_KEYS = frozenset(
         'env_cfg.dist_cfg.backend',
         'env_cfg.dist_cfg.timeout',
         'env_cfg.resource_limit',
+        'env_cfg.tf32',
     }
 )
 

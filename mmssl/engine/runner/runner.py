@@ -119,7 +119,11 @@ class SSLRunner(RunLifecycleMixin, CheckpointingMixin, Runner):
 
     # ------------------------------------------------------------ build
     def setup_env(self, env_cfg: Dict) -> None:
-        """mmengine's setup, then warnings on rank 0 only.
+        """mmengine's setup, then warnings on rank 0 only, and TF32.
+
+        ``env_cfg.tf32`` (default True) lets float32 matrix products and
+        convolutions on CUDA use TensorFloat-32 (:func:`set_tf32`), as the
+        reference DINOv2 training does; False keeps full float32.
 
         mmengine names a run (logger, visualizer, default scope) after the
         second it started, ``<config>_<YYYYmmdd_HHMMSS>``, and hands back
@@ -133,6 +137,7 @@ class SSLRunner(RunLifecycleMixin, CheckpointingMixin, Runner):
         super().setup_env(env_cfg)
         quiet_known_warnings(get_rank())
         self._timestamp = unique_timestamp(self._timestamp)
+        set_tf32(env_cfg.get('tf32', True))
 
     def build_logger(self, log_level='INFO', log_file=None, **kwargs):
         """mmengine's logger; long INFO dumps go to the log file only."""
@@ -346,6 +351,27 @@ def _fit_to_machine(dataloader):
     if note:
         print_log(note, logger='current')
     return dataloader
+
+
+def set_tf32(enabled) -> None:
+    """TensorFloat-32 for float32 matmuls and cuDNN convolutions on CUDA.
+
+    PyTorch leaves TF32 matmuls off by default; Ampere and newer GPUs run
+    them several times faster with TF32 (10 mantissa bits for the
+    products, float32 accumulation), and the DINOv2 reference turns them
+    on for its training (facebookresearch/dinov2, ``train/train.py``).
+    Mixed precision (bf16/fp16) steps are not affected. No effect on CPU.
+
+    Raises:
+        TypeError: ``enabled`` is not a bool.
+    """
+    if not isinstance(enabled, bool):
+        raise TypeError(
+            f'env_cfg.tf32 must be True or False, got {enabled!r}: '
+            '--cfg-options env_cfg.tf32=False keeps full float32 matmuls.'
+        )
+    torch.backends.cuda.matmul.allow_tf32 = enabled
+    torch.backends.cudnn.allow_tf32 = enabled
 
 
 def build_runner(cfg) -> Runner:
