@@ -31,6 +31,22 @@ def _restore_torch_threads():
     torch.set_num_threads(threads)
 
 
+@pytest.fixture(autouse=True)
+def _restore_tf32():
+    """Give every test PyTorch's TF32 flags as it found them: a runner
+    turns TF32 on for the process (``env_cfg.tf32``), which would loosen
+    the float32 CUDA-equals-CPU comparisons of later tests."""
+    import torch
+
+    flags = (
+        torch.backends.cuda.matmul.allow_tf32,
+        torch.backends.cudnn.allow_tf32,
+    )
+    yield
+    torch.backends.cuda.matmul.allow_tf32 = flags[0]
+    torch.backends.cudnn.allow_tf32 = flags[1]
+
+
 @pytest.fixture(scope='session')
 def demo_data_root(tmp_path_factory) -> str:
     """Folder with the demo digits: ``train/<cls>/*.png``, ``val/...``."""

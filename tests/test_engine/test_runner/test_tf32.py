@@ -1,5 +1,6 @@
 """``env_cfg.tf32``: float32 matmuls on CUDA use TF32 unless a config
-says no, as the DINOv2 reference trains."""
+says no, as the DINOv2 reference trains. (tests/conftest.py restores the
+process-wide flags after each test.)"""
 
 import pytest
 import torch
@@ -12,18 +13,6 @@ from tests.support.resume import tiny_cfg
 DEMO = 'configs/simclr/simclr_resnet18-w16_1xb64-10e_demo.py'
 
 
-@pytest.fixture
-def tf32_flags():
-    """Restore the process-wide flags after the test."""
-    saved = (
-        torch.backends.cuda.matmul.allow_tf32,
-        torch.backends.cudnn.allow_tf32,
-    )
-    yield
-    torch.backends.cuda.matmul.allow_tf32 = saved[0]
-    torch.backends.cudnn.allow_tf32 = saved[1]
-
-
 def _flags():
     return (
         torch.backends.cuda.matmul.allow_tf32,
@@ -32,7 +21,7 @@ def _flags():
 
 
 def test_runner_turns_tf32_on_by_default_and_off_on_request(
-    demo_data_root, tmp_path, tf32_flags
+    demo_data_root, tmp_path
 ):
     set_tf32(False)
     build_runner(tiny_cfg(DEMO, demo_data_root, str(tmp_path / 'a')))
@@ -43,7 +32,7 @@ def test_runner_turns_tf32_on_by_default_and_off_on_request(
     assert _flags() == (False, False)
 
 
-def test_a_non_bool_names_the_key_and_the_fix(tf32_flags):
+def test_a_non_bool_names_the_key_and_the_fix():
     with pytest.raises(TypeError, match=r"env_cfg.tf32 .* got 'yes'"):
         set_tf32('yes')
     # --cfg-options env_cfg.tf32=False is accepted on configs without it
