@@ -18,7 +18,7 @@ def test_writes_ade20k_layout_with_depth(tmp_path):
     readme = open(osp.join(out, 'README.md')).read()
     assert '2 = disc, 3 = square' in readme and '6 = cross' in readme
     assert (
-        '| raw pixels of each 8x8 patch | 14.69 | 2.04 | `python '
+        '| raw pixels of each 8x8 patch | 14.76 | 2.04 | `python '
         'tools/eval.py configs/dinov2/dinov2_vit-tiny-p8_1xb64-40e_dense_'
         f'demo.py --task seg --data {out} --features pixels` |'
     ) in readme
