@@ -138,3 +138,40 @@ def test_dense_features_turn_off_a_backbones_default_masking():
 
     maps, _ = dense_features(_MasksByDefault(4), torch.zeros(1, 3, 8, 8))
     assert maps.shape == (1, 48, 2, 2)
+
+
+@pytest.mark.parametrize('vit_type', ['MAEViT', 'MFFViT', 'MILANViT'])
+def test_dense_features_of_mae_style_vits_cover_every_patch(vit_type):
+    """MFF's ViT masks even when told ``mask=None`` and MILAN's takes
+    ``importance``: the probe still gets every patch, unmasked, as the
+    plain ViT forward gives it."""
+    from mmpretrain.models.backbones import VisionTransformer
+
+    from mmssl.evaluation.dense_features import dense_features
+    from mmssl.registry import MODELS
+    from mmssl.utils import register_all_modules
+
+    register_all_modules()
+    torch.manual_seed(0)
+    arch = dict(
+        embed_dims=16, num_layers=2, num_heads=2, feedforward_channels=32
+    )
+    vit = MODELS.build(
+        dict(
+            type=vit_type,
+            arch=arch,
+            img_size=16,
+            patch_size=4,
+            out_type='raw',
+            out_indices=[-1],
+        )
+    )
+    vit.eval()
+    x = torch.randn(2, 3, 16, 16)
+    maps, cls = dense_features(vit, x)
+    assert maps.shape == (2, 16, 4, 4) and cls.shape == (2, 16)
+    tokens = VisionTransformer.forward(vit, x)[0]  # (B, 1 + 16, C)
+    torch.testing.assert_close(cls, tokens[:, 0])
+    torch.testing.assert_close(
+        maps, tokens[:, 1:].transpose(1, 2).reshape(2, 16, 4, 4)
+    )
