@@ -63,6 +63,44 @@ def _grid(n: int, hw: Tuple[int, int]) -> Tuple[int, int]:
     return h, n // h
 
 
+def _mixmim_last_stage(backbone: nn.Module, x: torch.Tensor):
+    """MixMIM's last-stage map: its forward ends in a global average
+    pool, so the stages run here and the tokens before the pool are kept
+    (a stride-32 grid)."""
+    tokens, hw = backbone.patch_embed(x)  # (B, N, C)
+    tokens = backbone.drop_after_pos(tokens + backbone.absolute_pos_embed)
+    for layer in backbone.layers:
+        tokens = layer(tokens, attn_mask=None)
+    tokens = backbone.norm(tokens)  # (B, h * w, C) of the last stage
+    h, w = _grid(tokens.shape[1], hw)
+    # (B, h * w, C) -> (B, C, h, w)
+    return (tokens.transpose(1, 2).reshape(x.shape[0], -1, h, w),)
+
+
+def _unmasked_forward(backbone: nn.Module, x: torch.Tensor):
+    """The backbone's outputs on every patch of ``x``, no masking.
+
+    mmpretrain's masked-image ViTs mask by default. MAE's stops with
+    ``mask=None``; MFF's hands ``mask=None`` on to MAE's forward without
+    it (so it masks after all) and MILAN's takes ``importance`` instead:
+    every MAE-style ViT runs the plain ViT forward here. MixMIM's pools
+    its tokens into one vector: :func:`_mixmim_last_stage`.
+    """
+    from mmpretrain.models.backbones import (
+        MixMIMTransformer,
+        VisionTransformer,
+    )
+    from mmpretrain.models.selfsup import MAEViT
+
+    if isinstance(backbone, MAEViT):
+        return VisionTransformer.forward(backbone, x)
+    if isinstance(backbone, MixMIMTransformer):
+        return _mixmim_last_stage(backbone, x)
+    if 'mask' in inspect.signature(backbone.forward).parameters:
+        return backbone(x, mask=None)  # e.g. BEiT's, CAE's ViT
+    return backbone(x)
+
+
 @torch.no_grad()
 def dense_features(
     backbone: nn.Module, x: torch.Tensor
@@ -77,11 +115,7 @@ def dense_features(
         tuple: maps (B, C * n_layers, h, w) and CLS (B, C * n_layers), or
         None for a backbone without tokens.
     """
-    if 'mask' in inspect.signature(backbone.forward).parameters:
-        # masked-image backbones (MAE's ViT) mask by default: no masking
-        outs = backbone(x, mask=None)
-    else:
-        outs = backbone(x)
+    outs = _unmasked_forward(backbone, x)
     outs = outs if isinstance(outs, (list, tuple)) else (outs,)
     maps, cls = [], []
     for out in outs:

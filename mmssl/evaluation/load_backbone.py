@@ -136,12 +136,24 @@ def select_weights(state: Dict, own: Dict, prefix: Optional[str] = None):
         fmt = detect_format(state)
     except WarmStartError:
         fmt = None
+    stored = _as_stored(state, own)
     if fmt is not None:
         found = convert_backbone(state, fmt)
-        if sum(k in own for k in found) or fmt != 'mmssl':
+        matched = sum(k in own for k in found)
+        # a backbone whose own keys look foreign (HiViT's patch_embed.proj
+        # is DINOv2's marker) is kept as stored when that matches more
+        if (matched or fmt != 'mmssl') and matched >= sum(
+            k in own for k in stored[0]
+        ):
             prefixes = backbone_prefixes(state, _marker(fmt))
             where = prefixes[0] if prefixes else ''
             return found, f'{fmt} layout, prefix {where!r}'
+    return stored
+
+
+def _as_stored(state: Dict, own: Dict):
+    """``(weights, source)``: the file's backbone under its own key
+    names, bare or below the first backbone prefix found."""
     if sum(k in state for k in own) >= MIN_MATCH * len(own):
         return dict(state), "prefix ''"
     prefixes = backbone_prefixes(state)

@@ -111,3 +111,32 @@ def test_every_backbone_copy_gets_the_teacher(tmp_path):
     assert torch.equal(
         target.teacher['head'].weight, source.teacher['head'].weight
     )
+
+
+def test_hivit_keys_that_look_like_dinov2_load_as_stored(tmp_path):
+    """HiViT (iTPN) names its stem ``patch_embed.proj`` like the DINOv2
+    hub layout; its training file loads as stored, not converted."""
+    register_all_modules()
+
+    def hivit(seed):
+        torch.manual_seed(seed)
+        arch = dict(embed_dims=24, depths=[1, 1, 2], num_heads=2)
+        return MODELS.build(
+            dict(
+                type='iTPNHiViT',
+                arch=arch,
+                img_size=32,
+                patch_size=8,
+                inner_patches=4,
+                out_indices=[5],
+            )
+        )
+
+    source = hivit(1)
+    state = {f'backbone.{k}': v for k, v in source.state_dict().items()}
+    state['neck.decoder_embed.weight'] = torch.zeros(4, 24)
+    path = str(tmp_path / 'epoch_1.pth')
+    torch.save(dict(state_dict=state), path)
+    target = hivit(2)
+    loaded = load_backbone_weights(target, path)
+    assert _same(target, source) and loaded.share == 1.0

@@ -194,3 +194,68 @@ def test_sweep_skips_a_diverged_lr_and_refuses_too_few_images():
     )
     with pytest.raises(ValueError, match='one learning rate'):
         sweep_lr(None, maps[:1], labels[:1], seg_loss, None, settings)
+
+
+@pytest.mark.parametrize('vit_type', ['MAEViT', 'MFFViT', 'MILANViT'])
+def test_dense_features_of_mae_style_vits_cover_every_patch(vit_type):
+    """MFF's ViT masks even when told ``mask=None`` and MILAN's takes
+    ``importance``: the probe still gets every patch, unmasked, as the
+    plain ViT forward gives it."""
+    from mmpretrain.models.backbones import VisionTransformer
+
+    from mmssl.evaluation.dense_features import dense_features
+    from mmssl.registry import MODELS
+    from mmssl.utils import register_all_modules
+
+    register_all_modules()
+    torch.manual_seed(0)
+    arch = dict(
+        embed_dims=16, num_layers=2, num_heads=2, feedforward_channels=32
+    )
+    vit = MODELS.build(
+        dict(
+            type=vit_type,
+            arch=arch,
+            img_size=16,
+            patch_size=4,
+            out_type='raw',
+            out_indices=[-1],
+        )
+    )
+    vit.eval()
+    x = torch.randn(2, 3, 16, 16)
+    maps, cls = dense_features(vit, x)
+    assert maps.shape == (2, 16, 4, 4) and cls.shape == (2, 16)
+    tokens = VisionTransformer.forward(vit, x)[0]  # (B, 1 + 16, C)
+    torch.testing.assert_close(cls, tokens[:, 0])
+    torch.testing.assert_close(
+        maps, tokens[:, 1:].transpose(1, 2).reshape(2, 16, 4, 4)
+    )
+
+
+def test_dense_features_of_mixmim_are_its_last_stage_before_the_pool():
+    """MixMIM's forward pools its tokens into one vector; the probe gets
+    the last stage's map, whose mean is that vector."""
+    from mmssl.evaluation.dense_features import dense_features
+    from mmssl.registry import MODELS
+    from mmssl.utils import register_all_modules
+
+    register_all_modules()
+    torch.manual_seed(0)
+    backbone = MODELS.build(
+        dict(
+            type='MixMIMPretrainTransformer',
+            arch=dict(
+                embed_dims=8, depths=[1, 1, 1, 1], num_heads=[1, 1, 1, 1]
+            ),
+            img_size=64,
+            patch_size=4,
+            window_size=[4, 4, 2, 1],
+        )
+    )
+    backbone.eval()
+    x = torch.randn(2, 3, 64, 64)
+    maps, cls = dense_features(backbone, x)
+    assert maps.shape == (2, 64, 2, 2) and cls is None  # stride 32
+    pooled = backbone(x, mask=None)[0]  # (B, C)
+    torch.testing.assert_close(maps.mean((2, 3)), pooled)

@@ -27,12 +27,14 @@ def _tiny_digits(src: str, dst: str, per_class: dict) -> str:
 
 
 def test_default_demos_are_the_image_demos():
-    """Every 2D image demo once; no shapes variant; no 3D or 5-channel
-    demo (they read their own sets, so their rows could never fill)."""
+    """Every 2D image demo once; no shapes or dense variant; no 3D or
+    5-channel demo (they read their own sets, so their rows could never
+    fill)."""
     configs = zoo.default_configs()
     assert MAE in configs
     assert 'configs/simclr/simclr_resnet18-w16_1xb64-10e_demo.py' in configs
     assert not [c for c in configs if '_shapes_demo' in c]
+    assert not [c for c in configs if '_dense_demo' in c]  # dense_zoo.py
     folders = {c.split('/')[1] for c in configs}
     assert not folders & {'volumetric', 'multichannel'}, folders
     assert len(configs) == len(set(configs)) >= 28

@@ -74,13 +74,15 @@ OWN_DATA_FOLDERS = ('multichannel', 'volumetric')
 
 
 def default_configs() -> List[str]:
-    """All digits demos: ``configs/*/*_demo.py`` minus shapes variants
-    and the demos of :data:`OWN_DATA_FOLDERS`."""
+    """All digits demos: ``configs/*/*_demo.py`` minus shapes and dense
+    variants (the dense ones: ``dense_zoo.py``) and the demos of
+    :data:`OWN_DATA_FOLDERS`."""
     found = glob.glob(osp.join(ROOT, 'configs', '*', '*_demo.py'))
     return sorted(
         osp.relpath(p, ROOT)
         for p in found
         if '_shapes_demo' not in p
+        and '_dense_demo' not in p
         and osp.basename(osp.dirname(p)) not in OWN_DATA_FOLDERS
     )
 
