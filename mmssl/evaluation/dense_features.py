@@ -17,6 +17,17 @@ import torch
 from torch import nn
 
 
+def random_init_cfg(init_cfg):
+    """``init_cfg`` without the entries that load weights (``Pretrained``):
+    the random init that training starts from (a config's Xavier or
+    truncated-normal rules), never a file or a download."""
+    if init_cfg is None:
+        return None
+    items = init_cfg if isinstance(init_cfg, (list, tuple)) else [init_cfg]
+    kept = [dict(c) for c in items if c.get('type') != 'Pretrained']
+    return kept or None
+
+
 def build_dense_backbone(cfg, n_layers: int = 1) -> nn.Module:
     """The config's backbone, returning the last ``n_layers`` token maps.
 
@@ -27,7 +38,9 @@ def build_dense_backbone(cfg, n_layers: int = 1) -> nn.Module:
     from mmssl.registry import MODELS
 
     bcfg = dict(cfg.model.backbone)
-    bcfg.pop('init_cfg', None)
+    init_cfg = random_init_cfg(bcfg.pop('init_cfg', None))
+    if init_cfg:  # applied by init_weights(), as at the start of training
+        bcfg['init_cfg'] = init_cfg
     cls = MODELS.get(bcfg['type'])
     if cls is None:
         raise KeyError(f'backbone type {bcfg["type"]!r} is not registered')
