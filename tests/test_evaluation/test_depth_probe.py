@@ -18,19 +18,28 @@ from mmssl.evaluation.depth_probe import (
 from tests.support.dense_fixtures import write_depth_folder
 
 
-@pytest.mark.parametrize('mode', ['bins', 'regression'])
-def test_probe_learns_depth_from_patches(tmp_path, mode):
-    root = write_depth_folder(tmp_path)
+def _probe(root, settings, **kwargs):
+    """The depth probe on each 4x4 patch's raw pixels of ``root``."""
     mean = np.zeros(3, np.float32)
     featurizer = Featurizer(PatchPixels(4), mean, mean + 255, False)
-    out = run_depth_probe(
+    return run_depth_probe(
         featurizer,
         depth_pairs(root, 'train'),
         depth_pairs(root, 'val'),
+        settings,
+        max_depth=10.0,
+        **kwargs,
+    )
+
+
+@pytest.mark.parametrize('mode', ['bins', 'regression'])
+def test_probe_learns_depth_from_patches(tmp_path, mode):
+    root = write_depth_folder(tmp_path)
+    out = _probe(
+        root,
         ProbeSettings(crop=16, iters=200, lr=0.05, batch_size=4),
         mode=mode,
         n_bins=32,
-        max_depth=10.0,
     )
     m = out['metrics']
     # predicting the mean depth everywhere gives RMSE ~1.4 m here
@@ -78,16 +87,10 @@ def test_depth_layouts_and_bad_maps(tmp_path):
 
 
 def test_sweep_keeps_the_lr_with_the_lowest_held_out_rmse(tmp_path):
-    root = write_depth_folder(tmp_path)
-    mean = np.zeros(3, np.float32)
-    featurizer = Featurizer(PatchPixels(4), mean, mean + 255, False)
-    out = run_depth_probe(
-        featurizer,
-        depth_pairs(root, 'train'),
-        depth_pairs(root, 'val'),
+    out = _probe(
+        write_depth_folder(tmp_path),
         ProbeSettings(crop=16, iters=200, batch_size=4, lrs=(1e-7, 0.05)),
         mode='regression',
-        max_depth=10.0,
     )
     # the scores are minus the held-out RMSE: lr 1e-7 stays at the init
     # (sigmoid(0) * 10 = 5 m everywhere), lr 0.05 learns the fixture
