@@ -14,23 +14,17 @@ from mmssl.evaluation.knn_options import pool_patch_mean, set_metrics
 from mmssl.evaluation.load_backbone import load_backbone_weights
 
 
-def _img_size(cfg, requested) -> int:
-    if requested:
-        return int(requested)
-    size = (cfg.model.get('backbone') or {}).get('img_size', 224)
-    return int(size[0] if isinstance(size, (list, tuple)) else size)
-
-
 def use_folders(cfg, args) -> None:
     """Point the config's kNN test at ``--train-folder``/``--val-folder``."""
     from mmssl.evaluation.folders import (
         config_loader,
+        eval_img_size,
         eval_pipeline,
         folder_classes,
         labelled_folder_dataset,
     )
 
-    size = _img_size(cfg, args.img_size)
+    size, source = eval_img_size(cfg, args.img_size)
     classes = folder_classes(args.train_folder)
     # a multi-channel config reads the folders with its own loader
     pipeline = eval_pipeline(size, loader=config_loader(cfg))
@@ -58,7 +52,8 @@ def use_folders(cfg, args) -> None:
     cfg.test_cfg = dict(type='FeatureTestLoop')
     print(
         f'kNN on folders: bank {args.train_folder}, queries '
-        f'{args.val_folder}, {len(classes)} classes, {size}px crops'
+        f'{args.val_folder}, {len(classes)} classes, {size}px crops '
+        f'({source})'
     )
 
 

@@ -9,9 +9,67 @@ a centre crop, so batches of mixed sizes stack and nothing is squashed.
 
 import os
 import os.path as osp
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 from mmssl.datasets.image_index import IMG_EXTENSIONS
+
+#: The crop side of each training transform that sets the input size.
+_CROP_KEYS = {
+    'MultiCrop': 'global_size',
+    'RandomResizedCrop': 'scale',
+    'RandomResizedCropAndInterpolationWithTwoPic': 'size',
+    'RandomCrop': 'crop_size',
+    'CenterCrop': 'crop_size',
+}
+
+
+def _side(value) -> Optional[int]:
+    if isinstance(value, (list, tuple)) and value:
+        value = value[0]
+    return int(value) if isinstance(value, (int, float)) else None
+
+
+def train_crop_size(cfg) -> Optional[int]:
+    """The side of the crops the config trains on: the first size-setting
+    transform of its training pipeline, nested ones (``MultiView``)
+    included; None if there is none."""
+    dataset = (cfg.get('train_dataloader') or {}).get('dataset') or {}
+    while 'pipeline' not in dataset and isinstance(
+        dataset.get('dataset'), dict
+    ):
+        dataset = dataset['dataset']  # through wrappers
+
+    def search(transforms) -> Optional[int]:
+        for t in transforms or []:
+            if isinstance(t, (list, tuple)):
+                found = search(t)
+            elif not isinstance(t, dict):
+                continue
+            elif t.get('type') in _CROP_KEYS:
+                found = _side(t.get(_CROP_KEYS[t['type']]))
+            else:
+                found = search(t.get('transforms') or t.get('pipelines'))
+            if found:
+                return found
+        return None
+
+    return search(dataset.get('pipeline'))
+
+
+def eval_img_size(cfg, requested: Optional[int] = None) -> Tuple[int, str]:
+    """The crop side a tool evaluates ``cfg``'s backbone at, and where it
+    comes from: ``requested`` (a flag), the backbone's ``img_size`` (a
+    ViT), the training crop (:func:`train_crop_size`, e.g. 32 for the
+    ResNet demos on the 32 px digits), else 224."""
+    if requested:
+        return int(requested), 'as requested'
+    size = _side((cfg.model.get('backbone') or {}).get('img_size'))
+    if size:
+        return size, "the backbone's img_size"
+    size = train_crop_size(cfg)
+    if size:
+        return size, 'the training crop of the config'
+    return 224, 'default; the config gives no input size'
 
 
 def eval_pipeline(

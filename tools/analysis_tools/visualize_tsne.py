@@ -56,7 +56,7 @@ def parse_args(argv=None):
         type=int,
         default=None,
         help="crop side for --data-root (default: the backbone's "
-        'img_size, else 224)',
+        'img_size, else the training crop, else 224)',
     )
     parser.add_argument('--max-num-samples', type=int, default=1000)
     parser.add_argument('--perplexity', type=float, default=30.0)
@@ -116,16 +116,13 @@ def folder_dataset_cfgs(roots, img_size: int, loader=None) -> list:
 
 def build_datasets(cfg, args) -> list[tuple[str, object]]:
     """``[(source name, dataset), ...]`` to draw samples from."""
-    from mmssl.evaluation.folders import config_loader
+    from mmssl.evaluation.folders import config_loader, eval_img_size
     from mmssl.registry import DATASETS
 
     loader = cfg.get('test_dataloader') or cfg.get('val_dataloader')
     dataset_cfg = copy.deepcopy(loader['dataset']) if loader else None
     if args.data_root:
-        size = args.img_size or (cfg.model.get('backbone') or {}).get(
-            'img_size', 224
-        )
-        size = int(size[0] if isinstance(size, (list, tuple)) else size)
+        size, _ = eval_img_size(cfg, args.img_size)
         return [
             (osp.basename(osp.normpath(root)), DATASETS.build(ds))
             for root, ds in zip(

@@ -96,7 +96,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         type=int,
         default=None,
         help="crop side for folders (default: the backbone's img_size, "
-        'else 224)',
+        'else the training crop, else 224)',
     )
     parser.add_argument('--batch-size', type=int, default=None)
     parser.add_argument('--num-workers', type=int, default=None)
