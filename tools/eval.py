@@ -16,6 +16,10 @@ TASK:
   finetune  fine-tune end to end with a fine-tune config
           (configs/benchmarks/finetune/), validation top-1; ROOT with
           train/ and val/ class folders (default: the config's data)
+  rank    RankMe (effective rank) and spread of the features, no labels
+          needed: ROOT any folder of images (default: the config's
+          training folder); with CKPT also its random init, both
+          spectra in the picture
 
 CKPT is any file the warm-start loader reads (an mmssl checkpoint, whose
 teacher backbone is measured; the DINOv2/DINOv3 hub, timm or HF layouts).
@@ -23,8 +27,9 @@ Without it the config's random init is measured, and the output says so:
 "trained vs random init" is two commands. A checkpoint that does not hold
 the config's backbone stops the tool (exit 1, one line). The last line is
 the headline figure (``seg/mIoU: 41.27``); every figure is written to
-WORK_DIR/eval_TASK.json, the picture (image | ground truth | prediction)
-to WORK_DIR/eval_TASK.png. docs/en/evaluation.md has the details.
+WORK_DIR/eval_TASK.json, the picture (image | ground truth | prediction;
+for rank the spectra) to WORK_DIR/eval_TASK.png. docs/en/evaluation.md
+has the details.
 """
 
 import argparse
@@ -34,7 +39,7 @@ from mmssl.apis import evaluate as eval_tasks
 from mmssl.checkpoint import add_trusted_argument
 from mmssl.config.cli import add_cfg_options_arguments
 
-TASKS = ('knn', 'linear', 'seg', 'depth', 'finetune')
+TASKS = ('knn', 'linear', 'seg', 'depth', 'finetune', 'rank')
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -83,6 +88,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     add('--n-bins', type=int, default=256)
     add('--max-depth', type=float, default=10.0, help='metres')
     add('--no-cls', action='store_true', help='depth: patch tokens only')
+    parser.add_argument_group('rank').add_argument(
+        '--max-images',
+        type=int,
+        default=2048,
+        help='evenly spaced images of the folder (default 2048)',
+    )
     add_trusted_argument(parser)
     add_cfg_options_arguments(parser)
     args = parser.parse_args(argv)
@@ -105,6 +116,14 @@ def main(argv=None) -> dict:
     picture = None
     if args.task in ('knn', 'linear'):
         metrics = eval_tasks.run_knn_task(args)
+    elif args.task == 'rank':
+        cfg = load_tool_config(
+            args.config, args.cfg_options, args.allow_new_keys
+        )
+        try:
+            metrics, picture = eval_tasks.run_rank(cfg, args)
+        except (FileNotFoundError, ValueError) as err:
+            raise SystemExit(f'error: {err}') from None
     elif args.task == 'finetune':
         cfg = load_tool_config(
             args.config, args.cfg_options, args.allow_new_keys

@@ -15,6 +15,7 @@ from typing import Dict, Tuple
 
 import torch
 
+from mmssl.apis.rank_eval import run_rank  # noqa: F401 (tools/eval.py)
 from mmssl.evaluation.dense_probe import Featurizer, ProbeSettings
 
 #: Class count of each segmentation layout (ADE20K: 150 after
@@ -26,6 +27,7 @@ HEADLINE = {
     'seg': 'seg/mIoU',
     'depth': 'depth/rmse',
     'finetune': 'finetune/top1',
+    'rank': 'rank/rankme',
 }
 
 

@@ -1,0 +1,173 @@
+"""``tools/eval.py --task rank``: RankMe of a checkpoint, without labels.
+
+The features (one vector per image, as the kNN evaluation pools them) of
+a fixed, evenly spaced subset of a folder of images (default: the
+config's training folder) give RankMe and the spread
+(:mod:`mmssl.evaluation.rank`). With a checkpoint the random init of the
+same config is measured on the same images too, so one command answers
+"did pretraining spread the features out?"; the picture plots both
+singular-value spectra.
+"""
+
+import os.path as osp
+from argparse import Namespace
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+import torch
+
+
+def train_folder(cfg) -> Optional[str]:
+    """The first ``data_root`` of the config's training dataset (through
+    dataset wrappers), or None."""
+    dataset = (cfg.get('train_dataloader') or {}).get('dataset') or {}
+    while 'data_root' not in dataset and isinstance(
+        dataset.get('dataset'), dict
+    ):
+        dataset = dataset['dataset']
+    root = dataset.get('data_root')
+    if isinstance(root, (list, tuple)):
+        root = root[0] if root else None
+    return root
+
+
+def evenly_spaced(total: int, wanted: Optional[int]) -> List[int]:
+    """``wanted`` indices spread evenly over ``range(total)`` (all of them
+    when ``wanted`` is None or not smaller): a subset that does not
+    depend on the sorting of sub-folders."""
+    if wanted is None or wanted >= total:
+        return list(range(total))
+    return np.linspace(0, total - 1, wanted).round().astype(int).tolist()
+
+
+def _loader(cfg, folder: str, size: int, max_images: Optional[int]):
+    from mmssl.engine.runner.runner import SSLRunner
+    from mmssl.evaluation.folders import (
+        config_loader,
+        eval_pipeline,
+        unlabelled_folder_dataset,
+    )
+    from mmssl.registry import DATASETS
+
+    pipeline = eval_pipeline(size, loader=config_loader(cfg))
+    dataset = unlabelled_folder_dataset([folder], size, pipeline)
+    total = len(DATASETS.build(dict(dataset, lazy_init=False)))
+    if total < 2:
+        raise ValueError(
+            f'{folder} holds {total} image(s); RankMe needs at least 2.'
+        )
+    dataset['indices'] = evenly_spaced(total, max_images)
+    loader = dict(
+        batch_size=64,
+        num_workers=0,
+        sampler=dict(type='DefaultSampler', shuffle=False),
+        collate_fn=dict(type='default_collate'),
+        dataset=dataset,
+    )
+    return SSLRunner.build_dataloader(loader, seed=0), total
+
+
+def _features(model, loader, desc: str) -> torch.Tensor:
+    from mmssl.evaluation import extract_features
+
+    feats, _ = extract_features(model, loader, desc=desc)
+    return feats.float()
+
+
+def rank_figure(spectra: Dict[str, torch.Tensor]) -> np.ndarray:
+    """BGR picture of the normalised singular values (s_k / sum s, log
+    scale) of each named spectrum, with its RankMe in the legend."""
+    import matplotlib
+
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+
+    from mmssl.evaluation.rank import EPS
+
+    fig, ax = plt.subplots(figsize=(6, 4), dpi=100)
+    for name, s in spectra.items():
+        p = (s / s.sum()).numpy() if float(s.sum()) > 0 else s.numpy()
+        value = float(np.exp(-((p + EPS) * np.log(p + EPS)).sum()))
+        ax.semilogy(
+            np.arange(1, len(p) + 1),
+            np.maximum(p, EPS),
+            marker='.',
+            label=f'{name}: RankMe {value:.1f}',
+        )
+    ax.set_xlabel('singular value index k')
+    ax.set_ylabel('s_k / sum of s')
+    ax.set_title('Spectrum of the features (flatter = more directions used)')
+    ax.grid(True, which='both', alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.canvas.draw()
+    rgba = np.asarray(fig.canvas.buffer_rgba())
+    plt.close(fig)
+    return np.ascontiguousarray(rgba[..., 2::-1])
+
+
+def run_rank(cfg, args: Namespace) -> Tuple[Dict, np.ndarray]:
+    """RankMe of ``args.checkpoint`` (and of the random init) on the
+    images of ``args.data`` or of the config's training folder.
+
+    Returns:
+        tuple: ``rank/*`` metrics and the spectrum picture.
+
+    Raises:
+        FileNotFoundError: No folder to read.
+        SystemExit: The checkpoint does not hold the config's backbone.
+    """
+    from mmssl.apis.knn_eval import load_weights
+    from mmssl.checkpoint import (
+        exit_on_untrusted,
+        loading_policy,
+        trust_from_args,
+    )
+    from mmssl.evaluation.folders import eval_img_size
+    from mmssl.evaluation.rank import rank_metrics, singular_values
+    from mmssl.registry import MODELS
+
+    folder = args.data or train_folder(cfg)
+    if not folder or not osp.isdir(folder):
+        where = '--data' if args.data else "the config's training folder"
+        raise FileNotFoundError(
+            f'--task rank reads a folder of images, {where} {folder!r} is '
+            'not one; give --data FOLDER (any images, no labels needed).'
+        )
+    size, source = eval_img_size(cfg, args.crop)
+    loader, total = _loader(cfg, folder, size, args.max_images)
+    count = len(loader.dataset)
+    print(
+        f'rank: {count} of the {total} images of {folder} (evenly spaced), '
+        f'{size}px centre crops ({source})'
+    )
+    seed = (cfg.get('randomness') or {}).get('seed', 0)
+    torch.manual_seed(seed if seed is not None else 0)
+    model = MODELS.build(cfg.model)
+    trusted = trust_from_args(args)
+    feats = {}
+    with (
+        exit_on_untrusted(),
+        loading_policy(trusted, args.checkpoint or 'init_cfg'),
+    ):
+        model.init_weights()
+        feats['random init'] = _features(model, loader, 'random init')
+        if args.checkpoint:
+            what = load_weights(
+                model, args.checkpoint, args.prefix, trusted, args.config
+            )
+            print(f'Loaded {what}')
+            feats['trained'] = _features(model, loader, 'trained')
+        else:
+            print(
+                f'No --checkpoint: the RANDOM INIT of {args.config} '
+                f'(init_weights(), seed {seed})'
+            )
+    measured = feats.get('trained', feats['random init'])
+    metrics = {f'rank/{k}': v for k, v in rank_metrics(measured).items()}
+    if args.checkpoint:
+        baseline = rank_metrics(feats['random init'])
+        metrics['rank/random_init_rankme'] = baseline['rankme']
+        metrics['rank/random_init_spread'] = baseline['spread']
+    spectra = {name: singular_values(f) for name, f in feats.items()}
+    return metrics, rank_figure(spectra)

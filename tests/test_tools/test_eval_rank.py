@@ -1,0 +1,128 @@
+"""tools/eval.py --task rank: RankMe of a checkpoint and of its random
+init on a folder of unlabelled images, JSON, picture, errors."""
+
+import json
+import os.path as osp
+
+import cv2
+import numpy as np
+import pytest
+import torch
+
+from mmssl.apis.rank_eval import evenly_spaced
+from mmssl.config import load_config
+from mmssl.evaluation import pool_features
+from mmssl.evaluation.rank import rank_metrics
+from mmssl.registry import MODELS
+from mmssl.utils import register_all_modules
+from tests.support.tools import ROOT, load_tool
+
+DEMO = osp.join(ROOT, 'configs/dinov2/dinov2_vit-tiny-p4_1xb64-10e_demo.py')
+
+
+def _eval(argv):
+    return load_tool('eval.py').main(argv)
+
+
+@pytest.fixture(scope='module')
+def folder(tmp_path_factory):
+    """12 unlabelled 37x37 images in nested folders: the eval pipeline of
+    the 32 px demo (short side to round(32 / 0.875) = 37, centre crop 32)
+    only crops them, rows and columns 2..33."""
+    root = tmp_path_factory.mktemp('images')
+    rng = np.random.default_rng(0)
+    for i in range(12):
+        sub = root / f'part{i % 3}'
+        sub.mkdir(exist_ok=True)
+        cv2.imwrite(str(sub / f'{i}.png'), rng.integers(0, 256, (37, 37, 3)))
+    return str(root)
+
+
+def _model(seed):
+    register_all_modules()
+    torch.manual_seed(seed)
+    model = MODELS.build(load_config(DEMO).model)
+    model.init_weights()
+    return model.eval()
+
+
+def _expected_feats(model, root):
+    """The features of the images of ``root`` by hand: sorted paths, the
+    centre 32x32, the model's own normalisation, pooled."""
+    paths = sorted(
+        osp.join(d, f)
+        for d, _, files in __import__('os').walk(root)
+        for f in files
+    )
+    imgs = [cv2.imread(p)[2:34, 2:34] for p in paths]
+    inputs = [torch.from_numpy(im).permute(2, 0, 1) for im in imgs]
+    batch = dict(inputs=torch.stack(inputs), data_samples=None)
+    with torch.no_grad():
+        data = model.data_preprocessor(batch, False)
+        return pool_features(model(data['inputs'], mode='tensor')).float()
+
+
+def test_rank_task_measures_checkpoint_and_random_init(
+    folder, tmp_path, capsys
+):
+    trained = _model(1)
+    state = {
+        f'teacher.backbone.{k}': v
+        for k, v in trained.backbone.state_dict().items()
+    }
+    ckpt = str(tmp_path / 'w.pth')
+    torch.save(dict(state_dict=state, meta=dict(epoch=1)), ckpt)
+    work = str(tmp_path / 'work')
+    metrics = _eval(
+        [DEMO, '--task', 'rank', '--data', folder, '--checkpoint', ckpt,
+         '--work-dir', work]
+    )  # fmt: skip
+    out = capsys.readouterr().out
+    want = rank_metrics(_expected_feats(trained, folder))
+    want_random = rank_metrics(_expected_feats(_model(0), folder))
+    assert metrics['rank/rankme'] == pytest.approx(want['rankme'], rel=1e-4)
+    assert metrics['rank/spread'] == pytest.approx(want['spread'], rel=1e-4)
+    assert metrics['rank/random_init_rankme'] == pytest.approx(
+        want_random['rankme'], rel=1e-4
+    )
+    assert metrics['rank/random_init_rankme'] != pytest.approx(
+        metrics['rank/rankme'], rel=1e-3
+    )
+    assert (metrics['rank/images'], metrics['rank/dim']) == (12, 64)
+    assert '12 of the 12 images' in out
+    assert out.strip().splitlines()[-1] == (
+        f'rank/rankme: {metrics["rank/rankme"]:.2f}'
+    )
+    with open(osp.join(work, 'eval_rank.json')) as f:
+        assert json.load(f) == pytest.approx(metrics)
+    picture = cv2.imread(osp.join(work, 'eval_rank.png'))
+    assert picture.shape == (400, 600, 3)
+    assert picture.std() > 10  # not blank
+
+
+def test_rank_task_random_init_from_the_training_folder(
+    folder, tmp_path, capsys
+):
+    work = str(tmp_path / 'work')
+    metrics = _eval(
+        [DEMO, '--task', 'rank', '--max-images', '5', '--work-dir', work,
+         '--cfg-options', f'train_dataloader.dataset.data_root={folder}']
+    )  # fmt: skip
+    assert 'rank/random_init_rankme' not in metrics
+    assert metrics['rank/images'] == 5
+    out = capsys.readouterr().out
+    assert 'RANDOM INIT' in out
+    assert f'5 of the 12 images of {folder}' in out
+
+
+def test_rank_task_names_a_missing_folder(tmp_path):
+    missing = str(tmp_path / 'nowhere')
+    with pytest.raises(SystemExit, match=r'--data .*nowhere.*give --data'):
+        _eval([DEMO, '--task', 'rank', '--data', missing])
+
+
+def test_evenly_spaced_subset():
+    assert evenly_spaced(10, 4) == [0, 3, 6, 9]
+    assert evenly_spaced(5, None) == [0, 1, 2, 3, 4]
+    assert evenly_spaced(3, 10) == [0, 1, 2]
+    assert evenly_spaced(7, 2) == [0, 6]
