@@ -20,12 +20,7 @@ import torch
 def train_folder(cfg) -> Optional[str]:
     """The first ``data_root`` of the config's training dataset (through
     dataset wrappers), or None."""
-    dataset = (cfg.get('train_dataloader') or {}).get('dataset') or {}
-    while 'data_root' not in dataset and isinstance(
-        dataset.get('dataset'), dict
-    ):
-        dataset = dataset['dataset']
-    root = dataset.get('data_root')
+    root = _train_dataset(cfg).get('data_root')
     if isinstance(root, (list, tuple)):
         root = root[0] if root else None
     return root
@@ -40,17 +35,49 @@ def evenly_spaced(total: int, wanted: Optional[int]) -> List[int]:
     return np.linspace(0, total - 1, wanted).round().astype(int).tolist()
 
 
-def _loader(cfg, folder: str, size: int, max_images: Optional[int]):
-    from mmssl.engine.runner.runner import SSLRunner
+def _train_dataset(cfg) -> dict:
+    dataset = (cfg.get('train_dataloader') or {}).get('dataset') or {}
+    while 'pipeline' not in dataset and isinstance(
+        dataset.get('dataset'), dict
+    ):
+        dataset = dataset['dataset']
+    return dataset
+
+
+def dataset_cfg(cfg, folder: str, size: int) -> dict:
+    """An unlabelled dataset over ``folder`` read as the config evaluates:
+    2D images with the evaluation pipeline at ``size``; other training
+    data (3D volumes) with the dataset and pipeline of the config's own
+    kNN data (``test_dataloader``, else ``val_dataloader``)."""
     from mmssl.evaluation.folders import (
         config_loader,
         eval_pipeline,
         unlabelled_folder_dataset,
     )
+
+    kind = _train_dataset(cfg).get('type', 'ImageFolderDataset')
+    if kind == 'ImageFolderDataset':
+        pipeline = eval_pipeline(size, loader=config_loader(cfg))
+        return unlabelled_folder_dataset([folder], size, pipeline)
+    loader = cfg.get('test_dataloader') or cfg.get('val_dataloader') or {}
+    split = dict(loader.get('dataset') or {})
+    split = dict(split.get('bank') or split)  # a KNNDataset: its bank
+    if 'pipeline' not in split:
+        raise ValueError(
+            f'--task rank reads {kind} data the way the config evaluates '
+            'them, through its test_dataloader, and this config has none: '
+            'add a test_dataloader (as configs/_base_/datasets/'
+            'volume_knn.py does).'
+        )
+    split.update(data_root=folder, with_label=False, max_bad_ratio=1.0)
+    return split
+
+
+def _loader(cfg, folder: str, size: int, max_images: Optional[int]):
+    from mmssl.engine.runner.runner import SSLRunner
     from mmssl.registry import DATASETS
 
-    pipeline = eval_pipeline(size, loader=config_loader(cfg))
-    dataset = unlabelled_folder_dataset([folder], size, pipeline)
+    dataset = dataset_cfg(cfg, folder, size)
     total = len(DATASETS.build(dict(dataset, lazy_init=False)))
     if total < 2:
         raise ValueError(
@@ -137,9 +164,15 @@ def run_rank(cfg, args: Namespace) -> Tuple[Dict, np.ndarray]:
     size, source = eval_img_size(cfg, args.crop)
     loader, total = _loader(cfg, folder, size, args.max_images)
     count = len(loader.dataset)
+    if _train_dataset(cfg).get('type', 'ImageFolderDataset') == (
+        'ImageFolderDataset'
+    ):
+        how = f'{size}px centre crops ({source})'
+    else:
+        how = "read with the config's test pipeline"
     print(
         f'rank: {count} of the {total} images of {folder} (evenly spaced), '
-        f'{size}px centre crops ({source})'
+        f'{how}'
     )
     seed = (cfg.get('randomness') or {}).get('seed', 0)
     torch.manual_seed(seed if seed is not None else 0)

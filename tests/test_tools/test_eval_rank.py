@@ -2,6 +2,7 @@
 init on a folder of unlabelled images, JSON, picture, errors."""
 
 import json
+import os
 import os.path as osp
 
 import cv2
@@ -50,9 +51,7 @@ def _expected_feats(model, root):
     """The features of the images of ``root`` by hand: sorted paths, the
     centre 32x32, the model's own normalisation, pooled."""
     paths = sorted(
-        osp.join(d, f)
-        for d, _, files in __import__('os').walk(root)
-        for f in files
+        osp.join(d, f) for d, _, files in os.walk(root) for f in files
     )
     imgs = [cv2.imread(p)[2:34, 2:34] for p in paths]
     inputs = [torch.from_numpy(im).permute(2, 0, 1) for im in imgs]
@@ -126,3 +125,20 @@ def test_evenly_spaced_subset():
     assert evenly_spaced(5, None) == [0, 1, 2, 3, 4]
     assert evenly_spaced(3, 10) == [0, 1, 2]
     assert evenly_spaced(7, 2) == [0, 6]
+
+
+def test_rank_task_reads_volumes_with_the_config_test_pipeline(
+    volume_data_root, tmp_path, capsys
+):
+    config = osp.join(
+        ROOT, 'configs/volumetric/simclr3d_vit-tiny-p8_1xb32-30e_demo.py'
+    )
+    folder = osp.join(volume_data_root, 'val')
+    files = [f for _, _, fs in os.walk(folder) for f in fs]
+    metrics = _eval(
+        [config, '--task', 'rank', '--data', folder, '--work-dir',
+         str(tmp_path)]
+    )  # fmt: skip
+    assert metrics['rank/images'] == len(files) > 2
+    assert 1 <= metrics['rank/rankme'] <= min(len(files), metrics['rank/dim'])
+    assert "read with the config's test pipeline" in capsys.readouterr().out
