@@ -28,6 +28,9 @@
 #                   selective activation checkpointing, as the preset)
 #   ref_bf16_comp   as ref_bf16 for compile and compile+packed
 #   ref_fp32        as ref_bf16 in fp32 with TF32 matmuls on both sides
+#   ref_vitl_nocp   as ref_vitl_b64 packed, mmssl without activation
+#                   checkpointing: is its memory at most the reference's,
+#                   and its speed above it (issue 27's ViT-L target)?
 #   preset_vitl     benchmark_train.py on the ViT-L/14 batch-64 preset
 #                   (images/s, MFU, memory), if the budget allows
 set -uo pipefail
@@ -106,6 +109,8 @@ if [ -n "$REF" ]; then
         --variants compile compile+packed
     step ref_fp32 90 $PY $VS --batch 32 --repeats 5 --warmup 3 --tf32 \
         --variants plain packed
+    step ref_vitl_nocp 100 $PY $VS --arch large --batch 64 --what step \
+        --with-cp none --repeats 3 --warmup 2 --amp --variants packed
 else
     echo "== no dinov2 reference (.gpu_ref/dinov2): comparisons skipped" \
         | tee -a "$SUMMARY"
