@@ -60,7 +60,15 @@ def test_rank_metrics_fraction_and_bad_input():
         rankme(bad)
 
 
-def test_rankme_metric_prefix_values_and_collapse_warning(capsys):
+def test_rankme_metric_prefix_values_and_collapse_warning(monkeypatch):
+    from mmssl.evaluation.metrics import rank_metric
+
+    logged = []
+    monkeypatch.setattr(
+        rank_metric,
+        'print_log',
+        lambda msg, logger=None, level=20: logged.append((level, msg)),
+    )
     metric = RankMe()
     z = torch.zeros(6, 4)
     z[torch.arange(3), torch.arange(3)] = 1.0
@@ -74,10 +82,13 @@ def test_rankme_metric_prefix_values_and_collapse_warning(capsys):
     collapsed = RankMe()
     row = torch.tensor([1.0, 2.0, 0.5])
     collapsed.process({}, [dict(feat=row * s) for s in (1, 2, 3)])
-    assert 'collapse' not in capsys.readouterr().out
+    assert [level for level, _ in logged] == [20]
+    assert logged[0][1].startswith('RankMe 3.00 of at most 4 (6 images')
     value = collapsed.compute_metrics(collapsed.results)['rankme']
     assert value == pytest.approx(1.0, abs=1e-4)
-    assert 'WARNING - RankMe is 1.00' in capsys.readouterr().out
+    assert logged[-1][0] == 30  # WARNING
+    assert logged[-1][1].startswith('RankMe is 1.00')
+    assert 'collapse' in logged[-1][1]
 
     with pytest.raises(ValueError, match='at least 2 images.*gave 1'):
         RankMe().compute_metrics([torch.ones(3)])
