@@ -185,6 +185,8 @@ def test_quiet_run_logs_by_time_and_closes_with_a_summary(
     assert 'trained on ' + f'{demo_data_root}/train' in text
     assert f'last checkpoint: {wd}/iter_3.pth' in text
     assert 'no validation metric' in text
+    # the next command, with this run's config and checkpoint
+    assert f'--checkpoint {wd}/iter_3.pth --task rank' in text
 
 
 def test_launch_ports_module_runs_without_a_warning():

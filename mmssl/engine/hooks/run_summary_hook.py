@@ -96,6 +96,13 @@ class RunSummaryHook(Hook):
             lines.append(f'{values} on {describe_val_data(cfg)}')
         else:
             lines.append('no validation metric (no validation ran)')
+            config = getattr(cfg, 'filename', None) or 'CONFIG'
+            lines.append(
+                f'judge it: python tools/eval.py {config} --checkpoint '
+                f'{ckpt or "CKPT"} --task rank (no labels needed: RankMe '
+                'against the random init), or --task knn --data ROOT '
+                '(labelled ROOT/train and ROOT/val folders)'
+            )
         return lines
 
     def after_train(self, runner) -> None:

@@ -38,4 +38,7 @@ def test_summary_names_work_dir_checkpoint_and_the_data_of_each_metric(
     assert lines[2:] == [
         'last checkpoint: none saved',
         'no validation metric (no validation ran)',
+        'judge it: python tools/eval.py CONFIG --checkpoint CKPT --task '
+        'rank (no labels needed: RankMe against the random init), or '
+        '--task knn --data ROOT (labelled ROOT/train and ROOT/val folders)',
     ]
