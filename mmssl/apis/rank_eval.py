@@ -133,47 +133,18 @@ def rank_figure(spectra: Dict[str, torch.Tensor]) -> np.ndarray:
     return np.ascontiguousarray(rgba[..., 2::-1])
 
 
-def run_rank(cfg, args: Namespace) -> Tuple[Dict, np.ndarray]:
-    """RankMe of ``args.checkpoint`` (and of the random init) on the
-    images of ``args.data`` or of the config's training folder.
-
-    Returns:
-        tuple: ``rank/*`` metrics and the spectrum picture.
-
-    Raises:
-        FileNotFoundError: No folder to read.
-        SystemExit: The checkpoint does not hold the config's backbone.
-    """
+def _random_and_trained(cfg, args: Namespace, loader) -> Dict:
+    """Features of the random init and, with ``args.checkpoint``, of the
+    checkpoint, on the same images: ``{'random init': ..., 'trained':
+    ...}``."""
     from mmssl.apis.knn_eval import load_weights
     from mmssl.checkpoint import (
         exit_on_untrusted,
         loading_policy,
         trust_from_args,
     )
-    from mmssl.evaluation.folders import eval_img_size
-    from mmssl.evaluation.rank import rank_metrics, singular_values
     from mmssl.registry import MODELS
 
-    folder = args.data or train_folder(cfg)
-    if not folder or not osp.isdir(folder):
-        where = '--data' if args.data else "the config's training folder"
-        raise FileNotFoundError(
-            f'--task rank reads a folder of images, {where} {folder!r} is '
-            'not one; give --data FOLDER (any images, no labels needed).'
-        )
-    size, source = eval_img_size(cfg, args.crop)
-    loader, total = _loader(cfg, folder, size, args.max_images)
-    count = len(loader.dataset)
-    if _train_dataset(cfg).get('type', 'ImageFolderDataset') == (
-        'ImageFolderDataset'
-    ):
-        how = f'{size}px centre crops ({source})'
-    else:
-        how = "read with the config's test pipeline"
-    print(
-        f'rank: {count} of the {total} images of {folder} (evenly spaced), '
-        f'{how}'
-    )
     seed = (cfg.get('randomness') or {}).get('seed', 0)
     torch.manual_seed(seed if seed is not None else 0)
     model = MODELS.build(cfg.model)
@@ -196,6 +167,43 @@ def run_rank(cfg, args: Namespace) -> Tuple[Dict, np.ndarray]:
                 f'No --checkpoint: the RANDOM INIT of {args.config} '
                 f'(init_weights(), seed {seed})'
             )
+    return feats
+
+
+def run_rank(cfg, args: Namespace) -> Tuple[Dict, np.ndarray]:
+    """RankMe of ``args.checkpoint`` (and of the random init) on the
+    images of ``args.data`` or of the config's training folder.
+
+    Returns:
+        tuple: ``rank/*`` metrics and the spectrum picture.
+
+    Raises:
+        FileNotFoundError: No folder to read.
+        SystemExit: The checkpoint does not hold the config's backbone.
+    """
+    from mmssl.evaluation.folders import eval_img_size
+    from mmssl.evaluation.rank import rank_metrics, singular_values
+
+    folder = args.data or train_folder(cfg)
+    if not folder or not osp.isdir(folder):
+        where = '--data' if args.data else "the config's training folder"
+        raise FileNotFoundError(
+            f'--task rank reads a folder of images, {where} {folder!r} is '
+            'not one; give --data FOLDER (any images, no labels needed).'
+        )
+    size, source = eval_img_size(cfg, args.crop)
+    loader, total = _loader(cfg, folder, size, args.max_images)
+    if _train_dataset(cfg).get('type', 'ImageFolderDataset') == (
+        'ImageFolderDataset'
+    ):
+        how = f'{size}px centre crops ({source})'
+    else:
+        how = "read with the config's test pipeline"
+    print(
+        f'rank: {len(loader.dataset)} of the {total} images of {folder} '
+        f'(evenly spaced), {how}'
+    )
+    feats = _random_and_trained(cfg, args, loader)
     measured = feats.get('trained', feats['random init'])
     metrics = {f'rank/{k}': v for k, v in rank_metrics(measured).items()}
     if args.checkpoint:
