@@ -96,7 +96,9 @@ class RankMeHook(FeatureEvalHook):
     rank extracts its shard, rank 0 computes. Logs ``rank/rankme``,
     ``rank/rankme_fraction``, ``rank/spread`` and ``rank/time`` to the
     message hub and every visualizer backend, and warns when RankMe falls
-    below :data:`COLLAPSE_RANKME` or to less than half its best value.
+    below :data:`COLLAPSE_RANKME` (after training started: at random init
+    a ViT with LayerScale gives every image about the same feature) or to
+    less than half its best value.
 
     Args:
         dataloader (dict, optional): Dataloader config of the images;
@@ -282,7 +284,14 @@ class RankMeHook(FeatureEvalHook):
             f'at {where}',
             logger='current',
         )
-        if value < COLLAPSE_RANKME:
+        if value < COLLAPSE_RANKME and step == 0:
+            print_log(
+                f'RankMe is {value:.2f} before training: every image gives '
+                'about the same feature (e.g. LayerScale starts the blocks '
+                'as near-identities). It should rise in the first epochs.',
+                logger='current',
+            )
+        elif value < COLLAPSE_RANKME:
             print_log(
                 f'RankMe is {value:.2f} at {where}: the features of all '
                 'images lie on about one direction (collapse). Check the '

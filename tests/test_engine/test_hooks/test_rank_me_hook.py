@@ -281,3 +281,27 @@ def test_collapse_and_drop_are_warned(monkeypatch):
     assert runner.added[-1][0] == 4  # iterations done
     assert model.training and model.backbone.training
     assert not model.teacher.training and not model.teacher.backbone.training
+
+
+def test_same_features_at_random_init_are_not_a_collapse(monkeypatch):
+    """A ViT with LayerScale 1e-5 gives every image about the same CLS
+    token before training: RankMe 1 then is a note, not a warning."""
+    logs = []
+    monkeypatch.setattr(
+        'mmssl.engine.hooks.rank_me_hook.print_log',
+        lambda msg, logger=None, level=20: logs.append((level, msg)),
+    )
+    model = _Algo()
+    with torch.no_grad():
+        model.teacher.backbone.scale.zero_()
+    runner = _toy_runner(model, 'rankme_toy_init')
+    hook = RankMeHook(
+        dataloader=dict(batch_size=4, num_workers=0, dataset=_ToyData())
+    )
+    hook.before_train(runner)
+    assert hook.last_metrics['rank/rankme'] == pytest.approx(1.0, abs=1e-3)
+    assert [level for level, _ in logs] == [20, 20]
+    assert 'before training' in logs[1][1] and 'rise' in logs[1][1]
+    runner.epoch, runner.iter = 0, 3
+    hook.after_train_epoch(runner)  # still 1 after an epoch: a warning
+    assert [level for level, _ in logs][2:] == [20, 30]
