@@ -294,7 +294,7 @@ def test_same_features_at_random_init_are_not_a_collapse(monkeypatch):
     model = _Algo()
     with torch.no_grad():
         model.teacher.backbone.scale.zero_()
-    runner = _toy_runner(model, 'rankme_toy_init')
+    runner = _toy_runner(model, 'rankme_toy_init')  # same: 1 + 0 * x
     hook = RankMeHook(
         dataloader=dict(batch_size=4, num_workers=0, dataset=_ToyData())
     )
@@ -302,6 +302,13 @@ def test_same_features_at_random_init_are_not_a_collapse(monkeypatch):
     assert hook.last_metrics['rank/rankme'] == pytest.approx(1.0, abs=1e-3)
     assert [level for level, _ in logs] == [20, 20]
     assert 'before training' in logs[1][1] and 'rise' in logs[1][1]
+    with torch.no_grad():
+        model.teacher.backbone.scale.fill_(0.02)
     runner.epoch, runner.iter = 0, 3
-    hook.after_train_epoch(runner)  # still 1 after an epoch: a warning
-    assert [level for level, _ in logs][2:] == [20, 30]
+    hook.after_train_epoch(runner)  # rising but below 1.5: learning
+    assert 1.2 < hook.last_metrics['rank/rankme'] < 1.5
+    assert [level for level, _ in logs][2:] == [20]
+    runner.epoch, runner.iter = 1, 6
+    hook.after_train_epoch(runner)  # the same again: stuck, a warning
+    assert [level for level, _ in logs][3:] == [20, 30]
+    assert 'collapse' in logs[-1][1]
