@@ -312,3 +312,38 @@ def test_same_features_at_random_init_are_not_a_collapse(monkeypatch):
     hook.after_train_epoch(runner)  # the same again: stuck, a warning
     assert [level for level, _ in logs][3:] == [20, 30]
     assert 'collapse' in logs[-1][1]
+
+
+def _dist_worker(rank, world_size, init_method, out_file):
+    import torch.distributed as torch_dist
+
+    from tests.support.dist import init_gloo
+
+    init_gloo(rank, world_size, init_method)
+    runner = _toy_runner(_Algo(), f'rankme_dist_{rank}')
+    hook = RankMeHook(
+        dataloader=dict(batch_size=2, num_workers=0, dataset=_ToyData()),
+        max_images=7,
+    )
+    hook.evaluate(runner, step=0)
+    torch.save((hook.indices, hook.last_metrics), f'{out_file}.{rank}')
+    torch_dist.destroy_process_group()
+
+
+@pytest.mark.slow
+def test_ranks_share_the_images_and_agree(tmp_path):
+    """2 gloo ranks, 7 of 10 images (padded to 8 by the sampler): every
+    rank logs the RankMe of exactly those 7 images."""
+    from tests.support.dist import file_init_method, spawn
+
+    out = str(tmp_path / 'rank')
+    spawn(_dist_worker, 2, file_init_method(tmp_path), out)
+    indices = subset_indices(10, 7)
+    feats = torch.stack(
+        [_ToyData()[i]['inputs'].flatten() + 1 for i in indices]
+    )
+    expected = rank_metrics(feats)['rankme']
+    for rank in (0, 1):
+        got_indices, metrics = torch.load(f'{out}.{rank}')
+        assert got_indices == indices
+        assert metrics['rank/rankme'] == pytest.approx(expected, rel=1e-6)
