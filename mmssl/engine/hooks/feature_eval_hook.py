@@ -105,6 +105,7 @@ class FeatureEvalHook(Hook):
         self.eval_before_train = eval_before_train
         self.prefix = prefix
         self.last_metrics: dict = {}
+        self._iters_done: int | None = None
 
     def evaluate(self, runner, step: int | None = None) -> dict:
         """Run one evaluation; return (and log) its figures."""
@@ -125,7 +126,12 @@ class FeatureEvalHook(Hook):
         if not self.by_epoch and self.every_n_train_iters(
             runner, self.interval
         ):
-            self.evaluate(runner, step=runner.iter + 1)
+            # runner.iter counts this iteration only after the hooks ran
+            self._iters_done = runner.iter + 1
+            try:
+                self.evaluate(runner, step=runner.iter + 1)
+            finally:
+                self._iters_done = None
 
     # ------------------------------------------------------------ helpers
     def _feature_fn(self, model) -> tuple[Callable | None, str]:
@@ -151,11 +157,11 @@ class FeatureEvalHook(Hook):
     def _step_name(self, step: int) -> str:
         return f'{"epoch" if self.by_epoch else "iter"} {step}'
 
-    def _log_scalars(self, runner, result: dict, step: int) -> None:
+    def _log_scalars(self, runner, result: dict) -> None:
         """``result`` to the message hub and every visualizer backend, at
-        the number of finished iterations (0 before training: ``step``
-        0)."""
+        the number of finished iterations (the step of the last training
+        line; 0 before training)."""
         for key, value in result.items():
             runner.message_hub.update_scalar(key, value)
-        vis_step = runner.iter + (0 if step == 0 else 1)
-        runner.visualizer.add_scalars(result, step=vis_step)
+        done = runner.iter if self._iters_done is None else self._iters_done
+        runner.visualizer.add_scalars(result, step=done)

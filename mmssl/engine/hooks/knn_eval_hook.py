@@ -162,7 +162,7 @@ class KNNEvalHook(FeatureEvalHook):
         seconds = time.perf_counter() - start
         result[f'{self.prefix}/time'] = seconds
         step = self._resolve_step(step, runner)
-        self._log_scalars(runner, result, step)
+        self._log_scalars(runner, result)
         print_log(
             f'kNN eval (k={self.k}, T={self.temperature}, features from '
             f'{source}) at {self._step_name(step)}: '

@@ -266,7 +266,7 @@ class RankMeHook(FeatureEvalHook):
         result = {f'{self.prefix}/{n}': figures[n] for n in names}
         result[f'{self.prefix}/time'] = time.perf_counter() - begin
         step = self._resolve_step(step, runner)
-        self._log_scalars(runner, result, step)
+        self._log_scalars(runner, result)
         self._report(runner, figures, source, step)
         self.last_metrics = result
         return result
