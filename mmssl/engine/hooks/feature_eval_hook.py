@@ -113,8 +113,8 @@ class FeatureEvalHook(Hook):
 
     # ---------------------------------------------------------------- hooks
     def before_train(self, runner) -> None:
-        if self.eval_before_train:
-            self.evaluate(runner, step=0)
+        if self.eval_before_train:  # step 0, or where a resume starts
+            self.evaluate(runner, step=self._resolve_step(None, runner))
 
     def after_train_epoch(self, runner) -> None:
         if self.by_epoch and self.every_n_epochs(runner, self.interval):

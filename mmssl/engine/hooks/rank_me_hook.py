@@ -159,6 +159,7 @@ class RankMeHook(FeatureEvalHook):
         self.indices: list[int] = []
         self.start: tuple[float, str] | None = None  # (value, name)
         self.best: tuple[float, str] | None = None  # (value, step name)
+        self._at_start = False  # evaluating in before_train
 
     # ------------------------------------------------------------ data
     def default_dataloader(self, cfg) -> dict:
@@ -217,7 +218,11 @@ class RankMeHook(FeatureEvalHook):
     def before_train(self, runner) -> None:
         if self.loader_cfg is None:  # refuse volumes before any training
             self.default_dataloader(runner.cfg)
-        super().before_train(runner)
+        self._at_start = True
+        try:
+            super().before_train(runner)
+        finally:
+            self._at_start = False
 
     # ------------------------------------------------------------ figures
     def _features(self, runner) -> tuple[torch.Tensor | None, str]:
@@ -253,7 +258,7 @@ class RankMeHook(FeatureEvalHook):
         Args:
             runner (Runner): The runner.
             step (int, optional): Epoch (``by_epoch``) or iteration shown
-                in the log; 0 is the before-training value.
+                in the log.
         """
         begin = time.perf_counter()
         feats, source = self._features(runner)
@@ -274,7 +279,7 @@ class RankMeHook(FeatureEvalHook):
     def _report(self, runner, figures: dict, source: str, step: int) -> None:
         value = figures['rankme']
         where = self._step_name(step)
-        if step == 0 and self.start is None:
+        if self._at_start:
             self.start = (value, self._start_name(runner))
             shown = f' ({self.start[1]})'
         elif self.start is not None:
@@ -288,7 +293,7 @@ class RankMeHook(FeatureEvalHook):
             f'at {where}',
             logger='current',
         )
-        if value < COLLAPSE_RANKME and step == 0:
+        if value < COLLAPSE_RANKME and self._at_start and runner.iter == 0:
             print_log(
                 f'RankMe is {value:.2f} before training: every image gives '
                 'about the same feature (e.g. LayerScale starts the blocks '

@@ -347,3 +347,28 @@ def test_ranks_share_the_images_and_agree(tmp_path):
         got_indices, metrics = torch.load(f'{out}.{rank}')
         assert got_indices == indices
         assert metrics['rank/rankme'] == pytest.approx(expected, rel=1e-6)
+
+
+def test_a_resumed_or_pretrained_start_is_not_random_init(monkeypatch):
+    logs = []
+    monkeypatch.setattr(
+        'mmssl.engine.hooks.rank_me_hook.print_log',
+        lambda msg, logger=None, level=20: logs.append((level, msg)),
+    )
+    loader = dict(batch_size=4, num_workers=0, dataset=_ToyData())
+    model = _Algo()
+    with torch.no_grad():
+        model.teacher.backbone.scale.zero_()  # collapsed
+    runner = _toy_runner(model, 'rankme_toy_resume')
+    runner.epoch, runner.iter = 2, 6  # resumed after 2 epochs
+    RankMeHook(dataloader=loader).before_train(runner)
+    assert '(at start) of at most' in logs[0][1]
+    assert logs[0][1].endswith('at epoch 2')
+    assert runner.added[0][0] == 6
+    # a collapsed checkpoint is a collapse, not LayerScale at random init
+    assert logs[1][0] == 30 and 'collapse' in logs[1][1]
+    logs.clear()
+    runner = _toy_runner(_Algo(), 'rankme_toy_load')
+    runner.cfg.load_from = 'a.pth'
+    RankMeHook(dataloader=loader).before_train(runner)
+    assert '(at start) of at most' in logs[0][1]
