@@ -32,12 +32,14 @@ def _side(value) -> Optional[int]:
 def train_crop_size(cfg) -> Optional[int]:
     """The side of the crops the config trains on: the first size-setting
     transform of its training pipeline, nested ones (``MultiView``)
-    included; None if there is none."""
+    included (in a wrapper's ``dataset`` or a mixture's first of
+    ``datasets``); None if there is none."""
     dataset = (cfg.get('train_dataloader') or {}).get('dataset') or {}
-    while 'pipeline' not in dataset and isinstance(
-        dataset.get('dataset'), dict
-    ):
-        dataset = dataset['dataset']  # through wrappers
+    while 'pipeline' not in dataset:  # through wrappers, mixtures
+        inner = dataset.get('dataset') or (dataset.get('datasets') or [0])[0]
+        if not isinstance(inner, dict):
+            break
+        dataset = inner
 
     def search(transforms) -> Optional[int]:
         for t in transforms or []:

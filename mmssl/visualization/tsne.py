@@ -28,7 +28,7 @@ def select_features(out, feature: str = 'pooled') -> torch.Tensor:
         torch.Tensor: Features, (B, C).
     """
     if isinstance(out, dict):
-        from mmssl.engine.hooks.knn_eval_hook import _as_tensor
+        from mmssl.engine.hooks.feature_eval_hook import _as_tensor
 
         out = _as_tensor(out)
     outs = list(out) if isinstance(out, (list, tuple)) else [out]

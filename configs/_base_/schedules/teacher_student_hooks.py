@@ -2,9 +2,12 @@
 # momentum (TeacherEMAHook: momentum -> end_momentum over the run), the
 # teacher temperature warm-up (warmup_temp -> temp over warmup_epochs, a
 # run fraction), the frozen last layer of the head, and the skipped-file
-# summary. One private key, ``_teacher_student_hooks`` (config -> hooks); a
-# config lists this file among its bases and pops the key (mmengine takes a
-# key from one base only):
+# summary; the presets for one's own folders (*custom*.py: no labels, no
+# validation loop) also log RankMe, a label-free figure of the teacher's
+# features (RankMeHook, docs/en/custom_dataset.md). One private key,
+# ``_teacher_student_hooks`` (config -> hooks); a config lists this file
+# among its bases and pops the key (mmengine takes a key from one base
+# only):
 #   custom_hooks = _base_.pop('_teacher_student_hooks')['dinov2_in1k']
 # Names starting with two underscores stay inside this file (mmengine).
 
@@ -48,26 +51,55 @@ def __hooks(
 
 # reads head_iters/unfreeze/ramp_iters of model.warm_start
 __warm_start = [dict(type='WarmStartHook')]
+# RankMe of the teacher's features on 1024 training images, every epoch
+# and before training (the random-init value)
+__rank = [dict(type='RankMeHook')]
 
 _teacher_student_hooks = dict(
     # DINO (ViT-S/16, also 5-channel): temperature warm-up 30 epochs of 100
     dino_vit_in1k=__hooks(0.996, 1.0, 0.04, 0.07, '30%', True, '1%'),
+    dino_vit_custom=__hooks(
+        0.996, 1.0, 0.04, 0.07, '30%', True, '1%', extra=__rank
+    ),
     dino_resnet50=__hooks(0.996, 1.0, 0.04, 0.07, '50%', True, '1%'),
     # small-data presets (configs/_base_/schedules/small_data_200e.py)
-    small_data=__hooks(0.9995, 1.0, 0.04, 0.07, '15%', True, '0.5%'),
+    small_data=__hooks(
+        0.9995, 1.0, 0.04, 0.07, '15%', True, '0.5%', extra=__rank
+    ),
     # DINOv2 (ViT-S/14, also 5-channel)
     dinov2_in1k=__hooks(0.992, 1.0, 0.04, 0.07, '30%', False, '1%'),
-    dinov2_small_data=__hooks(0.992, 1.0, 0.04, 0.07, '15%', False, '0.5%'),
+    dinov2_custom=__hooks(
+        0.992, 1.0, 0.04, 0.07, '30%', False, '1%', extra=__rank
+    ),
+    dinov2_small_data=__hooks(
+        0.992, 1.0, 0.04, 0.07, '15%', False, '0.5%', extra=__rank
+    ),
     # a pretrained teacher: slower EMA than from scratch
     dinov2_warm_start=__hooks(
-        0.996, 1.0, 0.04, 0.07, '10%', False, '2%', extra=__warm_start
+        0.996,
+        1.0,
+        0.04,
+        0.07,
+        '10%',
+        False,
+        '2%',
+        extra=__warm_start + __rank,
     ),
     # DINOv3: constant teacher momentum 0.994 (no cosine to 1), as in the
     # reference dinov3_vit7b16_pretrain.yaml (schedules.momentum)
-    dinov3=__hooks(0.994, 0.994, 0.04, 0.07, '30%', False, '1%'),
-    dinov3_small_data=__hooks(0.994, 0.994, 0.04, 0.07, '15%', False, '0.5%'),
+    dinov3=__hooks(0.994, 0.994, 0.04, 0.07, '30%', False, '1%', extra=__rank),
+    dinov3_small_data=__hooks(
+        0.994, 0.994, 0.04, 0.07, '15%', False, '0.5%', extra=__rank
+    ),
     dinov3_warm_start=__hooks(
-        0.994, 0.994, 0.04, 0.07, '10%', False, '2%', extra=__warm_start
+        0.994,
+        0.994,
+        0.04,
+        0.07,
+        '10%',
+        False,
+        '2%',
+        extra=__warm_start + __rank,
     ),
     # Gram anchoring: the teacher is trained, so its final temperature from
     # the start
@@ -85,7 +117,8 @@ _teacher_student_hooks = dict(
                 period=1000,
                 max_updates=3,
             )
-        ],
+        ]
+        + __rank,
     ),
     # CPU demos: a fixed temperature, a fast EMA
     dino_cnn_demo=__hooks(0.99, 1.0, 0.04, 0.04, 0, None, '25%', 'last'),
@@ -93,7 +126,7 @@ _teacher_student_hooks = dict(
     dinov2_5ch_demo=__hooks(0.99, 1.0, 0.04, 0.04, 0, False, '10%'),
     # the CPU preset (dinov2_vit-tiny-p14_1xb16-10e_custom-cpu.py): the
     # demo's fast EMA, a fixed, sharper teacher temperature (its header)
-    dinov2_cpu=__hooks(0.99, 1.0, 0.02, 0.02, 0, False, '10%'),
+    dinov2_cpu=__hooks(0.99, 1.0, 0.02, 0.02, 0, False, '10%', extra=__rank),
     dinov3_demo=__hooks(
         0.99,
         0.99,

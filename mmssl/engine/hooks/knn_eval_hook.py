@@ -2,17 +2,10 @@
 
 import copy
 import time
-from typing import Callable, Sequence
+from typing import Sequence
 
 import torch
-from mmengine.dist import (
-    broadcast_object_list,
-    collect_results,
-    get_backend,
-    get_world_size,
-    is_main_process,
-)
-from mmengine.hooks import Hook
+from mmengine.dist import broadcast_object_list, is_main_process
 from mmengine.logging import print_log
 
 from mmssl.evaluation import (
@@ -21,23 +14,17 @@ from mmssl.evaluation import (
     weighted_knn_scores,
 )
 from mmssl.registry import HOOKS
-from mmssl.utils.model_parts import TEACHER_BACKBONE_PATHS, find_backbone
 
-_CLS_KEYS = ('x_norm_clstoken', 'cls_token', 'cls', 'x')
-
-
-def _as_tensor(out):
-    """Turn a dict output (e.g. DINOv2 style) into a tensor or tuple."""
-    if isinstance(out, dict):
-        for key in _CLS_KEYS:
-            if key in out:
-                return out[key]
-        return next(v for v in out.values() if torch.is_tensor(v))
-    return out
+from .feature_eval_hook import (
+    FeatureEvalHook,
+    build_eval_loader,
+    gather_results,
+    kept_modes,
+)
 
 
 @HOOKS.register_module()
-class KNNEvalHook(Hook):
+class KNNEvalHook(FeatureEvalHook):
     """Weighted kNN accuracy of the backbone, every N epochs or iterations.
 
     The evaluation of Wu et al. 2018 (https://arxiv.org/abs/1805.01978) as
@@ -95,70 +82,32 @@ class KNNEvalHook(Hook):
         eval_before_train: bool = False,
         prefix: str = 'knn',
     ) -> None:
-        if interval < 1:
-            raise ValueError(f'interval must be >= 1, got {interval}')
+        super().__init__(
+            interval=interval,
+            by_epoch=by_epoch,
+            backbone_path=backbone_path,
+            prefer_teacher=prefer_teacher,
+            eval_before_train=eval_before_train,
+            prefix=prefix,
+        )
         if k < 1:
             raise ValueError(f'k must be >= 1, got {k}')
         if temperature <= 0:
             raise ValueError(f'temperature must be > 0, got {temperature}')
         self.bank_cfg = copy.deepcopy(bank_dataloader)
         self.query_cfg = copy.deepcopy(query_dataloader)
-        self.interval = interval
-        self.by_epoch = by_epoch
         self.k = k
         self.temperature = temperature
         self.topk = tuple(topk)
-        self.backbone_path = backbone_path
-        self.prefer_teacher = prefer_teacher
-        self.eval_before_train = eval_before_train
-        self.prefix = prefix
         self._loaders = None
-        self.last_metrics: dict = {}
 
-    # ---------------------------------------------------------------- hooks
-    def before_train(self, runner) -> None:
-        if self.eval_before_train:
-            self.evaluate(runner, step=0)
-
-    def after_train_epoch(self, runner) -> None:
-        if self.by_epoch and self.every_n_epochs(runner, self.interval):
-            self.evaluate(runner, step=runner.epoch + 1)
-
-    def after_train_iter(
-        self, runner, batch_idx: int, data_batch=None, outputs=None
-    ) -> None:
-        if not self.by_epoch and self.every_n_train_iters(
-            runner, self.interval
-        ):
-            self.evaluate(runner, step=runner.iter + 1)
-
-    # ------------------------------------------------------------ internals
     def _build_loaders(self, runner):
         if self._loaders is None:
-            from mmengine.runner import Runner
-
-            loaders = []
-            for cfg in (self.bank_cfg, self.query_cfg):
-                cfg = copy.deepcopy(cfg)
-                cfg.setdefault(
-                    'sampler', dict(type='DefaultSampler', shuffle=False)
-                )
-                cfg.setdefault('collate_fn', dict(type='default_collate'))
-                loaders.append(Runner.build_dataloader(cfg, seed=runner.seed))
-            self._loaders = tuple(loaders)
+            self._loaders = tuple(
+                build_eval_loader(copy.deepcopy(cfg), seed=runner.seed)
+                for cfg in (self.bank_cfg, self.query_cfg)
+            )
         return self._loaders
-
-    def _feature_fn(self, model) -> tuple[Callable | None, str]:
-        module = getattr(model, 'module', model)
-        if self.backbone_path is not None:
-            backbone, path = find_backbone(module, path=self.backbone_path)
-        elif self.prefer_teacher:
-            backbone, path = find_backbone(module, prefer_teacher=True)
-            if path not in TEACHER_BACKBONE_PATHS:
-                return None, "model(x, mode='tensor')"
-        else:
-            return None, "model(x, mode='tensor')"
-        return (lambda _m, x: _as_tensor(backbone(x))), path
 
     def _features(self, model, loader, fn, desc):
         feats, samples = extract_features(model, loader, fn, desc=desc)
@@ -172,16 +121,7 @@ class KNNEvalHook(Hook):
                     'CustomDataset over <root>/<class>/* folders.'
                 )
             labels.append(int(torch.as_tensor(label).reshape(-1)[0]))
-        results = list(zip(feats, labels))
-        size = len(loader.dataset)
-        if get_world_size() > 1:
-            # NCCL: gather through GPU memory (no shared disk needed across
-            # nodes); gloo: mmengine's CPU path through a temporary folder
-            device = 'gpu' if get_backend() == 'nccl' else 'cpu'
-            results = collect_results(results, size, device=device)
-        else:
-            results = results[:size]
-        return results
+        return gather_results(list(zip(feats, labels)), len(loader.dataset))
 
     @torch.no_grad()
     def evaluate(self, runner, step: int | None = None) -> dict:
@@ -196,14 +136,10 @@ class KNNEvalHook(Hook):
         start = time.perf_counter()
         bank_loader, query_loader = self._build_loaders(runner)
         model = runner.model
-        modes = {m: m.training for m in model.modules()}
         fn, source = self._feature_fn(model)
-        try:
+        with kept_modes(model):
             bank = self._features(model, bank_loader, fn, 'kNN bank')
             query = self._features(model, query_loader, fn, 'kNN query')
-        finally:
-            for m, mode in modes.items():
-                m.training = mode
         metrics = [None]
         if is_main_process():
             bank_feats = torch.stack([f for f, _ in bank])
@@ -225,15 +161,11 @@ class KNNEvalHook(Hook):
         result = dict(metrics[0])
         seconds = time.perf_counter() - start
         result[f'{self.prefix}/time'] = seconds
-        if step is None:
-            step = runner.epoch if self.by_epoch else runner.iter
-        for key, value in result.items():
-            runner.message_hub.update_scalar(key, value)
-        vis_step = runner.iter + (0 if step == 0 else 1)
-        runner.visualizer.add_scalars(result, step=vis_step)
+        step = self._resolve_step(step, runner)
+        self._log_scalars(runner, result)
         print_log(
             f'kNN eval (k={self.k}, T={self.temperature}, features from '
-            f'{source}) at {"epoch" if self.by_epoch else "iter"} {step}: '
+            f'{source}) at {self._step_name(step)}: '
             + ', '.join(f'{k}={v:.2f}' for k, v in result.items())
             + f' ({len(query_loader.dataset)} queries, bank of '
             f'{len(bank_loader.dataset)})',
