@@ -11,7 +11,7 @@ singular-value spectra.
 
 import os.path as osp
 from argparse import Namespace
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 import numpy as np
 import torch
@@ -24,15 +24,6 @@ def train_folder(cfg) -> Optional[str]:
     if isinstance(root, (list, tuple)):
         root = root[0] if root else None
     return root
-
-
-def evenly_spaced(total: int, wanted: Optional[int]) -> List[int]:
-    """``wanted`` indices spread evenly over ``range(total)`` (all of them
-    when ``wanted`` is None or not smaller): a subset that does not
-    depend on the sorting of sub-folders."""
-    if wanted is None or wanted >= total:
-        return list(range(total))
-    return np.linspace(0, total - 1, wanted).round().astype(int).tolist()
 
 
 def _train_dataset(cfg) -> dict:
@@ -75,6 +66,7 @@ def dataset_cfg(cfg, folder: str, size: int) -> dict:
 
 def _loader(cfg, folder: str, size: int, max_images: Optional[int]):
     from mmssl.engine.runner.runner import SSLRunner
+    from mmssl.evaluation.rank import evenly_spaced
     from mmssl.registry import DATASETS
 
     dataset = dataset_cfg(cfg, folder, size)

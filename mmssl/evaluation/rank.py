@@ -22,8 +22,9 @@ Both read only the features, so they work on any folder of images, the
 training folder included.
 """
 
-from typing import Dict
+from typing import Dict, List, Optional
 
+import numpy as np
 import torch
 
 #: RankMe's epsilon (the paper's value): keeps log p finite.
@@ -82,3 +83,12 @@ def rank_metrics(feats: torch.Tensor) -> Dict[str, float]:
         images=float(n),
         dim=float(d),
     )
+
+
+def evenly_spaced(total: int, wanted: Optional[int]) -> List[int]:
+    """``wanted`` indices spread evenly over ``range(total)``, first and
+    last included (all of them when ``wanted`` is None or not smaller):
+    the same subset on every call, whatever the sorting of sub-folders."""
+    if wanted is None or wanted >= total:
+        return list(range(total))
+    return np.linspace(0, total - 1, wanted).round().astype(int).tolist()

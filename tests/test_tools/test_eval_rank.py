@@ -10,10 +10,9 @@ import numpy as np
 import pytest
 import torch
 
-from mmssl.apis.rank_eval import evenly_spaced
 from mmssl.config import load_config
 from mmssl.evaluation import pool_features
-from mmssl.evaluation.rank import rank_metrics
+from mmssl.evaluation.rank import evenly_spaced, rank_metrics
 from mmssl.registry import MODELS
 from mmssl.utils import register_all_modules
 from tests.support.tools import ROOT, load_tool

@@ -3,7 +3,6 @@
 import copy
 import time
 
-import numpy as np
 import torch
 from mmengine.dist import broadcast_object_list, is_main_process
 from mmengine.logging import print_log
@@ -15,7 +14,7 @@ from mmssl.evaluation.folders import (
     eval_pipeline,
 )
 from mmssl.evaluation.metrics.rank_metric import COLLAPSE_RANKME
-from mmssl.evaluation.rank import rank_metrics
+from mmssl.evaluation.rank import evenly_spaced, rank_metrics
 from mmssl.registry import DATASETS, HOOKS
 
 from .feature_eval_hook import (
@@ -45,15 +44,6 @@ def rising(value: float, best: float | None) -> bool:
     if best is None:
         return False
     return value - 1 > 1.1 * (best - 1) + 1e-3
-
-
-def subset_indices(size: int, max_images: int) -> list[int]:
-    """``max_images`` evenly spaced indices of ``range(size)``, first and
-    last included (all of them when there are fewer); the same on every
-    call."""
-    if size <= max_images:
-        return list(range(size))
-    return np.linspace(0, size - 1, max_images).round().astype(int).tolist()
 
 
 def _types(cfg) -> list[str]:
@@ -213,7 +203,7 @@ class RankMeHook(FeatureEvalHook):
             dataset = DATASETS.build(dataset)
         if hasattr(dataset, 'full_init'):
             dataset.full_init()
-        self.indices = subset_indices(len(dataset), self.max_images)
+        self.indices = evenly_spaced(len(dataset), self.max_images)
         if len(self.indices) < 2:
             raise ValueError(
                 f'RankMeHook needs at least 2 images, the dataset has '

@@ -13,10 +13,10 @@ from mmengine.runner import Runner
 from torch import nn
 
 from mmssl.engine.hooks import RankMeHook
-from mmssl.engine.hooks.rank_me_hook import rising, subset_indices
+from mmssl.engine.hooks.rank_me_hook import rising
 from mmssl.engine.runner import build_runner
 from mmssl.evaluation.folders import eval_pipeline
-from mmssl.evaluation.rank import rank_metrics
+from mmssl.evaluation.rank import evenly_spaced, rank_metrics
 
 CFG = osp.join(
     osp.dirname(__file__), '..', '..', 'data', 'configs', 'simclr_tiny.py'
@@ -125,9 +125,9 @@ def test_rankme_in_runner(demo_data_root, tmp_path):
 
 
 def test_subset_indices():
-    assert subset_indices(5, 1024) == [0, 1, 2, 3, 4]
-    picked = subset_indices(1000, 10)
-    assert picked == subset_indices(1000, 10)
+    assert evenly_spaced(5, 1024) == [0, 1, 2, 3, 4]
+    picked = evenly_spaced(1000, 10)
+    assert picked == evenly_spaced(1000, 10)
     assert len(picked) == 10 and len(set(picked)) == 10
     assert picked[0] == 0 and picked[-1] == 999
     gaps = np.diff(picked)
@@ -348,7 +348,7 @@ def test_ranks_share_the_images_and_agree(tmp_path):
 
     out = str(tmp_path / 'rank')
     spawn(_dist_worker, 2, file_init_method(tmp_path), out)
-    indices = subset_indices(10, 7)
+    indices = evenly_spaced(10, 7)
     feats = torch.stack(
         [_ToyData()[i]['inputs'].flatten() + 1 for i in indices]
     )
