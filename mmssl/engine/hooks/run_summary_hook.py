@@ -64,6 +64,15 @@ def _last_checkpoint(work_dir: str) -> Optional[str]:
         return f.read().strip() or None
 
 
+def _logged_rankme(runner) -> Optional[tuple]:
+    """(first, last) ``rank/rankme`` logged by RankMeHook, or None."""
+    hub = getattr(runner, 'message_hub', None)
+    if hub is None or 'rank/rankme' not in hub.log_scalars:
+        return None
+    values = hub.get_scalar('rank/rankme').data[0]
+    return (float(values[0]), float(values[-1])) if len(values) else None
+
+
 @HOOKS.register_module()
 class RunSummaryHook(Hook):
     """After training: the work dir, the last checkpoint and each metric
@@ -96,6 +105,12 @@ class RunSummaryHook(Hook):
             lines.append(f'{values} on {describe_val_data(cfg)}')
         else:
             lines.append('no validation metric (no validation ran)')
+            rank = _logged_rankme(runner)
+            if rank:
+                lines.append(
+                    f'rank/rankme {rank[1]:.2f} (first logged {rank[0]:.2f},'
+                    ' RankMeHook) on images of the training data'
+                )
             config = getattr(cfg, 'filename', None) or 'CONFIG'
             lines.append(
                 f'judge it: python tools/eval.py {config} --checkpoint '

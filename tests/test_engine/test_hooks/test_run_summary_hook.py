@@ -42,3 +42,22 @@ def test_summary_names_work_dir_checkpoint_and_the_data_of_each_metric(
         'rank (no labels needed: RankMe against the random init), or '
         '--task knn --data ROOT (labelled ROOT/train and ROOT/val folders)',
     ]
+
+
+def test_summary_without_validation_gives_the_logged_rankme(tmp_path):
+    from mmengine.logging import MessageHub
+
+    cfg = Config(dict(train_dataloader=dict(dataset=dict(data_root='/d'))))
+    hub = MessageHub.get_instance('test_summary_rankme')
+    for value in (1.0, 6.9, 26.74):  # before training, epochs 1, 2
+        hub.update_scalar('rank/rankme', value)
+    runner = SimpleNamespace(
+        cfg=cfg, work_dir=str(tmp_path), iter=3, message_hub=hub
+    )
+    lines = RunSummaryHook().summary_lines(runner)
+    assert lines[3:5] == [
+        'no validation metric (no validation ran)',
+        'rank/rankme 26.74 (first logged 1.00, RankMeHook) on images of '
+        'the training data',
+    ]
+    assert lines[5].startswith('judge it: python tools/eval.py CONFIG')
