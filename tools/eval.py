@@ -36,6 +36,7 @@ import argparse
 import os.path as osp
 
 from mmssl.apis import evaluate as eval_tasks
+from mmssl.apis.rank_eval import run_rank
 from mmssl.checkpoint import add_trusted_argument
 from mmssl.config.cli import add_cfg_options_arguments
 
@@ -121,7 +122,7 @@ def main(argv=None) -> dict:
             args.config, args.cfg_options, args.allow_new_keys
         )
         try:
-            metrics, picture = eval_tasks.run_rank(cfg, args)
+            metrics, picture = run_rank(cfg, args)
         except (FileNotFoundError, ValueError) as err:
             raise SystemExit(f'error: {err}') from None
     elif args.task == 'finetune':

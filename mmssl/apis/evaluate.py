@@ -15,7 +15,6 @@ from typing import Dict, Tuple
 
 import torch
 
-from mmssl.apis.rank_eval import run_rank  # noqa: F401 (tools/eval.py)
 from mmssl.evaluation.dense_probe import Featurizer, ProbeSettings
 
 #: Class count of each segmentation layout (ADE20K: 150 after

@@ -20,19 +20,12 @@ import torch
 def train_folder(cfg) -> Optional[str]:
     """The first ``data_root`` of the config's training dataset (through
     dataset wrappers), or None."""
-    root = _train_dataset(cfg).get('data_root')
+    from mmssl.evaluation.folders import train_dataset_cfg
+
+    root = train_dataset_cfg(cfg).get('data_root')
     if isinstance(root, (list, tuple)):
         root = root[0] if root else None
     return root
-
-
-def _train_dataset(cfg) -> dict:
-    dataset = (cfg.get('train_dataloader') or {}).get('dataset') or {}
-    while 'pipeline' not in dataset and isinstance(
-        dataset.get('dataset'), dict
-    ):
-        dataset = dataset['dataset']
-    return dataset
 
 
 def dataset_cfg(cfg, folder: str, size: int) -> dict:
@@ -43,11 +36,13 @@ def dataset_cfg(cfg, folder: str, size: int) -> dict:
     from mmssl.evaluation.folders import (
         config_loader,
         eval_pipeline,
+        train_dataset_cfg,
         unlabelled_folder_dataset,
+        volume_types,
     )
 
-    kind = _train_dataset(cfg).get('type', 'ImageFolderDataset')
-    if kind == 'ImageFolderDataset':
+    volume = volume_types(train_dataset_cfg(cfg))
+    if not volume:
         pipeline = eval_pipeline(size, loader=config_loader(cfg))
         return unlabelled_folder_dataset([folder], size, pipeline)
     loader = cfg.get('test_dataloader') or cfg.get('val_dataloader') or {}
@@ -55,7 +50,8 @@ def dataset_cfg(cfg, folder: str, size: int) -> dict:
     split = dict(split.get('bank') or split)  # a KNNDataset: its bank
     if 'pipeline' not in split:
         raise ValueError(
-            f'--task rank reads {kind} data the way the config evaluates '
+            f'--task rank reads volume data ({", ".join(volume)}) the way '
+            'the config evaluates '
             'them, through its test_dataloader, and this config has none: '
             'add a test_dataloader (as configs/_base_/datasets/'
             'volume_knn.py does).'
@@ -101,12 +97,12 @@ def rank_figure(spectra: Dict[str, torch.Tensor]) -> np.ndarray:
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
 
-    from mmssl.evaluation.rank import EPS
+    from mmssl.evaluation.rank import EPS, rankme_of_spectrum
 
     fig, ax = plt.subplots(figsize=(6, 4), dpi=100)
     for name, s in spectra.items():
         p = (s / s.sum()).numpy() if float(s.sum()) > 0 else s.numpy()
-        value = float(np.exp(-((p + EPS) * np.log(p + EPS)).sum()))
+        value = rankme_of_spectrum(s)
         ax.semilogy(
             np.arange(1, len(p) + 1),
             np.maximum(p, EPS),
@@ -173,7 +169,11 @@ def run_rank(cfg, args: Namespace) -> Tuple[Dict, np.ndarray]:
         FileNotFoundError: No folder to read.
         SystemExit: The checkpoint does not hold the config's backbone.
     """
-    from mmssl.evaluation.folders import eval_img_size
+    from mmssl.evaluation.folders import (
+        eval_img_size,
+        train_dataset_cfg,
+        volume_types,
+    )
     from mmssl.evaluation.rank import rank_metrics, singular_values
 
     folder = args.data or train_folder(cfg)
@@ -185,9 +185,7 @@ def run_rank(cfg, args: Namespace) -> Tuple[Dict, np.ndarray]:
         )
     size, source = eval_img_size(cfg, args.crop)
     loader, total = _loader(cfg, folder, size, args.max_images)
-    if _train_dataset(cfg).get('type', 'ImageFolderDataset') == (
-        'ImageFolderDataset'
-    ):
+    if not volume_types(train_dataset_cfg(cfg)):
         how = f'{size}px centre crops ({source})'
     else:
         how = "read with the config's test pipeline"

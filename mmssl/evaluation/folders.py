@@ -29,17 +29,54 @@ def _side(value) -> Optional[int]:
     return int(value) if isinstance(value, (int, float)) else None
 
 
+#: Dataset and transform types of volume (3D) data: the 2D evaluation
+#: pipeline cannot read them.
+VOLUME_TYPES = (
+    'VolumeFolderDataset',
+    'LoadVolume',
+    'MONAITransform',
+    'MultiCrop3D',
+)
+
+
+def config_types(cfg) -> List[str]:
+    """Every ``type`` name inside a (nested) config."""
+    found = []
+    if isinstance(cfg, dict):
+        kind = cfg.get('type')
+        if kind is not None:
+            found.append(kind if isinstance(kind, str) else kind.__name__)
+        for value in cfg.values():
+            found += config_types(value)
+    elif isinstance(cfg, (list, tuple)):
+        for item in cfg:
+            found += config_types(item)
+    return found
+
+
+def volume_types(dataset_cfg) -> List[str]:
+    """The volume (3D) types a dataset config uses, sorted; [] for 2D."""
+    return sorted(set(config_types(dataset_cfg)) & set(VOLUME_TYPES))
+
+
+def train_dataset_cfg(cfg) -> dict:
+    """The config's training dataset that holds the pipeline: through
+    wrappers (``dataset``) and mixtures (the first of ``datasets``)."""
+    dataset = (cfg.get('train_dataloader') or {}).get('dataset') or {}
+    while 'pipeline' not in dataset:
+        inner = dataset.get('dataset') or (dataset.get('datasets') or [0])[0]
+        if not isinstance(inner, dict):
+            break
+        dataset = inner
+    return dataset
+
+
 def train_crop_size(cfg) -> Optional[int]:
     """The side of the crops the config trains on: the first size-setting
     transform of its training pipeline, nested ones (``MultiView``)
     included (in a wrapper's ``dataset`` or a mixture's first of
     ``datasets``); None if there is none."""
-    dataset = (cfg.get('train_dataloader') or {}).get('dataset') or {}
-    while 'pipeline' not in dataset:  # through wrappers, mixtures
-        inner = dataset.get('dataset') or (dataset.get('datasets') or [0])[0]
-        if not isinstance(inner, dict):
-            break
-        dataset = inner
+    dataset = train_dataset_cfg(cfg)
 
     def search(transforms) -> Optional[int]:
         for t in transforms or []:

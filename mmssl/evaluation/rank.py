@@ -51,7 +51,11 @@ def rankme(feats: torch.Tensor, eps: float = EPS) -> float:
     """RankMe of (N, D) features: exp of the entropy of the normalised
     singular values (Garrido et al. 2023, eq. 1). Not centred, as in the
     paper."""
-    s = singular_values(feats)
+    return rankme_of_spectrum(singular_values(feats), eps)
+
+
+def rankme_of_spectrum(s: torch.Tensor, eps: float = EPS) -> float:
+    """RankMe from the singular values ``s`` of the features."""
     if not bool(torch.isfinite(s).all()):
         raise ValueError('the features hold NaN or inf values')
     total = s.sum()

@@ -10,8 +10,10 @@ from mmengine.logging import print_log
 from mmssl.evaluation import extract_features
 from mmssl.evaluation.folders import (
     config_loader,
+    config_types,
     eval_img_size,
     eval_pipeline,
+    volume_types,
 )
 from mmssl.evaluation.metrics.rank_metric import COLLAPSE_RANKME
 from mmssl.evaluation.rank import evenly_spaced, rank_metrics
@@ -22,15 +24,6 @@ from .feature_eval_hook import (
     build_eval_loader,
     gather_results,
     kept_modes,
-)
-
-#: Dataset and transform types of volume (3D) data: the 2D evaluation
-#: pipeline cannot read them.
-_VOLUME_TYPES = (
-    'VolumeFolderDataset',
-    'LoadVolume',
-    'MONAITransform',
-    'MultiCrop3D',
 )
 
 
@@ -44,21 +37,6 @@ def rising(value: float, best: float | None) -> bool:
     if best is None:
         return False
     return value - 1 > 1.1 * (best - 1) + 1e-3
-
-
-def _types(cfg) -> list[str]:
-    """Every ``type`` name inside a (nested) config."""
-    found = []
-    if isinstance(cfg, dict):
-        kind = cfg.get('type')
-        if kind is not None:
-            found.append(kind if isinstance(kind, str) else kind.__name__)
-        for value in cfg.values():
-            found += _types(value)
-    elif isinstance(cfg, (list, tuple)):
-        for item in cfg:
-            found += _types(item)
-    return found
 
 
 def _with_pipeline(cfg, pipeline: list):
@@ -175,7 +153,7 @@ class RankMeHook(FeatureEvalHook):
                 'RankMeHook: the config has no train_dataloader.dataset; '
                 'give the images with RankMeHook(dataloader=...).'
             )
-        volume = sorted(set(_types(dataset)) & set(_VOLUME_TYPES))
+        volume = volume_types(dataset)
         if volume:
             raise ValueError(
                 f'RankMeHook: the training data are volumes ({volume}); its '
@@ -243,7 +221,7 @@ class RankMeHook(FeatureEvalHook):
             runner.iter > 0
             or runner.cfg.get('load_from')
             or model_cfg.get('warm_start')
-            or 'Pretrained' in _types(model_cfg)
+            or 'Pretrained' in config_types(model_cfg)
         ):
             return 'at start'
         return 'random init'
