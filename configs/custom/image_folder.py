@@ -20,3 +20,9 @@ train_dataloader = dict(
     )
 )
 work_dir = 'work_dirs/' + '{{$RECIPE:}}'.rsplit('/', 1)[-1][:-3] + '_folder'
+# RankMe of the backbone's features on 1024 of your images, before training
+# (the random-init value) and after every epoch: a figure that needs no
+# labels (RankMeHook, docs/en/custom_dataset.md), unless the recipe has it.
+custom_hooks = _base_.get('custom_hooks', [])
+if not any(__h.get('type') == 'RankMeHook' for __h in custom_hooks):
+    custom_hooks = custom_hooks + [dict(type='RankMeHook')]

@@ -3,7 +3,9 @@
 The config named by the ``RECIPE`` environment variable, with only its
 training dataset replaced by an ``ImageFolderDataset`` over ``data_root``
 that keeps the recipe's pipeline (and a work dir named after the recipe).
-It replaced one ``*_custom.py`` copy per recipe.
+It replaced one ``*_custom.py`` copy per recipe. Without labels there is
+no kNN figure, so it adds a RankMeHook (a label-free figure of the
+features) to the recipe's hooks.
 """
 
 import glob
@@ -53,7 +55,9 @@ def test_only_the_dataset_changes(recipe, monkeypatch):
     assert folder.pop('work_dir') == f'work_dirs/{name}_folder'
     dataset = folder['train_dataloader'].pop('dataset')
     ref_dataset = ref['train_dataloader'].pop('dataset')
-    assert folder == ref  # model, schedule, hooks, loader settings
+    hooks = folder.pop('custom_hooks')
+    assert hooks == ref.pop('custom_hooks', []) + [dict(type='RankMeHook')]
+    assert folder == ref  # model, schedule, other hooks, loader settings
     assert _unscoped(dataset) == dict(
         type='ImageFolderDataset',
         data_root='data/custom',
@@ -77,6 +81,22 @@ def test_data_root_override_and_relative_recipe(monkeypatch):
     assert cfg.train_dataloader.dataset.data_root == ['/data/a', '/data/b']
     assert cfg.model.num_samples == 7
     assert cfg.work_dir.endswith('npid_resnet50_8xb32-steplr-200e_in1k_folder')
+
+
+def test_a_recipe_with_rankme_keeps_its_own(monkeypatch):
+    recipe = 'configs/dinov2/dinov2_vit-tiny-p14_1xb16-10e_custom-cpu.py'
+    monkeypatch.setenv('RECIPE', osp.join(ROOT, recipe))
+    hooks = load_config_file(FOLDER).custom_hooks
+    ref = load_config_file(osp.join(ROOT, recipe)).custom_hooks
+    assert [h.type for h in hooks].count('RankMeHook') == 1
+    assert hooks == ref
+
+
+def test_rankme_size_override(monkeypatch):
+    monkeypatch.setenv('RECIPE', osp.join(ROOT, RECIPES[0]))
+    cfg = load_config_file(FOLDER)
+    merge_cfg_options(cfg, {'custom_hooks.-1.max_images': 256})
+    assert cfg.custom_hooks[-1] == dict(type='RankMeHook', max_images=256)
 
 
 def test_without_recipe_the_error_names_it(monkeypatch):

@@ -1,8 +1,9 @@
-"""The DINO-family presets for one's own folders log RankMe; the rest not.
+"""The presets for one's own folders log RankMe; the rest not.
 
 A ``*custom*.py`` preset has no labels and no validation loop, so
 RankMeHook is its only figure of the features; configs with a kNN
-validation (the demos) or ImageNet recipes do not get it.
+validation (the demos) or ImageNet recipes do not get it (an ImageNet
+recipe gets it when configs/custom/image_folder.py runs it on a folder).
 """
 
 import glob
@@ -14,28 +15,27 @@ from mmssl.config.reading import load_config_file
 from mmssl.registry import HOOKS
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
-FAMILY = ('dino', 'dinov2', 'dinov3', 'ibot', 'multichannel')
 
 
 def _configs(pattern):
+    """Every config of ``configs/*/`` matching ``pattern`` but the bases and
+    configs/custom/image_folder.py (it needs RECIPE;
+    test_image_folder_config.py)."""
     return sorted(
         osp.relpath(p, ROOT)
-        for folder in FAMILY
-        for p in glob.glob(osp.join(ROOT, 'configs', folder, pattern))
+        for p in glob.glob(osp.join(ROOT, 'configs', '*', pattern))
+        if osp.basename(osp.dirname(p)) not in ('_base_', 'custom')
     )
 
 
-CUSTOM = [
-    p
-    for p in _configs('*custom*.py')
-    if 'simclr' not in osp.basename(p)  # not a teacher-student method
-]
+CUSTOM = _configs('*custom*.py')
 OTHERS = [p for p in _configs('*.py') if p not in CUSTOM]
 
 
 def _rank_hooks(path):
     cfg = load_config_file(osp.join(ROOT, path))
-    return cfg, [h for h in cfg.custom_hooks if h.type == 'RankMeHook']
+    hooks = cfg.get('custom_hooks') or []
+    return cfg, [h for h in hooks if h.type == 'RankMeHook']
 
 
 @pytest.mark.parametrize('path', CUSTOM)
@@ -55,7 +55,10 @@ def test_custom_presets_log_rankme_once(path):
 
 
 def test_the_custom_presets_are_found():
-    assert len(CUSTOM) >= 17
+    assert len(CUSTOM) >= 18
+    assert (
+        'configs/multichannel/simclr_resnet50_8xb64-coslr-200e_5ch_custom.py'
+    ) in CUSTOM
     assert 'configs/dinov2/dinov2_vit-tiny-p14_1xb16-10e_custom-cpu.py' in (
         CUSTOM
     )

@@ -272,7 +272,8 @@ def test_mmpretrain_inherited_config_trains_resized(
     GPU) and persistent workers (torch refuses them with num_workers=0)
     trains one iteration on the CPU with ``arch=deit-tiny`` as its only
     model change, on a plain folder (configs/custom/image_folder.py with
-    the recipe named by RECIPE)."""
+    the recipe named by RECIPE), and logs RankMe before and after it (the
+    hook image_folder.py adds, on 8 of the images)."""
     monkeypatch.setenv(
         'RECIPE',
         osp.join(
@@ -289,11 +290,16 @@ def test_mmpretrain_inherited_config_trains_resized(
             f'train_dataloader.dataset.data_root={demo_data_root}/train',
             'train_dataloader.batch_size=4',
             'train_dataloader.num_workers=0',
+            'custom_hooks.-1.max_images=8',
         ],
         tmp_path,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert 'loss: ' in proc.stdout and 'Saving checkpoint' in proc.stdout
+    ranks = re.findall(
+        r'RankMe [\d.]+ .*of at most 8, .*, 8 images', proc.stdout
+    )
+    assert len(ranks) == 2, proc.stdout[-3000:]  # random init, iteration 1
     state = torch.load(glob.glob(str(wd / '*.pth'))[0], weights_only=False)
     # ViT-tiny (192) -> the projector's first layer, set to 'auto'
     assert state['state_dict']['neck.fc0.weight'].shape[1] == 192

@@ -64,6 +64,18 @@ def _last_checkpoint(work_dir: str) -> Optional[str]:
         return f.read().strip() or None
 
 
+def config_copy(runner) -> str:
+    """The config to evaluate the run with: the work dir's copy that the
+    runner dumps (``Runner.dump_config``: the ``--cfg-options`` and the
+    environment variables it read are in it, so a later command sees the
+    run's data and model), else the config's own file, else ``CONFIG``."""
+    filename = getattr(runner.cfg, 'filename', None)
+    if filename:
+        copy = osp.join(runner.work_dir, osp.basename(filename))
+        return copy if osp.isfile(copy) else filename
+    return 'CONFIG'
+
+
 def _logged_rankme(runner) -> Optional[tuple]:
     """(first, last) ``rank/rankme`` logged by RankMeHook, or None."""
     hub = getattr(runner, 'message_hub', None)
@@ -111,10 +123,10 @@ class RunSummaryHook(Hook):
                     f'rank/rankme {rank[1]:.2f} (first logged {rank[0]:.2f},'
                     ' RankMeHook) on images of the training data'
                 )
-            config = getattr(cfg, 'filename', None) or 'CONFIG'
             lines.append(
-                f'judge it: python tools/eval.py {config} --checkpoint '
-                f'{ckpt or "CKPT"} --task rank (no labels needed: RankMe '
+                f'judge it: python tools/eval.py {config_copy(runner)} '
+                f'--checkpoint {ckpt or "CKPT"} --task rank (no labels '
+                'needed: RankMe '
                 'against the random init), or --task knn --data ROOT '
                 '(labelled ROOT/train and ROOT/val folders)'
             )

@@ -61,3 +61,23 @@ def test_summary_without_validation_gives_the_logged_rankme(tmp_path):
         'the training data',
     ]
     assert lines[5].startswith('judge it: python tools/eval.py CONFIG')
+
+
+def test_judge_line_names_the_work_dir_copy_of_the_config(tmp_path):
+    """The runner's dump of the config holds the run's --cfg-options (its
+    data_root) and environment variables (image_folder.py's RECIPE); the
+    config's own file is named only when there is no copy."""
+    config = tmp_path / 'configs' / 'mine.py'
+    config.parent.mkdir()
+    config.write_text("train_dataloader = dict(dataset=dict(data_root='/d'))")
+    cfg = Config.fromfile(str(config))
+    work_dir = tmp_path / 'wd'
+    work_dir.mkdir()
+    runner = SimpleNamespace(cfg=cfg, work_dir=str(work_dir), iter=3)
+    judge = RunSummaryHook().summary_lines(runner)[-1]
+    assert judge.startswith(f'judge it: python tools/eval.py {config} ')
+    (work_dir / 'mine.py').write_text('# the dumped copy')
+    judge = RunSummaryHook().summary_lines(runner)[-1]
+    assert judge.startswith(
+        f'judge it: python tools/eval.py {work_dir}/mine.py --checkpoint CKPT'
+    )
