@@ -305,7 +305,7 @@ def run_finetune(cfg, args: Namespace) -> Dict:
     cfg.work_dir = args.work_dir
     runner = build_train_runner(cfg)
     runner.train()
-    metrics = runner.val_loop.run()
+    metrics = runner.val_loop_once()
     top1 = [v for k, v in metrics.items() if k.endswith('top1')]
     out = {
         f'finetune/{k.split("/")[-1]}': float(v) for k, v in metrics.items()

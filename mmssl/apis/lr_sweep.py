@@ -109,7 +109,7 @@ def sweep_linear_probe(
         run.pop('auto_scale_lr', None)
         runner = build_runner(run)
         runner.train()
-        metrics = {k: float(v) for k, v in runner.val_loop.run().items()}
+        metrics = {k: float(v) for k, v in runner.val_loop_once().items()}
         if metric not in metrics:
             raise KeyError(
                 f'Held-out metrics {sorted(metrics)} have no {metric!r}.'

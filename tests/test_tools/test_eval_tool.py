@@ -2,6 +2,7 @@
 the dense probes write their figures, JSON and picture."""
 
 import json
+import multiprocessing
 import os
 import os.path as osp
 import subprocess
@@ -179,12 +180,15 @@ def _labelled_folders(root, n_train=4, n_val=2):
 def test_finetune_task_trains_and_reports_top1(tmp_path, capsys):
     data = _labelled_folders(tmp_path / 'data')
     work = str(tmp_path / 'work')
+    children = multiprocessing.active_children()
     metrics = _eval(
         [FINETUNE, '--task', 'finetune', '--data', data, '--work-dir', work,
          '--cfg-options', 'train_cfg.max_epochs=1',
          'train_dataloader.batch_size=4', 'val_dataloader.batch_size=4']
     )  # fmt: skip
     assert set(metrics) == {'finetune/top1', 'finetune/top5'}
+    # the persistent workers of its train and val loaders (2 each) stopped
+    assert multiprocessing.active_children() == children
     # 4 val images of 2 classes: top-1 is a multiple of 25 %, top-5 of a
     # 10-way head holds both classes' labels only if it ranks them there
     assert metrics['finetune/top1'] in (0.0, 25.0, 50.0, 75.0, 100.0)

@@ -19,6 +19,8 @@ from mmssl.launch.lock import RunLock, WorkDirBusyError
 from mmssl.launch.requeue import requeue_slurm_job, requeue_wanted
 from mmssl.launch.signals import DEFAULT_SIGNALS, StopSignals
 
+from .workers import stop_persistent_workers
+
 
 class RunLifecycleMixin:
     """``train`` under the work-dir lock with stop signals caught."""
@@ -47,6 +49,44 @@ class RunLifecycleMixin:
         finally:
             self.stop_signals.restore()
             self.release_run_lock()
+            self.stop_loader_workers()
+
+    def val(self) -> dict:
+        """Validate; the loader's persistent workers stop afterwards."""
+        try:
+            return super().val()
+        finally:
+            self.stop_loader_workers()
+
+    def test(self) -> dict:
+        """Test; the loader's persistent workers stop afterwards."""
+        try:
+            return super().test()
+        finally:
+            self.stop_loader_workers()
+
+    def val_loop_once(self) -> dict:
+        """Run the validation loop once more after ``train`` (without the
+        run hooks that ``val`` calls), then stop its workers."""
+        try:
+            return self.val_loop.run()
+        finally:
+            self.stop_loader_workers()
+
+    def stop_loader_workers(self) -> None:
+        """Stop the persistent dataloader workers of every built loop
+        (:func:`~.workers.stop_persistent_workers`), so none is left for
+        the garbage collector after ``train``, ``val`` or ``test``."""
+        for name in ('_train_loop', '_val_loop', '_test_loop'):
+            loop = getattr(self, name, None)
+            if loop is None or isinstance(loop, dict):  # not built
+                continue
+            loaders = [getattr(loop, 'dataloader', None)]
+            data = getattr(loop, '_data', None)  # ResumableData
+            if data is not None:
+                loaders += data.loaders()
+            for loader in loaders:
+                stop_persistent_workers(loader)
 
     def acquire_run_lock(self) -> None:
         """Rank 0 takes the work-dir lock; every rank learns the outcome.

@@ -184,6 +184,11 @@ class ResumableData:
     def __len__(self) -> int:
         return len(self.loader)
 
+    def loaders(self) -> list:
+        """The loaders that may hold worker processes: ``loader`` and the
+        clone that iterates."""
+        return [self.loader] + ([self._clone] if self._clone else [])
+
     def iterate(self, epoch: int, skip: int, seed: int, rank: int) -> Iterator:
         """An iterator over ``epoch`` that starts at batch ``skip``.
 
