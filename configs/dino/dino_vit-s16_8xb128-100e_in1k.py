@@ -23,6 +23,6 @@ train_dataloader = dict(
 
 
 optim_wrapper = dict(optimizer=dict(lr=0.0005 * 1024 / 256))
-custom_hooks = _base_.pop('_teacher_student_hooks')['dino_vit_in1k']  # noqa: F821
+custom_hooks = _base_.pop('_teacher_student_hooks')['dino_vit']  # noqa: F821
 # lr 0.002 is for a total batch of 1024: --auto-scale-lr (linear) rescales.
 auto_scale_lr = dict(base_batch_size=1024, rule='linear')

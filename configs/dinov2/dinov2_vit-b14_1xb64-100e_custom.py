@@ -16,7 +16,7 @@ _base_ = [
     '../_base_/schedules/teacher_student_hooks.py',
 ]
 # the ImageNet recipe's hooks and RankMe (no validation on one's own folder)
-custom_hooks = _base_.pop('_teacher_student_hooks')['dinov2_custom']  # noqa: F821
+custom_hooks = _base_.pop('_teacher_student_hooks')['dinov2']  # noqa: F821
 train_dataloader = dict(
     batch_size=64,
     num_workers=10,

@@ -11,7 +11,7 @@ _base_ = [
     '../_base_/schedules/teacher_student_hooks.py',
 ]
 # the ImageNet recipe's hooks and RankMe (no validation on one's own folder)
-custom_hooks = _base_.pop('_teacher_student_hooks')['dinov2_custom']  # noqa: F821
+custom_hooks = _base_.pop('_teacher_student_hooks')['dinov2']  # noqa: F821
 train_dataloader = dict(batch_size=32, dataset=dict(data_root='data/custom'))
 optim_wrapper = dict(optimizer=dict(lr=0.004 * (128 / 1024) ** 0.5))
 model = dict(backbone=dict(init_cfg=None))

@@ -33,7 +33,7 @@ train_dataloader = dict(
 )
 
 optim_wrapper = dict(optimizer=dict(lr=0.004))
-custom_hooks = _base_.pop('_teacher_student_hooks')['dinov2_in1k']  # noqa: F821
+custom_hooks = _base_.pop('_teacher_student_hooks')['dinov2']  # noqa: F821
 # lr 0.004 is for a total batch of 1024; `tools/train.py --auto-scale-lr
 # sqrt` rescales it by sqrt(total batch / 1024) (DINOv2's rule).
 auto_scale_lr = dict(base_batch_size=1024, rule='sqrt')

@@ -86,6 +86,6 @@ model = dict(
 
 # DINO: lr 0.0005 x total batch / 256 (8 x 64 = 512 -> 0.001)
 optim_wrapper = dict(optimizer=dict(lr=0.0005 * 512 / 256))
-custom_hooks = _base_.pop('_teacher_student_hooks')['dino_vit_custom']  # noqa: F821
+custom_hooks = _base_.pop('_teacher_student_hooks')['dino_vit']  # noqa: F821
 auto_scale_lr = dict(base_batch_size=512, rule='linear')
 env_cfg = dict(dist_cfg=dict(backend='nccl'))

@@ -92,7 +92,7 @@ model = dict(
 )
 
 optim_wrapper = dict(optimizer=dict(lr=0.004))
-custom_hooks = _base_.pop('_teacher_student_hooks')['dinov2_custom']  # noqa: F821
+custom_hooks = _base_.pop('_teacher_student_hooks')['dinov2']  # noqa: F821
 # DINOv2 rule: lr 0.004 at a total batch of 1024, scaled with
 # sqrt(total batch / 1024) by tools/train.py --auto-scale-lr
 auto_scale_lr = dict(base_batch_size=1024, rule='sqrt')

@@ -1,9 +1,13 @@
-"""The presets for one's own folders log RankMe; the rest not.
+"""Which configs log RankMe: those with no other figure of the features.
 
-A ``*custom*.py`` preset has no labels and no validation loop, so
-RankMeHook is its only figure of the features; configs with a kNN
-validation (the demos) or ImageNet recipes do not get it (an ImageNet
-recipe gets it when configs/custom/image_folder.py runs it on a folder).
+A config without a validation loop (the presets for one's own folders,
+``*custom*.py``, and the DINO-family ImageNet recipes, which users point
+at their own folder) logs RankMe, a label-free figure, with RankMeHook.
+Not: configs with a kNN validation (the demos), the dense demos (judged
+by the dense probes after training), volume configs (the hook's default
+pipeline reads 2D images) and the ImageNet recipes built on mmpretrain's
+(configs/custom/image_folder.py adds the hook when they run on a folder:
+test_image_folder_config.py).
 """
 
 import glob
@@ -12,37 +16,41 @@ import os.path as osp
 import pytest
 
 from mmssl.config.reading import load_config_file
+from mmssl.evaluation.folders import volume_types
 from mmssl.registry import HOOKS
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+CONFIGS = sorted(
+    osp.relpath(p, ROOT)
+    for p in glob.glob(osp.join(ROOT, 'configs', '*', '*.py'))
+    # not the bases, nor image_folder.py (it needs RECIPE)
+    if osp.basename(osp.dirname(p)) not in ('_base_', 'custom')
+)
 
 
-def _configs(pattern):
-    """Every config of ``configs/*/`` matching ``pattern`` but the bases and
-    configs/custom/image_folder.py (it needs RECIPE;
-    test_image_folder_config.py)."""
-    return sorted(
-        osp.relpath(p, ROOT)
-        for p in glob.glob(osp.join(ROOT, 'configs', '*', pattern))
-        if osp.basename(osp.dirname(p)) not in ('_base_', 'custom')
-    )
-
-
-CUSTOM = _configs('*custom*.py')
-OTHERS = [p for p in _configs('*.py') if p not in CUSTOM]
-
-
-def _rank_hooks(path):
+def _load(path):
     cfg = load_config_file(osp.join(ROOT, path))
-    hooks = cfg.get('custom_hooks') or []
-    return cfg, [h for h in hooks if h.type == 'RankMeHook']
+    hooks = [
+        h for h in cfg.get('custom_hooks') or [] if h.type == 'RankMeHook'
+    ]
+    return cfg, hooks
 
 
-@pytest.mark.parametrize('path', CUSTOM)
-def test_custom_presets_log_rankme_once(path):
-    cfg, hooks = _rank_hooks(path)
+def _expects_rankme(path, cfg) -> bool:
+    if not cfg.get('train_dataloader') or cfg.get('val_cfg'):
+        return False  # evaluation-only, or a validation figure already
+    if 'dense_demo' in path or volume_types(cfg.train_dataloader.dataset):
+        return False
+    return 'mmpretrain::' not in open(osp.join(ROOT, path)).read()
+
+
+@pytest.mark.parametrize('path', CONFIGS)
+def test_configs_without_a_figure_log_rankme_once(path):
+    cfg, hooks = _load(path)
+    if not _expects_rankme(path, cfg):
+        assert not hooks, path
+        return
     assert len(hooks) == 1, path
-    assert not cfg.get('val_cfg'), 'a preset with validation needs none'
     hook = HOOKS.build(hooks[0])
     assert hook.eval_before_train and hook.max_images == 1024
     # the default images: the training folder at the backbone's size
@@ -54,17 +62,14 @@ def test_custom_presets_log_rankme_once(path):
     assert dataset['pipeline'][-2]['type'] == 'CenterCrop'
 
 
-def test_the_custom_presets_are_found():
-    assert len(CUSTOM) >= 18
+def test_who_logs_it():
+    logs = [p for p in CONFIGS if _expects_rankme(p, _load(p)[0])]
+    custom = [p for p in CONFIGS if 'custom' in osp.basename(p)]
+    assert set(custom) <= set(logs) and len(custom) >= 19
+    assert 'configs/dinov2/dinov2_vit-s14_8xb128-100e_in1k.py' in logs
+    assert 'configs/ibot/ibot_vit-s16_8xb128-100e_in1k.py' in logs
+    assert 'configs/dinov2/dinov2_vit-tiny-p4_1xb64-10e_demo.py' not in logs
     assert (
-        'configs/multichannel/simclr_resnet50_8xb64-coslr-200e_5ch_custom.py'
-    ) in CUSTOM
-    assert 'configs/dinov2/dinov2_vit-tiny-p14_1xb16-10e_custom-cpu.py' in (
-        CUSTOM
+        'configs/mae/mae_vit-base-p16_8xb512-amp-coslr-300e_in1k.py'
+        not in (logs)
     )
-
-
-@pytest.mark.parametrize('path', OTHERS)
-def test_other_configs_do_not(path):
-    _, hooks = _rank_hooks(path)
-    assert not hooks, path

@@ -69,25 +69,21 @@ _ONE_GPU = {
 }
 _COSINE = {'param_scheduler.1.begin'}  # the cosine starts after warm-up
 _HEAD = {'model.head.n_prototypes', 'model.loss.out_dim'}
-_RANKME = {'RankMeHook.type'}  # no labels on one's own folder
 #: every key that may differ from the recipe (each explained in README)
 DOCUMENTED_CHANGES = {
     'dino/dino_vit-s16_1xb64-200e_custom-small.py': _SCHEDULE
     | _ONE_GPU
     | _COSINE
     | _HEAD
-    | _RANKME
     | {'TeacherEMAHook.momentum'},
     'ibot/ibot_vit-s16_1xb64-200e_custom-small.py': _SCHEDULE
     | _ONE_GPU
     | _COSINE
-    | _RANKME
     | {'TeacherEMAHook.momentum'},
     'dinov2/dinov2_vit-s14_1xb64-200e_custom-small.py': _SCHEDULE
     | _ONE_GPU
     | _COSINE
     | _HEAD
-    | _RANKME
     | {'model.ibot_loss.out_dim'},
     'dinov3/dinov3_vit-s16_1xb64-200e_custom-small.py': _SCHEDULE,
 }

@@ -2,13 +2,14 @@
 # momentum (TeacherEMAHook: momentum -> end_momentum over the run), the
 # teacher temperature warm-up (warmup_temp -> temp over warmup_epochs, a
 # run fraction), the frozen last layer of the head, and the skipped-file
-# summary; the presets for one's own folders (*custom*.py: no labels, no
-# validation loop) also log RankMe, a label-free figure of the teacher's
-# features (RankMeHook, docs/en/custom_dataset.md). One private key,
+# summary; the configs without a validation loop (the presets for one's
+# own folders, *custom*.py, and the ImageNet recipes) also log RankMe, a
+# label-free figure of the teacher's features (RankMeHook,
+# docs/en/custom_dataset.md). One private key,
 # ``_teacher_student_hooks`` (config -> hooks); a config lists this file
 # among its bases and pops the key (mmengine takes a key from one base
 # only):
-#   custom_hooks = _base_.pop('_teacher_student_hooks')['dinov2_in1k']
+#   custom_hooks = _base_.pop('_teacher_student_hooks')['dinov2']
 # Names starting with two underscores stay inside this file (mmengine).
 
 
@@ -57,20 +58,16 @@ __rank = [dict(type='RankMeHook')]
 
 _teacher_student_hooks = dict(
     # DINO (ViT-S/16, also 5-channel): temperature warm-up 30 epochs of 100
-    dino_vit_in1k=__hooks(0.996, 1.0, 0.04, 0.07, '30%', True, '1%'),
-    dino_vit_custom=__hooks(
-        0.996, 1.0, 0.04, 0.07, '30%', True, '1%', extra=__rank
+    dino_vit=__hooks(0.996, 1.0, 0.04, 0.07, '30%', True, '1%', extra=__rank),
+    dino_resnet50=__hooks(
+        0.996, 1.0, 0.04, 0.07, '50%', True, '1%', extra=__rank
     ),
-    dino_resnet50=__hooks(0.996, 1.0, 0.04, 0.07, '50%', True, '1%'),
     # small-data presets (configs/_base_/schedules/small_data_200e.py)
     small_data=__hooks(
         0.9995, 1.0, 0.04, 0.07, '15%', True, '0.5%', extra=__rank
     ),
     # DINOv2 (ViT-S/14, also 5-channel)
-    dinov2_in1k=__hooks(0.992, 1.0, 0.04, 0.07, '30%', False, '1%'),
-    dinov2_custom=__hooks(
-        0.992, 1.0, 0.04, 0.07, '30%', False, '1%', extra=__rank
-    ),
+    dinov2=__hooks(0.992, 1.0, 0.04, 0.07, '30%', False, '1%', extra=__rank),
     dinov2_small_data=__hooks(
         0.992, 1.0, 0.04, 0.07, '15%', False, '0.5%', extra=__rank
     ),
