@@ -58,3 +58,7 @@ test_dataloader = None
 test_cfg = None
 test_evaluator = None
 train_cfg = dict(max_epochs=100)
+# the figure of a run without labels: RankMe of the teacher's features of
+# (at most) 1024 of your volumes, each its centre 96^3 after the preprocess
+# above, before training and after every epoch (docs/en/custom_dataset.md)
+custom_hooks = _base_.custom_hooks + [dict(type='RankMeHook', batch_size=8)]

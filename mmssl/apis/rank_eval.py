@@ -9,6 +9,7 @@ same config is measured on the same images too, so one command answers
 singular-value spectra.
 """
 
+import copy
 import os.path as osp
 from argparse import Namespace
 from typing import Dict, Optional, Tuple
@@ -30,33 +31,33 @@ def train_folder(cfg) -> Optional[str]:
 
 def dataset_cfg(cfg, folder: str, size: int) -> dict:
     """An unlabelled dataset over ``folder`` read as the config evaluates:
-    2D images with the evaluation pipeline at ``size``; other training
-    data (3D volumes) with the dataset and pipeline of the config's own
-    kNN data (``test_dataloader``, else ``val_dataloader``)."""
+    2D images with the evaluation pipeline at ``size``; volumes with the
+    training dataset's type and loading ``preprocess`` (resampling,
+    intensity window), then their centre cube of side ``size``
+    (:func:`~mmssl.evaluation.folders.volume_eval_pipeline`)."""
     from mmssl.evaluation.folders import (
         config_loader,
         eval_pipeline,
         train_dataset_cfg,
         unlabelled_folder_dataset,
+        volume_eval_pipeline,
         volume_types,
     )
 
-    volume = volume_types(train_dataset_cfg(cfg))
-    if not volume:
+    train = train_dataset_cfg(cfg)
+    if not volume_types(train):
         pipeline = eval_pipeline(size, loader=config_loader(cfg))
         return unlabelled_folder_dataset([folder], size, pipeline)
-    loader = cfg.get('test_dataloader') or cfg.get('val_dataloader') or {}
-    split = dict(loader.get('dataset') or {})
-    split = dict(split.get('bank') or split)  # a KNNDataset: its bank
-    if 'pipeline' not in split:
-        raise ValueError(
-            f'--task rank reads volume data ({", ".join(volume)}) the way '
-            'the config evaluates '
-            'them, through its test_dataloader, and this config has none: '
-            'add a test_dataloader (as configs/_base_/datasets/'
-            'volume_knn.py does).'
-        )
-    split.update(data_root=folder, with_label=False, max_bad_ratio=1.0)
+    keep = ('type', 'preprocess', 'extensions', 'datalist_key')
+    split = {k: copy.deepcopy(train[k]) for k in keep if k in train}
+    if train.get('cache') == 'disk':  # shared with training
+        split.update(cache='disk', cache_dir=train.get('cache_dir'))
+    split.update(
+        data_root=folder,
+        pipeline=volume_eval_pipeline(size),
+        with_label=False,
+        max_bad_ratio=1.0,
+    )
     return split
 
 
@@ -188,7 +189,7 @@ def run_rank(cfg, args: Namespace) -> Tuple[Dict, np.ndarray]:
     if not volume_types(train_dataset_cfg(cfg)):
         how = f'{size}px centre crops ({source})'
     else:
-        how = "read with the config's test pipeline"
+        how = f'loaded as the config trains, centre {size}^3 ({source})'
     print(
         f'rank: {len(loader.dataset)} of the {total} images of {folder} '
         f'(evenly spaced), {how}'

@@ -16,6 +16,7 @@ from mmssl.datasets.image_index import IMG_EXTENSIONS
 #: The crop side of each training transform that sets the input size.
 _CROP_KEYS = {
     'MultiCrop': 'global_size',
+    'MultiCrop3D': 'global_size',
     'RandomResizedCrop': 'scale',
     'RandomResizedCropAndInterpolationWithTwoPic': 'size',
     'RandomCrop': 'crop_size',
@@ -109,6 +110,27 @@ def eval_img_size(cfg, requested: Optional[int] = None) -> Tuple[int, str]:
     if size:
         return size, 'the training crop of the config'
     return 224, 'default; the config gives no input size'
+
+
+def volume_eval_pipeline(size: int) -> List[dict]:
+    """The evaluation pipeline of a volume that the training dataset's
+    ``preprocess`` loaded (and resampled): its centre ``size`` cubed,
+    zero-padded where the volume is smaller, as a plain tensor."""
+    return [
+        dict(
+            type='MONAITransform',
+            transform='ResizeWithPadOrCropd',
+            keys='img',
+            spatial_size=(size, size, size),
+        ),
+        dict(
+            type='MONAITransform',
+            transform='EnsureTyped',
+            keys='img',
+            track_meta=False,
+        ),
+        dict(type='PackInputs'),
+    ]
 
 
 def eval_pipeline(

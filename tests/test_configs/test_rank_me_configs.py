@@ -4,8 +4,8 @@ A config without a validation loop (the presets for one's own folders,
 ``*custom*.py``, and the DINO-family ImageNet recipes, which users point
 at their own folder) logs RankMe, a label-free figure, with RankMeHook.
 Not: configs with a kNN validation (the demos), the dense demos (judged
-by the dense probes after training), volume configs (the hook's default
-pipeline reads 2D images) and the ImageNet recipes built on mmpretrain's
+by the dense probes after training) and the ImageNet recipes built on
+mmpretrain's
 (configs/custom/image_folder.py adds the hook when they run on a folder:
 test_image_folder_config.py).
 """
@@ -16,7 +16,6 @@ import os.path as osp
 import pytest
 
 from mmssl.config.reading import load_config_file
-from mmssl.evaluation.folders import volume_types
 from mmssl.registry import HOOKS
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
@@ -39,7 +38,7 @@ def _load(path):
 def _expects_rankme(path, cfg) -> bool:
     if not cfg.get('train_dataloader') or cfg.get('val_cfg'):
         return False  # evaluation-only, or a validation figure already
-    if 'dense_demo' in path or volume_types(cfg.train_dataloader.dataset):
+    if 'dense_demo' in path:
         return False
     return 'mmpretrain::' not in open(osp.join(ROOT, path)).read()
 
@@ -59,7 +58,10 @@ def test_configs_without_a_figure_log_rankme_once(path):
     while 'data_root' not in train:  # wrappers: MixedResolutionDataset
         dataset, train = dataset['dataset'], train.dataset
     assert dataset['data_root'] == train.data_root
-    assert dataset['pipeline'][-2]['type'] == 'CenterCrop'
+    if 'volumetric' in path:  # the centre cube of each volume
+        assert dataset['pipeline'][0]['transform'] == 'ResizeWithPadOrCropd'
+    else:
+        assert dataset['pipeline'][-2]['type'] == 'CenterCrop'
 
 
 def test_who_logs_it():
@@ -68,6 +70,7 @@ def test_who_logs_it():
     assert set(custom) <= set(logs) and len(custom) >= 19
     assert 'configs/dinov2/dinov2_vit-s14_8xb128-100e_in1k.py' in logs
     assert 'configs/ibot/ibot_vit-s16_8xb128-100e_in1k.py' in logs
+    assert 'configs/volumetric/dino3d_vit-tiny-p16_my-ct.py' in logs
     assert 'configs/dinov2/dinov2_vit-tiny-p4_1xb64-10e_demo.py' not in logs
     assert (
         'configs/mae/mae_vit-base-p16_8xb512-amp-coslr-300e_in1k.py'

@@ -126,7 +126,7 @@ def test_evenly_spaced_subset():
     assert evenly_spaced(7, 2) == [0, 6]
 
 
-def test_rank_task_reads_volumes_with_the_config_test_pipeline(
+def test_rank_task_reads_volumes_as_the_config_trains(
     volume_data_root, tmp_path, capsys
 ):
     config = osp.join(
@@ -140,4 +140,27 @@ def test_rank_task_reads_volumes_with_the_config_test_pipeline(
     )  # fmt: skip
     assert metrics['rank/images'] == len(files) > 2
     assert 1 <= metrics['rank/rankme'] <= min(len(files), metrics['rank/dim'])
-    assert "read with the config's test pipeline" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert 'loaded as the config trains, centre 32^3' in out
+
+
+def test_volume_dataset_is_the_training_one_with_a_centre_cube(tmp_path):
+    """The volumes of any folder are loaded by the training dataset's
+    preprocess (its disk cache shared), then cut to the centre cube at
+    the backbone's size: the images RankMeHook measures in training."""
+    from mmengine.config import Config
+
+    from mmssl.apis.rank_eval import dataset_cfg
+    from mmssl.evaluation.folders import volume_eval_pipeline
+
+    cfg = Config.fromfile(
+        osp.join(ROOT, 'configs/volumetric/dino3d_vit-tiny-p16_my-ct.py')
+    )
+    split = dataset_cfg(cfg, str(tmp_path), 96)
+    train = cfg.train_dataloader.dataset
+    assert split['type'] == train.type == 'VolumeFolderDataset'
+    assert split['preprocess'] == train.preprocess
+    assert split['pipeline'] == volume_eval_pipeline(96)
+    assert split['data_root'] == str(tmp_path) and not split['with_label']
+    assert 'ann_file' not in split  # every volume of the folder given
+    assert (split['cache'], split['cache_dir']) == ('disk', train.cache_dir)

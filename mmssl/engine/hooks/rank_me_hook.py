@@ -13,6 +13,7 @@ from mmssl.evaluation.folders import (
     config_types,
     eval_img_size,
     eval_pipeline,
+    volume_eval_pipeline,
     volume_types,
 )
 from mmssl.evaluation.metrics.rank_metric import COLLAPSE_RANKME
@@ -41,14 +42,19 @@ def rising(value: float, best: float | None) -> bool:
 
 def _with_pipeline(cfg, pipeline: list):
     """A copy of a dataset config with every ``pipeline`` in it (dataset
-    wrappers' included) replaced by ``pipeline``."""
+    wrappers' included) replaced by ``pipeline``, and no in-memory cache
+    (a volume dataset's ``cache='memory'`` would hold a second copy of
+    the data; a disk cache is shared with training)."""
     if isinstance(cfg, dict):
-        return {
+        out = {
             key: copy.deepcopy(pipeline)
             if key == 'pipeline'
             else _with_pipeline(value, pipeline)
             for key, value in cfg.items()
         }
+        if out.get('cache') == 'memory':
+            out['cache'] = None
+        return out
     if isinstance(cfg, (list, tuple)):
         return type(cfg)(_with_pipeline(item, pipeline) for item in cfg)
     return copy.deepcopy(cfg)
@@ -83,8 +89,9 @@ class RankMeHook(FeatureEvalHook):
     Args:
         dataloader (dict, optional): Dataloader config of the images;
             default: the training dataset with the evaluation pipeline
-            (required for volume data). ``sampler`` defaults to a
-            non-shuffling ``DefaultSampler``.
+            (volumes: the dataset's loading ``preprocess``, then their
+            centre cube at the backbone's size). ``sampler`` defaults to
+            a non-shuffling ``DefaultSampler``.
         max_images (int): Images used at most. Defaults to 1024.
         interval (int): Evaluate every ``interval`` epochs (``by_epoch``)
             or iterations. Defaults to 1.
@@ -141,10 +148,11 @@ class RankMeHook(FeatureEvalHook):
     def default_dataloader(self, cfg) -> dict:
         """The dataloader config used when none is given: ``cfg``'s
         training dataset, every ``pipeline`` replaced by the evaluation
-        pipeline at the config's size.
+        pipeline at the config's size (:func:`eval_pipeline`; for volumes
+        :func:`volume_eval_pipeline` after the dataset's ``preprocess``).
 
         Raises:
-            ValueError: The training data are volumes.
+            ValueError: The config has no training dataset.
         """
         train = dict(cfg.get('train_dataloader') or {})
         dataset = train.get('dataset')
@@ -153,17 +161,11 @@ class RankMeHook(FeatureEvalHook):
                 'RankMeHook: the config has no train_dataloader.dataset; '
                 'give the images with RankMeHook(dataloader=...).'
             )
-        volume = volume_types(dataset)
-        if volume:
-            raise ValueError(
-                f'RankMeHook: the training data are volumes ({volume}); its '
-                'default 2D evaluation pipeline cannot read them. Give the '
-                'images explicitly with RankMeHook(dataloader=dict(...)) '
-                'and a pipeline that outputs one tensor per volume, or '
-                'remove the hook.'
-            )
         size, _ = eval_img_size(cfg)
-        pipeline = eval_pipeline(size, loader=config_loader(cfg))
+        if volume_types(dataset):  # loaded by the dataset's preprocess
+            pipeline = volume_eval_pipeline(size)
+        else:
+            pipeline = eval_pipeline(size, loader=config_loader(cfg))
         return dict(
             batch_size=self.batch_size,
             num_workers=train.get('num_workers', 0),
@@ -192,7 +194,7 @@ class RankMeHook(FeatureEvalHook):
         return self._loader
 
     def before_train(self, runner) -> None:
-        if self.loader_cfg is None:  # refuse volumes before any training
+        if self.loader_cfg is None:  # refuse a config without data early
             self.default_dataloader(runner.cfg)
         self._at_start = True
         try:

@@ -15,8 +15,9 @@ from torch import nn
 from mmssl.engine.hooks import RankMeHook
 from mmssl.engine.hooks.rank_me_hook import rising
 from mmssl.engine.runner import build_runner
-from mmssl.evaluation.folders import eval_pipeline
+from mmssl.evaluation.folders import eval_pipeline, volume_eval_pipeline
 from mmssl.evaluation.rank import evenly_spaced, rank_metrics
+from mmssl.registry import DATASETS
 
 CFG = osp.join(
     osp.dirname(__file__), '..', '..', 'data', 'configs', 'simclr_tiny.py'
@@ -175,19 +176,41 @@ def test_default_dataloader_uses_eval_pipeline():
     assert loader['dataset']['pipeline'] == eval_pipeline(112, loader=tiff)
 
 
-def test_volumes_are_refused_unless_dataloader_given():
-    cfg = Config.fromfile(
+def _volume_config(name):
+    return Config.fromfile(
         osp.join(
-            osp.dirname(__file__),
-            '..',
-            '..',
-            '..',
-            'configs',
-            'volumetric',
-            'dino3d_vit-tiny-p8_1xb32-60e_demo.py',
+            osp.dirname(__file__), '..', '..', '..', 'configs', 'volumetric',
+            name,
         )
-    )
-    runner = SimpleNamespace(cfg=cfg)
+    )  # fmt: skip
+
+
+def test_volumes_are_loaded_as_in_training_then_centre_cropped(
+    volume_data_root,
+):
+    """Volumes keep the dataset's loading ``preprocess`` (resampling,
+    intensity window; a disk cache is shared with training, a memory
+    cache dropped) and become the centre cube at the backbone's size."""
+    cfg = _volume_config('dino3d_vit-tiny-p8_1xb32-60e_demo.py')
+    dataset = RankMeHook().default_dataloader(cfg)['dataset']
+    train = cfg.train_dataloader.dataset
+    assert dataset['preprocess'] == train.preprocess
+    assert dataset['pipeline'] == volume_eval_pipeline(32)
+    assert dataset['pipeline'][0]['spatial_size'] == (32, 32, 32)
+    dataset['data_root'] = volume_data_root
+    sample = DATASETS.build(dataset)[0]['inputs']
+    assert type(sample) is torch.Tensor and sample.shape == (1, 32, 32, 32)
+    ct = _volume_config('dino3d_vit-tiny-p16_my-ct.py')
+    dataset = RankMeHook().default_dataloader(ct)['dataset']
+    assert dataset['pipeline'][0]['spatial_size'] == (96, 96, 96)
+    assert dataset['cache'] == 'disk'
+    assert dataset['cache_dir'] == ct.train_dataloader.dataset.cache_dir
+    ct.train_dataloader.dataset.cache = 'memory'
+    assert RankMeHook().default_dataloader(ct)['dataset']['cache'] is None
+
+
+def test_a_config_without_training_data_is_refused_at_start():
+    runner = SimpleNamespace(cfg=Config(dict(train_dataloader=None)))
     with pytest.raises(ValueError, match=r'RankMeHook.*dataloader='):
         RankMeHook().before_train(runner)
     hook = RankMeHook(dataloader=dict(dataset=dict()), eval_before_train=False)
