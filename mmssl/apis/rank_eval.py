@@ -9,7 +9,6 @@ same config is measured on the same images too, so one command answers
 singular-value spectra.
 """
 
-import copy
 import os.path as osp
 from argparse import Namespace
 from typing import Dict, Optional, Tuple
@@ -34,13 +33,13 @@ def dataset_cfg(cfg, folder: str, size: int) -> dict:
     2D images with the evaluation pipeline at ``size``; volumes with the
     training dataset's type and loading ``preprocess`` (resampling,
     intensity window), then their centre cube of side ``size``
-    (:func:`~mmssl.evaluation.folders.volume_eval_pipeline`)."""
+    (:func:`~mmssl.evaluation.folders.volume_eval_dataset`)."""
     from mmssl.evaluation.folders import (
         config_loader,
         eval_pipeline,
         train_dataset_cfg,
         unlabelled_folder_dataset,
-        volume_eval_pipeline,
+        volume_eval_dataset,
         volume_types,
     )
 
@@ -48,17 +47,7 @@ def dataset_cfg(cfg, folder: str, size: int) -> dict:
     if not volume_types(train):
         pipeline = eval_pipeline(size, loader=config_loader(cfg))
         return unlabelled_folder_dataset([folder], size, pipeline)
-    keep = ('type', 'preprocess', 'extensions', 'datalist_key')
-    split = {k: copy.deepcopy(train[k]) for k in keep if k in train}
-    if train.get('cache') == 'disk':  # shared with training
-        split.update(cache='disk', cache_dir=train.get('cache_dir'))
-    split.update(
-        data_root=folder,
-        pipeline=volume_eval_pipeline(size),
-        with_label=False,
-        max_bad_ratio=1.0,
-    )
-    return split
+    return volume_eval_dataset(train, size, folder)
 
 
 def _loader(cfg, folder: str, size: int, max_images: Optional[int]):

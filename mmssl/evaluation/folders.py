@@ -7,6 +7,7 @@ them, and bring images of any size to one size by a short-side resize and
 a centre crop, so batches of mixed sizes stack and nothing is squashed.
 """
 
+import copy
 import os
 import os.path as osp
 from typing import List, Optional, Sequence, Tuple
@@ -131,6 +132,26 @@ def volume_eval_pipeline(size: int) -> List[dict]:
         ),
         dict(type='PackInputs'),
     ]
+
+
+def volume_eval_dataset(
+    train: dict, size: int, folder: Optional[str] = None
+) -> dict:
+    """The training volume dataset config ``train`` read for evaluation:
+    its type, loading ``preprocess`` and files (every volume of
+    ``folder`` instead, when given), then :func:`volume_eval_pipeline`;
+    unlabelled, its disk cache shared with training and no memory cache
+    (that would hold a second copy of the data)."""
+    keep = ['type', 'preprocess', 'extensions', 'datalist_key']
+    if folder is None:
+        keep += ['data_root', 'ann_file', 'max_bad_ratio', 'min_checked']
+    out = {k: copy.deepcopy(train[k]) for k in keep if k in train}
+    if train.get('cache') == 'disk':
+        out.update(cache='disk', cache_dir=train.get('cache_dir'))
+    if folder is not None:
+        out.update(data_root=folder, max_bad_ratio=1.0)
+    out.update(pipeline=volume_eval_pipeline(size), with_label=False)
+    return out
 
 
 def eval_pipeline(

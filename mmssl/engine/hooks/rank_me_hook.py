@@ -13,7 +13,8 @@ from mmssl.evaluation.folders import (
     config_types,
     eval_img_size,
     eval_pipeline,
-    volume_eval_pipeline,
+    train_dataset_cfg,
+    volume_eval_dataset,
     volume_types,
 )
 from mmssl.evaluation.metrics.rank_metric import COLLAPSE_RANKME
@@ -42,19 +43,14 @@ def rising(value: float, best: float | None) -> bool:
 
 def _with_pipeline(cfg, pipeline: list):
     """A copy of a dataset config with every ``pipeline`` in it (dataset
-    wrappers' included) replaced by ``pipeline``, and no in-memory cache
-    (a volume dataset's ``cache='memory'`` would hold a second copy of
-    the data; a disk cache is shared with training)."""
+    wrappers' included) replaced by ``pipeline``."""
     if isinstance(cfg, dict):
-        out = {
+        return {
             key: copy.deepcopy(pipeline)
             if key == 'pipeline'
             else _with_pipeline(value, pipeline)
             for key, value in cfg.items()
         }
-        if out.get('cache') == 'memory':
-            out['cache'] = None
-        return out
     if isinstance(cfg, (list, tuple)):
         return type(cfg)(_with_pipeline(item, pipeline) for item in cfg)
     return copy.deepcopy(cfg)
@@ -148,8 +144,8 @@ class RankMeHook(FeatureEvalHook):
     def default_dataloader(self, cfg) -> dict:
         """The dataloader config used when none is given: ``cfg``'s
         training dataset, every ``pipeline`` replaced by the evaluation
-        pipeline at the config's size (:func:`eval_pipeline`; for volumes
-        :func:`volume_eval_pipeline` after the dataset's ``preprocess``).
+        pipeline at the config's size (:func:`eval_pipeline`; volumes:
+        :func:`volume_eval_dataset`).
 
         Raises:
             ValueError: The config has no training dataset.
@@ -163,13 +159,14 @@ class RankMeHook(FeatureEvalHook):
             )
         size, _ = eval_img_size(cfg)
         if volume_types(dataset):  # loaded by the dataset's preprocess
-            pipeline = volume_eval_pipeline(size)
+            dataset = volume_eval_dataset(train_dataset_cfg(cfg), size)
         else:
             pipeline = eval_pipeline(size, loader=config_loader(cfg))
+            dataset = _with_pipeline(dataset, pipeline)
         return dict(
             batch_size=self.batch_size,
             num_workers=train.get('num_workers', 0),
-            dataset=_with_pipeline(dataset, pipeline),
+            dataset=dataset,
         )
 
     def _build_loader(self, runner):

@@ -71,8 +71,8 @@ def config_copy(runner) -> str:
     run's data and model), else the config's own file, else ``CONFIG``."""
     filename = getattr(runner.cfg, 'filename', None)
     if filename:
-        copy = osp.join(runner.work_dir, osp.basename(filename))
-        return copy if osp.isfile(copy) else filename
+        dumped = osp.join(runner.work_dir, osp.basename(filename))
+        return dumped if osp.isfile(dumped) else filename
     return 'CONFIG'
 
 
@@ -126,9 +126,8 @@ class RunSummaryHook(Hook):
             lines.append(
                 f'judge it: python tools/eval.py {config_copy(runner)} '
                 f'--checkpoint {ckpt or "CKPT"} --task rank (no labels '
-                'needed: RankMe '
-                'against the random init), or --task knn --data ROOT '
-                '(labelled ROOT/train and ROOT/val folders)'
+                'needed: RankMe against the random init), or --task knn '
+                '--data ROOT (labelled ROOT/train and ROOT/val folders)'
             )
         return lines
 

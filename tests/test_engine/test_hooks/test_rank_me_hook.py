@@ -195,6 +195,7 @@ def test_volumes_are_loaded_as_in_training_then_centre_cropped(
     dataset = RankMeHook().default_dataloader(cfg)['dataset']
     train = cfg.train_dataloader.dataset
     assert dataset['preprocess'] == train.preprocess
+    assert dataset['data_root'] == train.data_root
     assert dataset['pipeline'] == volume_eval_pipeline(32)
     assert dataset['pipeline'][0]['spatial_size'] == (32, 32, 32)
     dataset['data_root'] = volume_data_root
@@ -203,10 +204,11 @@ def test_volumes_are_loaded_as_in_training_then_centre_cropped(
     ct = _volume_config('dino3d_vit-tiny-p16_my-ct.py')
     dataset = RankMeHook().default_dataloader(ct)['dataset']
     assert dataset['pipeline'][0]['spatial_size'] == (96, 96, 96)
+    assert dataset['ann_file'] == ct.train_dataloader.dataset.ann_file
     assert dataset['cache'] == 'disk'
     assert dataset['cache_dir'] == ct.train_dataloader.dataset.cache_dir
     ct.train_dataloader.dataset.cache = 'memory'
-    assert RankMeHook().default_dataloader(ct)['dataset']['cache'] is None
+    assert 'cache' not in RankMeHook().default_dataloader(ct)['dataset']
 
 
 def test_a_config_without_training_data_is_refused_at_start():
