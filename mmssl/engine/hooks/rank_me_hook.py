@@ -17,7 +17,10 @@ from mmssl.evaluation.folders import (
     volume_eval_dataset,
     volume_types,
 )
-from mmssl.evaluation.metrics.rank_metric import COLLAPSE_RANKME
+from mmssl.evaluation.metrics.rank_metric import (
+    COLLAPSE_CHECKS,
+    COLLAPSE_RANKME,
+)
 from mmssl.evaluation.rank import evenly_spaced, rank_metrics
 from mmssl.registry import DATASETS, HOOKS
 
@@ -280,10 +283,8 @@ class RankMeHook(FeatureEvalHook):
         ):  # rising from a near-constant start is learning
             print_log(
                 f'RankMe is {value:.2f} at {where}: the features of all '
-                'images lie on about one direction (collapse). Check the '
-                'learning rate (too high?), the teacher temperature (too '
-                'high, or its warm-up) and the loss (stuck at a constant, '
-                'e.g. ln of the number of prototypes?).',
+                f'images lie on about one direction (collapse). '
+                f'{COLLAPSE_CHECKS}',
                 logger='current',
                 level=30,
             )
@@ -291,8 +292,7 @@ class RankMeHook(FeatureEvalHook):
             print_log(
                 f'RankMe fell to {value:.2f} at {where}, less than half its '
                 f'best {self.best[0]:.2f} (at {self.best[1]}): the features '
-                'are collapsing. Check the learning rate, the teacher '
-                'temperature and the loss.',
+                f'are collapsing. {COLLAPSE_CHECKS}',
                 logger='current',
                 level=30,
             )

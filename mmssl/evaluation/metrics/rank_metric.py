@@ -11,6 +11,13 @@ from ..rank import rank_metrics
 
 #: Below this RankMe the features span about one direction: collapse.
 COLLAPSE_RANKME = 1.5
+#: What to check when the features collapse (the metric's and
+#: RankMeHook's warnings).
+COLLAPSE_CHECKS = (
+    'Check the learning rate (too high?), the teacher temperature (too '
+    'high, or its warm-up) and the loss (stuck at a constant, e.g. ln of '
+    'the number of prototypes?).'
+)
 
 
 @METRICS.register_module()
@@ -56,8 +63,7 @@ class RankMe(BaseMetric):
         if out['rankme'] < COLLAPSE_RANKME:
             print_log(
                 f'RankMe is {out["rankme"]:.2f}: the features of all images '
-                'lie on about one direction (collapse). Check the loss, the '
-                'learning rate and the teacher temperature.',
+                f'lie on about one direction (collapse). {COLLAPSE_CHECKS}',
                 logger='current',
                 level=30,
             )
