@@ -145,10 +145,16 @@ def bn_recalibrate(runner) -> str:
 
 
 def load_weights(
-    model, checkpoint: str, prefix=None, trusted=None, config='the config'
+    model,
+    checkpoint: str,
+    prefix=None,
+    trusted=None,
+    config='the config',
+    network=None,
 ) -> str:
-    """Load ``checkpoint``'s backbone (teacher first) into every backbone
-    copy of ``model``; the load report, for the output.
+    """Load ``checkpoint``'s backbone (the teacher, else the online
+    network, or ``network``) into every backbone copy of ``model``; the
+    load report, naming the network, for the output.
 
     Raises:
         SystemExit: The file does not hold the config's backbone (one
@@ -158,7 +164,7 @@ def load_weights(
 
     try:
         loaded = load_backbone_weights(
-            model, checkpoint, prefix, trusted, config=config
+            model, checkpoint, prefix, trusted, config=config, network=network
         )
     except BackboneMismatchError as err:
         raise SystemExit(f'error: {err}') from None
@@ -195,6 +201,7 @@ def run_knn(args) -> dict:
                 args.prefix,
                 trusted,
                 config=args.config,
+                network=getattr(args, 'network', None),
             )
             print(f'Loaded {what}')
         else:

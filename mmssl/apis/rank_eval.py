@@ -136,7 +136,12 @@ def _random_and_trained(cfg, args: Namespace, loader) -> Dict:
         feats['random init'] = _features(model, loader, 'random init')
         if args.checkpoint:
             what = load_weights(
-                model, args.checkpoint, args.prefix, trusted, args.config
+                model,
+                args.checkpoint,
+                args.prefix,
+                trusted,
+                args.config,
+                getattr(args, 'network', None),
             )
             print(f'Loaded {what}')
             feats['trained'] = _features(model, loader, 'trained')

@@ -44,11 +44,14 @@ from .sharded import (
     training_state,
 )
 from .state_dict import (
+    MOMENTUM_BACKBONE_PATHS,
+    NETWORKS,
     STATE_KEYS,
     STUDENT_BACKBONE_PATHS,
     TEACHER_BACKBONE_PATHS,
     add_prefix,
     backbone_prefixes,
+    describe_network,
     find_backbone_prefix,
     select_backbone,
     strip_prefix,
@@ -56,6 +59,8 @@ from .state_dict import (
 )
 
 __all__ = [
+    'MOMENTUM_BACKBONE_PATHS',
+    'NETWORKS',
     'STATE_KEYS',
     'STUDENT_BACKBONE_PATHS',
     'TEACHER_BACKBONE_PATHS',
@@ -72,6 +77,7 @@ __all__ = [
     'backbone_prefixes',
     'checkpoint_trusted',
     'dcp_to_file',
+    'describe_network',
     'exit_on_untrusted',
     'find_backbone_prefix',
     'load_checkpoint',
