@@ -11,6 +11,7 @@ from torch import nn
 from mmssl.registry import WEIGHT_INITIALIZERS
 
 from .io import load_checkpoint
+from .layouts.beit import expand_shared_rel_pos_bias
 from .state_dict import strip_prefix, unwrap_state_dict
 
 
@@ -104,7 +105,9 @@ def load_pretrained(
       never breaks a key that already matched (``module.`` from DDP,
       ``backbone.`` from algorithm checkpoints loaded into a bare backbone).
 
-    Shape-mismatched keys are skipped, not fatal. A report of matched,
+    BEiT's shared relative-position table goes into every block of a
+    model that has one per block (:mod:`.layouts.beit`). Shape-mismatched
+    keys are skipped, not fatal. A report of matched,
     missing, unexpected and shape-mismatched keys is logged and returned.
 
     Args:
@@ -143,6 +146,9 @@ def load_pretrained(
     if is_model_wrapper(model):
         model = model.module
     own = model.state_dict()
+    state = expand_shared_rel_pos_bias(
+        state, own, lambda key: _candidates(key, strip_prefixes)
+    )
     report = LoadReport()
     to_load: Dict[str, torch.Tensor] = {}
     for key, value in state.items():
