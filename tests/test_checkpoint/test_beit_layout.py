@@ -53,3 +53,31 @@ def test_shared_table_goes_into_every_block(parent):
         )
     assert not [k for k in report.missing if 'relative_position' in k]
     assert not [k for k in report.unexpected if 'rel_pos_bias' in k]
+
+
+def test_beit_exports_to_mmsegs_beit(tmp_path, capsys):
+    """The mmseg export of a BEiT checkpoint (a raw KeyError before): the
+    keys of mmseg's BEiT, the shared table in every block, its options."""
+    from mmssl.checkpoint.layouts.beit import mmseg_beit_keys
+    from tests.support.tools import load_tool
+
+    pretrained = _beit(shared=True)
+    with torch.no_grad():
+        pretrained.get_parameter(TABLE).normal_()
+    state = {'backbone.' + k: v for k, v in pretrained.state_dict().items()}
+    state['target_generator.x'] = torch.zeros(1)  # the tokenizer: not taken
+    src, dst = str(tmp_path / 'beit.pth'), str(tmp_path / 'mmseg.pth')
+    torch.save(dict(state_dict=state), src)
+    tool = load_tool('model_converters/mmssl_to_mmseg.py')
+    saved = tool.main([src, dst])
+    out = saved['state_dict']
+    assert sorted(out) == sorted(mmseg_beit_keys(2, final_norm=True))
+    for i in range(2):
+        assert torch.equal(
+            out[f'layers.{i}.attn.relative_position_bias_table'],
+            pretrained.get_parameter(TABLE),
+        )
+    assert torch.equal(out['layers.1.gamma_2'], pretrained.layers[1].gamma_2)
+    assert saved['meta']['img_size'] == 32
+    assert saved['meta']['num_heads'] == 2
+    assert "mmseg's BEiT" in capsys.readouterr().out
