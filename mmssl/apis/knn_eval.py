@@ -10,6 +10,7 @@ random init, said so.
 
 import tempfile
 
+from mmssl.evaluation.feature_model import feature_model_cfg
 from mmssl.evaluation.knn_options import pool_patch_mean, set_metrics
 from mmssl.evaluation.load_backbone import load_backbone_weights
 
@@ -88,6 +89,9 @@ def prepare_cfg(cfg, args) -> None:
         if h.get('type') != 'PretrainedInitHook'
     ]
     cfg.custom_hooks = hooks
+    cfg.model, note = feature_model_cfg(cfg.model)
+    if note:
+        print(note)
 
 
 def _skipped_files_hook():

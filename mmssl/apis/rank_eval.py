@@ -121,11 +121,15 @@ def _random_and_trained(cfg, args: Namespace, loader) -> Dict:
         loading_policy,
         trust_from_args,
     )
+    from mmssl.evaluation.feature_model import feature_model_cfg
     from mmssl.registry import MODELS
 
     seed = (cfg.get('randomness') or {}).get('seed', 0)
     torch.manual_seed(seed if seed is not None else 0)
-    model = MODELS.build(cfg.model)
+    model_cfg, note = feature_model_cfg(cfg.model)
+    if note:
+        print(note)
+    model = MODELS.build(model_cfg)
     trusted = trust_from_args(args)
     feats = {}
     with (
