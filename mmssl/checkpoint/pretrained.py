@@ -84,6 +84,22 @@ def _candidates(key: str, strip_prefixes: Sequence[str]) -> List[str]:
     return out
 
 
+def _load_with_hooks(model, to_load, state, report: LoadReport) -> None:
+    """Load ``to_load``, and the unexpected keys too, so that a module's
+    own load hooks can take old names (e.g. a head's ``fc_cls`` for
+    ``fc``); what they fill moves from missing to matched."""
+    unexpected = set(report.unexpected)
+    extra = {k: v for k, v in state.items() if k in unexpected}
+    result = model.load_state_dict({**to_load, **extra}, strict=False)
+    still_missing = set(result.missing_keys)
+    filled = [k for k in report.missing if k not in still_missing]
+    if filled:
+        report.matched = sorted(report.matched + filled)
+        report.missing = [k for k in report.missing if k in still_missing]
+    left = set(result.unexpected_keys)
+    report.unexpected = [k for k in report.unexpected if k in left]
+
+
 def load_pretrained(
     model: nn.Module,
     checkpoint: Union[str, Dict[str, Any]],
@@ -169,7 +185,7 @@ def load_pretrained(
     report.missing = [
         k for k in own if k not in to_load and k not in mismatched
     ]
-    model.load_state_dict(to_load, strict=False)
+    _load_with_hooks(model, to_load, state, report)
     print_log(
         f'Loaded pretrained weights from {source} into '
         f'{type(model).__name__}: {report.summary()}',
