@@ -35,7 +35,12 @@ from .policy import (
     set_checkpoint_trust,
     trusted_checkpoints,
 )
-from .pretrained import LoadReport, PretrainedStrip, load_pretrained
+from .pretrained import (
+    LoadReport,
+    PretrainedStrip,
+    load_pretrained,
+    overwritten_after_load,
+)
 from .sharded import (
     dcp_to_file,
     load_runner_state,
@@ -84,6 +89,7 @@ __all__ = [
     'load_pretrained',
     'load_runner_state',
     'load_sharded',
+    'overwritten_after_load',
     'loading_policy',
     'refusal_message',
     'safe_checkpoint_globals',

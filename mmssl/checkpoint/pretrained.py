@@ -194,6 +194,45 @@ def load_pretrained(
     return report
 
 
+def _fingerprint(tensor: torch.Tensor) -> Tuple[float, float]:
+    t = tensor.detach().double()
+    return float(t.sum()), float(t.abs().sum())
+
+
+def overwritten_after_load(model: nn.Module) -> List[str]:
+    """What a module's own init changed after :class:`PretrainedStrip`
+    loaded it, one line per module (the report said "matched").
+
+    Call it once the model's ``init_weights`` has returned (the runner
+    does); each record is then dropped, so training is never flagged.
+    """
+    lines = []
+    for name, module in model.named_modules():
+        record = module.__dict__.pop('_pretrained_strip_load', None)
+        if not record:
+            continue
+        source, prints = record
+        state = module.state_dict()
+        changed = [
+            k for k, fp in prints.items() if _fingerprint(state[k]) != fp
+        ]
+        if not changed:
+            continue
+        hint = 'put PretrainedStrip on the parent module with a prefix'
+        if getattr(module, 'zero_init_residual', False):
+            hint = (
+                'zero_init_residual=True zeroes the last norm of every '
+                f'block: set model.{name}.zero_init_residual=False, or ' + hint
+            )
+        lines.append(
+            f'PretrainedStrip: {len(changed)} of the {len(prints)} tensors '
+            f'loaded into {name or type(model).__name__} from {source} '
+            f'were changed by its own init afterwards, e.g. '
+            f'{", ".join(changed[:4])}; {hint}.'
+        )
+    return lines
+
+
 @WEIGHT_INITIALIZERS.register_module()
 class PretrainedStrip:
     """Weight initializer: :func:`load_pretrained` from ``init_cfg``.
@@ -210,7 +249,9 @@ class PretrainedStrip:
     initialisation), then loads the checkpoint. A module's own code after
     its ``init_weights`` (e.g. mmpretrain ResNet's ``zero_init_residual``)
     still runs afterwards: set ``zero_init_residual=False`` there, or put
-    the initializer on the parent module with a ``prefix``.
+    the initializer on the parent module with a ``prefix``. What such code
+    changes is reported by :func:`overwritten_after_load`, which the
+    runner calls after the model's init (a warning naming the tensors).
 
     Args:
         checkpoint (str): Path or URL.
@@ -252,7 +293,12 @@ class PretrainedStrip:
             state_key=self.state_key,
             map_location=self.map_location,
         )
-        total = len(module.state_dict())
+        state = module.state_dict()
+        module.__dict__['_pretrained_strip_load'] = (
+            self.checkpoint,
+            {k: _fingerprint(state[k]) for k in self.report.matched},
+        )
+        total = len(state)
         share = len(self.report.matched) / max(total, 1)
         if self.min_match is not None and share < self.min_match:
             raise RuntimeError(
