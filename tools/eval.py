@@ -21,8 +21,11 @@ TASK:
           training folder); with CKPT also its random init, both
           spectra in the picture
 
-CKPT is any file the warm-start loader reads (an mmssl checkpoint, whose
-teacher backbone is measured; the DINOv2/DINOv3 hub, timm or HF layouts).
+CKPT is any file the warm-start loader reads (an mmssl checkpoint; the
+DINOv2/DINOv3 hub, timm or HF layouts). Of a checkpoint with two networks
+the one its paper evaluates is measured: the teacher of the DINO family,
+the online network of BYOL and MoCo; --network momentum takes the momentum
+encoder. The output names the network taken.
 Without it the config's random init is measured, and the output says so:
 "trained vs random init" is two commands. A checkpoint that does not hold
 the config's backbone stops the tool (exit 1, one line). The last line is
@@ -56,6 +59,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument('--work-dir', help='default work_dirs/eval/NAME')
     parser.add_argument(
         '--prefix', help="backbone prefix in CKPT ('' for a bare one)"
+    )
+    parser.add_argument(
+        '--network',
+        choices=('teacher', 'online', 'momentum'),
+        help='network of CKPT to measure; default: the teacher (DINO '
+        'family), else the online network (BYOL, MoCo); momentum: the '
+        'momentum encoder of BYOL, MoCo, DenseCL',
     )
     add = parser.add_argument_group('dense probes (seg, depth)').add_argument
     add('--layout', help='seg: ade20k|voc|cityscapes; depth: folder|nyu')

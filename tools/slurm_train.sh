@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Train on a SLURM cluster: one srun task per GPU (--launcher slurm).
 #   [GPUS=8 GPUS_PER_NODE=8 CPUS_PER_TASK=5 SRUN_ARGS="..."] \
-#   bash tools/slurm_train.sh PARTITION JOB_NAME CONFIG WORK_DIR [ARGS...]
+#   bash tools/slurm_train.sh PARTITION JOB_NAME CONFIG [WORK_DIR] [ARGS...]
+# WORK_DIR is optional: an argument after CONFIG that starts with '-' is
+# already one of ARGS (MMSelfSup's `slurm_train.sh P J CONFIG --amp`), and
+# tools/train.py then picks the work dir (--work-dir, the config's, or
+# work_dirs/<config name>).
 # Rank, world size and the master address come from SLURM's variables
 # (mmssl/launch/slurm.py); the port from MASTER_PORT / PORT or the
 # job id. GPUS_PER_NODE=0 runs CPU processes (gloo, no --gres).
@@ -19,15 +23,19 @@
 # --resume. MMSSL_SLURM_REQUEUE=0 saves without requeueing. See
 # docs/en/distributed.md.
 set -e
-if [ $# -lt 4 ]; then
-    echo "usage: bash $0 PARTITION JOB_NAME CONFIG WORK_DIR [ARGS...]" >&2
+if [ $# -lt 3 ]; then
+    echo "usage: bash $0 PARTITION JOB_NAME CONFIG [WORK_DIR] [ARGS...]" >&2
     exit 2
 fi
 PARTITION=$1
 JOB_NAME=$2
 CONFIG=$3
-WORK_DIR=$4
-shift 4
+shift 3
+WORK_DIR_ARGS=()
+if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then
+    WORK_DIR_ARGS=("--work-dir=$1")
+    shift
+fi
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 GPUS=${GPUS:-8}
 GPUS_PER_NODE=${GPUS_PER_NODE:-8}
@@ -50,5 +58,5 @@ srun -p "${PARTITION}" \
     --cpus-per-task="${CPUS_PER_TASK}" \
     --kill-on-bad-exit=1 \
     ${SRUN_ARGS} \
-    python -u "${ROOT}/tools/train.py" "${CONFIG}" --work-dir="${WORK_DIR}" \
+    python -u "${ROOT}/tools/train.py" "${CONFIG}" "${WORK_DIR_ARGS[@]}" \
     --launcher=slurm "$@"

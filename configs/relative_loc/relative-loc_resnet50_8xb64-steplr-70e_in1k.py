@@ -14,8 +14,12 @@ train_pipeline = [
     dict(type='RelativeLocPatches', patch_size=64),
     dict(type='PackInputs'),
 ]
+# _scope_: the dataset dict inherited from mmpretrain's config carries
+# _scope_='mmpretrain', whose transform registry lacks RelativeLocPatches
 train_dataloader = dict(
-    batch_size=64, num_workers=8, dataset=dict(pipeline=train_pipeline)
+    batch_size=64,
+    num_workers=8,
+    dataset=dict(_scope_='mmssl', pipeline=train_pipeline),
 )
 model = dict(
     type='RelativeLoc',

@@ -17,7 +17,9 @@ log_processor = dict(type='UnresolvedLogProcessor')
 # The inherited pipeline with HueSafeColorJitter for ColorJitter (mmcv 2.2's
 # hue shift fails under numpy >= 2; see the base file named above).
 train_pipeline = _base_.pop('_hue_safe_pipelines')['mocov2']  # noqa: F821
-train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
+# _scope_: the dataset dict inherited from mmpretrain's config carries
+# _scope_='mmpretrain', whose transform registry lacks HueSafeColorJitter
+train_dataloader = dict(dataset=dict(_scope_='mmssl', pipeline=train_pipeline))
 
 # Input sizes that follow the backbone ('auto', resolved when the model is
 # built; docs/en/config.md), so model.backbone.depth=18 alone gives a

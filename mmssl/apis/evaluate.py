@@ -88,7 +88,12 @@ def dense_featurizer(cfg, args: Namespace) -> Tuple[Featurizer, str]:
     with exit_on_untrusted(), loading_policy(trusted, args.checkpoint):
         try:
             loaded = load_backbone_weights(
-                backbone, args.checkpoint, args.prefix, trusted, args.config
+                backbone,
+                args.checkpoint,
+                args.prefix,
+                trusted,
+                args.config,
+                network=getattr(args, 'network', None),
             )
         except BackboneMismatchError as err:
             raise SystemExit(f'error: {err}') from None
@@ -209,6 +214,7 @@ def run_knn_task(args: Namespace) -> Dict:
         config=args.config,
         checkpoint=args.checkpoint,
         prefix=args.prefix,
+        network=getattr(args, 'network', None),
         train_folder=osp.join(data, 'train') if data else None,
         val_folder=osp.join(data, 'val') if data else None,
         img_size=args.crop,
@@ -251,14 +257,34 @@ def _set_data_folder(loader, root: str, split: str) -> None:
     dataset.data_prefix = split
 
 
-def _teacher_prefix(checkpoint: str, trusted) -> str:
-    """``'teacher.'`` when ``checkpoint`` holds a teacher backbone (the DINO
-    family's, which DINOv2/v3 evaluate), else ``''``."""
-    from mmssl.checkpoint import load_checkpoint, unwrap_state_dict
+def _finetune_prefix(checkpoint: str, trusted, network) -> tuple:
+    """``(prefix, words)``: what stands before ``backbone.`` in the keys
+    of the network taken (``'teacher.'`` for a DINO-family teacher, ``''``
+    for the online network), and that network in words."""
+    from mmssl.checkpoint import (
+        describe_network,
+        find_backbone_prefix,
+        load_checkpoint,
+        unwrap_state_dict,
+    )
 
     state = unwrap_state_dict(load_checkpoint(checkpoint, trusted=trusted))
-    teacher = any(key.startswith('teacher.backbone.') for key in state)
-    return 'teacher.' if teacher else ''
+    try:
+        found = find_backbone_prefix(state, network=network)
+    except ValueError:
+        if network is not None:
+            raise
+        return '', 'bare backbone keys'
+    if not found.endswith('backbone.'):
+        if network is not None:
+            raise ValueError(
+                f'--task finetune loads ...backbone. keys; the {network} '
+                f'network of {checkpoint} is at {found}: publish it first '
+                '(tools/model_converters/publish_model.py --backbone-only '
+                f'--network {network}) and fine-tune from that file.'
+            )
+        found = 'backbone.'
+    return found[: -len('backbone.')], describe_network(found, state)
 
 
 def run_finetune(cfg, args: Namespace) -> Dict:
@@ -288,12 +314,14 @@ def run_finetune(cfg, args: Namespace) -> Dict:
             model.get('init_cfg') or {}, type='PretrainedStrip'
         )
         model.init_cfg.checkpoint = args.checkpoint
-        prefix = args.prefix
+        prefix, words = args.prefix, f'prefix {args.prefix!r}'
         if prefix is None:
-            prefix = _teacher_prefix(args.checkpoint, args.trusted)
+            prefix, words = _finetune_prefix(
+                args.checkpoint, args.trusted, getattr(args, 'network', None)
+            )
         if prefix:
             model.init_cfg.prefix = prefix
-        print(f'fine-tuning from {args.checkpoint} ({prefix or ""}backbone)')
+        print(f'fine-tuning from {args.checkpoint}: {words}')
     else:
         model.init_cfg = None
         print('fine-tuning from RANDOM INIT (no --checkpoint)')

@@ -10,6 +10,7 @@ random init, said so.
 
 import tempfile
 
+from mmssl.evaluation.feature_model import feature_model_cfg
 from mmssl.evaluation.knn_options import pool_patch_mean, set_metrics
 from mmssl.evaluation.load_backbone import load_backbone_weights
 
@@ -88,6 +89,9 @@ def prepare_cfg(cfg, args) -> None:
         if h.get('type') != 'PretrainedInitHook'
     ]
     cfg.custom_hooks = hooks
+    cfg.model, note = feature_model_cfg(cfg.model)
+    if note:
+        print(note)
 
 
 def _skipped_files_hook():
@@ -145,10 +149,16 @@ def bn_recalibrate(runner) -> str:
 
 
 def load_weights(
-    model, checkpoint: str, prefix=None, trusted=None, config='the config'
+    model,
+    checkpoint: str,
+    prefix=None,
+    trusted=None,
+    config='the config',
+    network=None,
 ) -> str:
-    """Load ``checkpoint``'s backbone (teacher first) into every backbone
-    copy of ``model``; the load report, for the output.
+    """Load ``checkpoint``'s backbone (the teacher, else the online
+    network, or ``network``) into every backbone copy of ``model``; the
+    load report, naming the network, for the output.
 
     Raises:
         SystemExit: The file does not hold the config's backbone (one
@@ -158,7 +168,7 @@ def load_weights(
 
     try:
         loaded = load_backbone_weights(
-            model, checkpoint, prefix, trusted, config=config
+            model, checkpoint, prefix, trusted, config=config, network=network
         )
     except BackboneMismatchError as err:
         raise SystemExit(f'error: {err}') from None
@@ -195,6 +205,7 @@ def run_knn(args) -> dict:
                 args.prefix,
                 trusted,
                 config=args.config,
+                network=getattr(args, 'network', None),
             )
             print(f'Loaded {what}')
         else:

@@ -17,11 +17,13 @@ import torch
 from mmssl.checkpoint import (
     STATE_KEYS,
     atomic_write_bytes,
+    describe_network,
     find_backbone_prefix,
     load_checkpoint,
     strip_prefix,
     unwrap_state_dict,
 )
+from mmssl.checkpoint.state_dict import network_of
 
 #: Top-level checkpoint entries that only matter to resume training.
 TRAINING_ONLY_KEYS = (
@@ -87,6 +89,7 @@ def publish_checkpoint(
     backbone_only: bool = False,
     prefix: str | None = None,
     trusted: bool | None = None,
+    network: str | None = None,
 ) -> tuple[str, dict]:
     """Write a published copy of ``src``; return its path and a summary.
 
@@ -95,17 +98,21 @@ def publish_checkpoint(
         out (str): Output path; ``.pth`` is stripped and
             ``-<sha256[:8]>.pth`` appended.
         backbone_only (bool): Keep only the backbone weights, prefix
-            removed. The backbone is the teacher's when there is one (see
-            :data:`mmssl.checkpoint.TEACHER_BACKBONE_PATHS`).
+            removed: the network its paper evaluates, the teacher of the
+            DINO family, else the online network (BYOL, MoCo); see
+            :func:`mmssl.checkpoint.find_backbone_prefix`.
         prefix (str, optional): Backbone key prefix to use instead of the
             automatic choice, e.g. ``'backbone.'``.
         trusted (bool, optional): Fully unpickle ``src`` (trusted files
             only); None follows ``MMSSL_TRUST_CHECKPOINT`` (see
             :func:`mmssl.checkpoint.load_checkpoint`).
+        network (str, optional): With ``backbone_only``: ``'teacher'``,
+            ``'online'`` or ``'momentum'`` instead of the default.
 
     Returns:
-        tuple[str, dict]: The written path and ``dict(prefix, num_tensors,
-        removed, sha256)``.
+        tuple[str, dict]: The written path and ``dict(prefix, network,
+        num_tensors, removed, sha256)``; ``network`` says in words which
+        network was kept and how to get the others.
 
     Raises:
         UnsafeCheckpointError: ``src`` pickles a type outside the allowlist
@@ -115,12 +122,13 @@ def publish_checkpoint(
 
     ckpt = load_checkpoint(src, trusted=trusted)
     state = unwrap_state_dict(ckpt)
-    used_prefix = ''
+    used_prefix, network_words = '', 'the whole model'
     if backbone_only:
         if prefix is None:
-            used_prefix = find_backbone_prefix(state.keys())
+            used_prefix = find_backbone_prefix(state.keys(), network=network)
         else:
             used_prefix = prefix if prefix.endswith('.') else prefix + '.'
+        network_words = describe_network(used_prefix, state.keys())
         state = strip_prefix(state, used_prefix)
         if not state:
             raise ValueError(f'No key of {src} starts with "{used_prefix}".')
@@ -140,6 +148,7 @@ def publish_checkpoint(
         mmengine_version=old_meta.get('mmengine_version'),
         backbone_only=backbone_only,
         backbone_prefix=used_prefix or None,
+        backbone_network=network_of(used_prefix) if backbone_only else None,
         config=cfg_text,
         **_config_info(cfg_text),
     )
@@ -159,6 +168,7 @@ def publish_checkpoint(
     atomic_write_bytes(data, final)
     return final, dict(
         prefix=used_prefix,
+        network=network_words,
         num_tensors=len(state),
         removed=removed,
         sha256=digest,

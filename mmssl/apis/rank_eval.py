@@ -121,11 +121,15 @@ def _random_and_trained(cfg, args: Namespace, loader) -> Dict:
         loading_policy,
         trust_from_args,
     )
+    from mmssl.evaluation.feature_model import feature_model_cfg
     from mmssl.registry import MODELS
 
     seed = (cfg.get('randomness') or {}).get('seed', 0)
     torch.manual_seed(seed if seed is not None else 0)
-    model = MODELS.build(cfg.model)
+    model_cfg, note = feature_model_cfg(cfg.model)
+    if note:
+        print(note)
+    model = MODELS.build(model_cfg)
     trusted = trust_from_args(args)
     feats = {}
     with (
@@ -136,7 +140,12 @@ def _random_and_trained(cfg, args: Namespace, loader) -> Dict:
         feats['random init'] = _features(model, loader, 'random init')
         if args.checkpoint:
             what = load_weights(
-                model, args.checkpoint, args.prefix, trusted, args.config
+                model,
+                args.checkpoint,
+                args.prefix,
+                trusted,
+                args.config,
+                getattr(args, 'network', None),
             )
             print(f'Loaded {what}')
             feats['trained'] = _features(model, loader, 'trained')

@@ -35,7 +35,12 @@ from .policy import (
     set_checkpoint_trust,
     trusted_checkpoints,
 )
-from .pretrained import LoadReport, PretrainedStrip, load_pretrained
+from .pretrained import (
+    LoadReport,
+    PretrainedStrip,
+    load_pretrained,
+    overwritten_after_load,
+)
 from .sharded import (
     dcp_to_file,
     load_runner_state,
@@ -44,11 +49,14 @@ from .sharded import (
     training_state,
 )
 from .state_dict import (
+    MOMENTUM_BACKBONE_PATHS,
+    NETWORKS,
     STATE_KEYS,
     STUDENT_BACKBONE_PATHS,
     TEACHER_BACKBONE_PATHS,
     add_prefix,
     backbone_prefixes,
+    describe_network,
     find_backbone_prefix,
     select_backbone,
     strip_prefix,
@@ -56,6 +64,8 @@ from .state_dict import (
 )
 
 __all__ = [
+    'MOMENTUM_BACKBONE_PATHS',
+    'NETWORKS',
     'STATE_KEYS',
     'STUDENT_BACKBONE_PATHS',
     'TEACHER_BACKBONE_PATHS',
@@ -72,12 +82,14 @@ __all__ = [
     'backbone_prefixes',
     'checkpoint_trusted',
     'dcp_to_file',
+    'describe_network',
     'exit_on_untrusted',
     'find_backbone_prefix',
     'load_checkpoint',
     'load_pretrained',
     'load_runner_state',
     'load_sharded',
+    'overwritten_after_load',
     'loading_policy',
     'refusal_message',
     'safe_checkpoint_globals',

@@ -25,7 +25,12 @@ from typing import (
 
 from .io import load_checkpoint, save_checkpoint_atomic
 from .policy import TRUST_ENV, UnsafeCheckpointError
-from .state_dict import select_backbone, unwrap_state_dict
+from .state_dict import (
+    describe_network,
+    find_backbone_prefix,
+    select_backbone,
+    unwrap_state_dict,
+)
 
 TRUSTED_FLAG = '--trusted'
 
@@ -173,12 +178,23 @@ def convert_main(
     options.insert(src_prefix_at, src_prefix)
     for flag, kwargs in options:
         parser.add_argument(flag, **kwargs)
+    parser.add_argument(
+        '--network',
+        choices=('teacher', 'online', 'momentum'),
+        help='network of SRC to export; default: the teacher (DINO '
+        'family), else the online network (BYOL, MoCo)',
+    )
     add_trusted_argument(parser, 'SRC')
     args = parser.parse_args(argv)
     state = read(args)
     suffix = marker(args, state) if callable(marker) else marker
-    state = select_backbone(state, args.src_prefix, marker=suffix)
+    prefix = args.src_prefix
+    if prefix is None:
+        prefix = find_backbone_prefix(state, suffix, network=args.network)
+    words = describe_network(prefix, state)
+    state = select_backbone(state, prefix, marker=suffix)
     result = convert(args, state)
     save_checkpoint_atomic(result.saved, args.dst)
+    print(f'Exported the {words}.')
     print(result.message)
     return result.saved if result.returned is None else result.returned

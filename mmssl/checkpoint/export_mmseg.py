@@ -7,6 +7,7 @@ import argparse
 import os.path as osp
 
 from .cli import Converted
+from .layouts.beit import beit_to_mmseg
 from .layouts.dinov2 import MMSSL_MARKER
 from .layouts.mmseg import mmssl_to_mmdet_resnet, mmssl_to_mmseg_vit
 
@@ -25,7 +26,10 @@ def mmseg_marker(args: argparse.Namespace, state: dict) -> str:
                 f'(ViT keys: {vit}, ResNet keys: {resnet}); pass --arch.'
             )
         args.arch = 'vit' if vit else 'resnet'
-    return MMSSL_MARKER if args.arch == 'vit' else RESNET_MARKER
+        # BEiT's blocks (relative positions, q/v biases): mmseg's BEiT
+        if vit and any(k.endswith('attn.q_bias') for k in state):
+            args.arch = 'beit'
+    return RESNET_MARKER if args.arch == 'resnet' else MMSSL_MARKER
 
 
 def convert_for_mmseg(args: argparse.Namespace, state: dict) -> Converted:
@@ -39,6 +43,15 @@ def convert_for_mmseg(args: argparse.Namespace, state: dict) -> Converted:
             f'Converted ResNet-{depth} ({len(out)} keys, prefix '
             "'backbone.'). Load it with init_cfg=dict(type='Pretrained', "
             f"checkpoint='{args.dst}', prefix='backbone.'). Saved {args.dst}",
+        )
+    if args.arch == 'beit':
+        out, options = beit_to_mmseg(state)
+        meta = dict(converted_from='mmssl', source=source, **options)
+        return Converted(
+            dict(state_dict=out, meta=meta),
+            f"Converted a BEiT ({len(out)} keys) to mmseg's BEiT; its "
+            f'backbone config needs {options}. Load it with '
+            f"model.pretrained='{args.dst}'. Saved {args.dst}",
         )
     out, options = mmssl_to_mmseg_vit(state)
     backbone = {k: v for k, v in options.items() if k != 'pretrain_grid'}

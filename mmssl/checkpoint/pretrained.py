@@ -11,6 +11,7 @@ from torch import nn
 from mmssl.registry import WEIGHT_INITIALIZERS
 
 from .io import load_checkpoint
+from .layouts.beit import expand_shared_rel_pos_bias
 from .state_dict import strip_prefix, unwrap_state_dict
 
 
@@ -83,6 +84,22 @@ def _candidates(key: str, strip_prefixes: Sequence[str]) -> List[str]:
     return out
 
 
+def _load_with_hooks(model, to_load, state, report: LoadReport) -> None:
+    """Load ``to_load``, and the unexpected keys too, so that a module's
+    own load hooks can take old names (e.g. a head's ``fc_cls`` for
+    ``fc``); what they fill moves from missing to matched."""
+    unexpected = set(report.unexpected)
+    extra = {k: v for k, v in state.items() if k in unexpected}
+    result = model.load_state_dict({**to_load, **extra}, strict=False)
+    still_missing = set(result.missing_keys)
+    filled = [k for k in report.missing if k not in still_missing]
+    if filled:
+        report.matched = sorted(report.matched + filled)
+        report.missing = [k for k in report.missing if k in still_missing]
+    left = set(result.unexpected_keys)
+    report.unexpected = [k for k in report.unexpected if k in left]
+
+
 def load_pretrained(
     model: nn.Module,
     checkpoint: Union[str, Dict[str, Any]],
@@ -104,7 +121,9 @@ def load_pretrained(
       never breaks a key that already matched (``module.`` from DDP,
       ``backbone.`` from algorithm checkpoints loaded into a bare backbone).
 
-    Shape-mismatched keys are skipped, not fatal. A report of matched,
+    BEiT's shared relative-position table goes into every block of a
+    model that has one per block (:mod:`.layouts.beit`). Shape-mismatched
+    keys are skipped, not fatal. A report of matched,
     missing, unexpected and shape-mismatched keys is logged and returned.
 
     Args:
@@ -143,6 +162,9 @@ def load_pretrained(
     if is_model_wrapper(model):
         model = model.module
     own = model.state_dict()
+    state = expand_shared_rel_pos_bias(
+        state, own, lambda key: _candidates(key, strip_prefixes)
+    )
     report = LoadReport()
     to_load: Dict[str, torch.Tensor] = {}
     for key, value in state.items():
@@ -163,13 +185,52 @@ def load_pretrained(
     report.missing = [
         k for k in own if k not in to_load and k not in mismatched
     ]
-    model.load_state_dict(to_load, strict=False)
+    _load_with_hooks(model, to_load, state, report)
     print_log(
         f'Loaded pretrained weights from {source} into '
         f'{type(model).__name__}: {report.summary()}',
         logger=logger,
     )
     return report
+
+
+def _fingerprint(tensor: torch.Tensor) -> Tuple[float, float]:
+    t = tensor.detach().double()
+    return float(t.sum()), float(t.abs().sum())
+
+
+def overwritten_after_load(model: nn.Module) -> List[str]:
+    """What a module's own init changed after :class:`PretrainedStrip`
+    loaded it, one line per module (the report said "matched").
+
+    Call it once the model's ``init_weights`` has returned (the runner
+    does); each record is then dropped, so training is never flagged.
+    """
+    lines = []
+    for name, module in model.named_modules():
+        record = module.__dict__.pop('_pretrained_strip_load', None)
+        if not record:
+            continue
+        source, prints = record
+        state = module.state_dict()
+        changed = [
+            k for k, fp in prints.items() if _fingerprint(state[k]) != fp
+        ]
+        if not changed:
+            continue
+        hint = 'put PretrainedStrip on the parent module with a prefix'
+        if getattr(module, 'zero_init_residual', False):
+            hint = (
+                'zero_init_residual=True zeroes the last norm of every '
+                f'block: set model.{name}.zero_init_residual=False, or ' + hint
+            )
+        lines.append(
+            f'PretrainedStrip: {len(changed)} of the {len(prints)} tensors '
+            f'loaded into {name or type(model).__name__} from {source} '
+            f'were changed by its own init afterwards, e.g. '
+            f'{", ".join(changed[:4])}; {hint}.'
+        )
+    return lines
 
 
 @WEIGHT_INITIALIZERS.register_module()
@@ -188,7 +249,9 @@ class PretrainedStrip:
     initialisation), then loads the checkpoint. A module's own code after
     its ``init_weights`` (e.g. mmpretrain ResNet's ``zero_init_residual``)
     still runs afterwards: set ``zero_init_residual=False`` there, or put
-    the initializer on the parent module with a ``prefix``.
+    the initializer on the parent module with a ``prefix``. What such code
+    changes is reported by :func:`overwritten_after_load`, which the
+    runner calls after the model's init (a warning naming the tensors).
 
     Args:
         checkpoint (str): Path or URL.
@@ -230,7 +293,12 @@ class PretrainedStrip:
             state_key=self.state_key,
             map_location=self.map_location,
         )
-        total = len(module.state_dict())
+        state = module.state_dict()
+        module.__dict__['_pretrained_strip_load'] = (
+            self.checkpoint,
+            {k: _fingerprint(state[k]) for k in self.report.matched},
+        )
+        total = len(state)
         share = len(self.report.matched) / max(total, 1)
         if self.min_match is not None and share < self.min_match:
             raise RuntimeError(

@@ -8,9 +8,16 @@ loader and the evaluation hooks:
   DINOv2 training files, ``teacher`` of ``teacher_checkpoint.pth``,
   ``module``) and without a ``module.`` prefix common to every key (DDP).
 * :func:`strip_prefix` / :func:`add_prefix`: select keys by prefix.
-* :func:`find_backbone_prefix`: which prefix holds the backbone users want
-  (the teacher or momentum encoder first, as DINO, Caron et al. 2021,
-  https://arxiv.org/abs/2104.14294, showed it is the better one).
+* :func:`find_backbone_prefix`: which prefix holds the backbone users want,
+  and :func:`describe_network`: which network that is, in words.
+
+Which network (:data:`NETWORKS`) is taken follows what each method's paper
+evaluates: the teacher of the DINO family (DINO, Caron et al. 2021,
+https://arxiv.org/abs/2104.14294; iBOT; DINOv2/v3), else the online
+network (BYOL, Grill et al. 2020, evaluates the online encoder; MoCo v2
+and v3 the query / base encoder; SimCLR, SwAV, MAE... have no other).
+The momentum (EMA target) encoders of BYOL, MoCo and DenseCL are taken
+only when asked for (``network='momentum'``, ``--network momentum``).
 """
 
 from collections import OrderedDict
@@ -24,19 +31,35 @@ StateDict = Dict[str, torch.Tensor]
 #: Wrapper keys :func:`unwrap_state_dict` descends through, in this order.
 STATE_KEYS: tuple = ('state_dict', 'model', 'module', 'teacher')
 
-#: Backbone locations of teacher / momentum networks, best first. The same
+#: Backbone locations of DINO-family teachers, best first. The same
 #: dotted paths are module paths and (plus a dot) state-dict key prefixes.
 TEACHER_BACKBONE_PATHS: tuple = (
     'teacher.backbone',  # DINO / iBOT / DINOv2 style teacher module
     'teacher_backbone',
-    'target_net.module.0',  # mmpretrain BYOL: CosineEMA(Sequential(bb, nk))
-    'target_net.0',  # a plain Sequential(backbone, neck) target network
-    'momentum_encoder.module.0',  # mmpretrain MoCo v2 / v3
-    'momentum_encoder.0',
-    'teacher',  # the teacher is the backbone itself
+    'teacher.module.0',  # mmpretrain / MMSelfSup iBOT: CosineEMA(Sequential)
 )
 #: Backbone locations of the online network.
 STUDENT_BACKBONE_PATHS: tuple = ('backbone', 'student.backbone')
+#: Backbone locations of momentum (EMA target) encoders.
+MOMENTUM_BACKBONE_PATHS: tuple = (
+    'target_net.module.0',  # mmpretrain BYOL: CosineEMA(Sequential(bb, nk))
+    'target_net.0',  # a plain Sequential(backbone, neck) target network
+    'momentum_encoder.module.0',  # mmpretrain MoCo v3
+    'momentum_encoder.0',
+    'encoder_k.module.0',  # mmpretrain / MMSelfSup MoCo v2, DenseCL
+    'encoder_k.0',  # MMSelfSup 0.x MoCo
+    'teacher',  # CAE: an EMA copy of the encoder (the paper evaluates
+    # the encoder itself)
+)
+#: The networks a checkpoint may hold, by the name ``--network`` takes.
+NETWORKS: dict = dict(
+    teacher=TEACHER_BACKBONE_PATHS,
+    online=STUDENT_BACKBONE_PATHS,
+    momentum=MOMENTUM_BACKBONE_PATHS,
+)
+_WORDS = dict(
+    teacher='teacher', online='online network', momentum='momentum encoder'
+)
 
 
 def _descend(checkpoint: Mapping, state_key: Optional[str]) -> Any:
@@ -139,16 +162,60 @@ def add_prefix(
     return out
 
 
-def _known_paths(prefer_teacher: bool) -> tuple:
+def _check_network(network: Optional[str]) -> None:
+    if network is not None and network not in NETWORKS:
+        raise ValueError(
+            f'network={network!r}: choose one of {sorted(NETWORKS)} '
+            '(or None for the default: teacher, else online).'
+        )
+
+
+def _known_paths(prefer_teacher: bool, network: Optional[str] = None):
+    _check_network(network)
+    if network is not None:
+        return NETWORKS[network]
     if prefer_teacher:
-        return TEACHER_BACKBONE_PATHS + STUDENT_BACKBONE_PATHS
-    return STUDENT_BACKBONE_PATHS + TEACHER_BACKBONE_PATHS
+        order = TEACHER_BACKBONE_PATHS + STUDENT_BACKBONE_PATHS
+    else:
+        order = STUDENT_BACKBONE_PATHS + TEACHER_BACKBONE_PATHS
+    return order + MOMENTUM_BACKBONE_PATHS
+
+
+def network_of(prefix: str) -> Optional[str]:
+    """The :data:`NETWORKS` name of a backbone prefix (``'backbone.'`` ->
+    ``'online'``), None for a bare backbone or an unknown prefix."""
+    path = prefix[len('module.') :] if prefix.startswith('module.') else prefix
+    path = path.rstrip('.')
+    return next((n for n, ps in NETWORKS.items() if path in ps), None)
+
+
+def networks_in(keys: Iterable[str]) -> List[str]:
+    """Names of the :data:`NETWORKS` whose backbone ``keys`` hold."""
+    found = backbone_prefixes(keys)
+    names = [network_of(p) for p in found]
+    return [n for n in NETWORKS if n in names]
+
+
+def describe_network(prefix: str, keys: Iterable[str] = ()) -> str:
+    """Which network ``prefix`` is, and how to take the others in ``keys``.
+
+    Example: ``online network `backbone.`; the momentum encoder is
+    --network momentum``.
+    """
+    name = network_of(prefix)
+    what = _WORDS[name] if name else 'backbone'
+    text = f'{what} `{prefix}`' if prefix else f'{what} (bare backbone keys)'
+    others = [n for n in networks_in(keys) if n != name]
+    for other in others:
+        text += f'; the {_WORDS[other]} is --network {other}'
+    return text
 
 
 def backbone_prefixes(
     keys: Iterable[str],
     marker: Optional[str] = None,
     prefer_teacher: bool = True,
+    network: Optional[str] = None,
 ) -> List[str]:
     """Every backbone prefix among ``keys``, best first.
 
@@ -160,8 +227,11 @@ def backbone_prefixes(
             a marker, the candidates are the known paths
             (:data:`TEACHER_BACKBONE_PATHS`, :data:`STUDENT_BACKBONE_PATHS`)
             that occur, behind a ``module.`` that every key has.
-        prefer_teacher (bool): Rank teacher / target / momentum backbones
-            before the online one. Defaults to True.
+        prefer_teacher (bool): Rank the teacher before the online
+            network (momentum encoders come last either way). Defaults to
+            True.
+        network (str, optional): Only this network's known paths
+            (a :data:`NETWORKS` name). Defaults to None.
 
     Returns:
         list[str]: Prefixes with their trailing dot (or ``''``): known
@@ -174,14 +244,23 @@ def backbone_prefixes(
         inner = [k[len('module.') :] for k in keys]
         return [
             'module.' + p
-            for p in backbone_prefixes(inner, None, prefer_teacher)
+            for p in backbone_prefixes(inner, None, prefer_teacher, network)
         ]
-    known = [p + '.' for p in _known_paths(prefer_teacher)]
+    known = [p + '.' for p in _known_paths(prefer_teacher, network)]
     if marker is None:
-        found = {p for p in known if any(k.startswith(p) for k in keys)}
+        every = [p + '.' for p in _known_paths(prefer_teacher)]
+        found = {p for p in every if any(k.startswith(p) for k in keys)}
+        # 'teacher.' (CAE's encoder copy) is not the DINO teacher's parent
+        found = {
+            p
+            for p in found
+            if p in known and not any(q.startswith(p) for q in found - {p})
+        }
     else:
         found = {k[: -len(marker)] for k in keys if k.endswith(marker)}
         found = {p for p in found if p == '' or p.endswith('.')}
+        if network is not None:
+            found = {p for p in found if p in known}
 
     def rank(prefix: str) -> tuple:
         if prefix in known:
@@ -196,16 +275,26 @@ def find_backbone_prefix(
     keys: Iterable[str],
     marker: Optional[str] = None,
     prefer_teacher: bool = True,
+    network: Optional[str] = None,
 ) -> str:
     """The best backbone prefix among ``keys``; see :func:`backbone_prefixes`.
 
     Raises:
-        ValueError: No candidate; the message names ``--prefix``.
+        ValueError: No candidate (the message names ``--prefix``), or no
+            backbone of the asked ``network`` (it names those there are).
     """
     keys = list(keys)
-    found = backbone_prefixes(keys, marker, prefer_teacher)
+    found = backbone_prefixes(keys, marker, prefer_teacher, network)
     if found:
         return found[0]
+    if network is not None:
+        have = networks_in(keys)
+        raise ValueError(
+            f'--network {network}: the checkpoint has no {_WORDS[network]} '
+            f'(paths {list(NETWORKS[network])}); it has '
+            f'{", ".join(have) or "no known network"}. Pick one of those '
+            'or pass the prefix explicitly (--prefix).'
+        )
     wanted = (
         f'ends with {marker!r}'
         if marker
@@ -222,6 +311,7 @@ def select_backbone(
     state_dict: Mapping,
     prefix: Optional[str] = None,
     marker: Optional[str] = None,
+    network: Optional[str] = None,
 ) -> StateDict:
     """The backbone's entries of ``state_dict``, its prefix removed.
 
@@ -231,13 +321,15 @@ def select_backbone(
             :func:`find_backbone_prefix` (teacher first).
         marker (str, optional): See :func:`backbone_prefixes`; when given,
             the selection must contain it.
+        network (str, optional): Take this network (:data:`NETWORKS`);
+            None: the teacher, else the online network.
 
     Raises:
         ValueError: No backbone found, or ``marker`` missing under
             ``prefix``.
     """
     if prefix is None:
-        prefix = find_backbone_prefix(state_dict, marker)
+        prefix = find_backbone_prefix(state_dict, marker, network=network)
     out = strip_prefix(state_dict, prefix)
     if not out or (marker is not None and marker not in out):
         what = f'{marker!r}' if marker else 'key'

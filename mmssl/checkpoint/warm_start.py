@@ -56,7 +56,13 @@ from .layouts.timm import (
     timm_to_dinov2,
 )
 from .pretrained import LoadReport, load_pretrained
-from .state_dict import backbone_prefixes, strip_prefix, unwrap_state_dict
+from .state_dict import (
+    backbone_prefixes,
+    describe_network,
+    find_backbone_prefix,
+    strip_prefix,
+    unwrap_state_dict,
+)
 
 StateDict = Dict[str, torch.Tensor]
 
@@ -77,6 +83,7 @@ WARM_START_KEYS = (
     'format',
     'min_match',
     'prefix',
+    'network',
     'trusted',
     'head_iters',
     'unfreeze',
@@ -331,7 +338,9 @@ def apply_warm_start(model: nn.Module, cfg: Mapping, logger: Any = 'current'):
         cfg (Mapping): ``model.warm_start``; keys :data:`WARM_START_KEYS`:
             ``checkpoint`` (path), ``format`` (default ``'auto'``),
             ``min_match`` (default 0.95), ``prefix`` (backbone prefix in
-            the file, default found), ``trusted`` (full unpickling).
+            the file, default found: the teacher, else the online
+            network), ``network`` (``'teacher'``, ``'online'`` or
+            ``'momentum'``: that one), ``trusted`` (full unpickling).
         logger: Where the report is printed.
 
     Returns:
@@ -358,7 +367,15 @@ def apply_warm_start(model: nn.Module, cfg: Mapping, logger: Any = 'current'):
         return _load_full(model, sd, path, min_match, logger)
     if fmt == 'auto':
         fmt = detect_format(sd)
-    state = convert_backbone(sd, fmt, cfg.get('prefix'))
+    prefix = cfg.get('prefix')
+    if prefix is None:
+        network = cfg.get('network')
+        found = backbone_prefixes(sd, _MARKER_OF[fmt], network=network)
+        if found or not network:
+            prefix = found[0] if found else ''
+        else:  # a clear error naming the networks the file has
+            prefix = find_backbone_prefix(sd, network=network)
+    state = convert_backbone(sd, fmt, prefix)
     if fmt == 'hf_dinov3':
         state.update(hf_dinov3_rope(path, model.backbone) or {})
     own = model.backbone.state_dict()
@@ -373,7 +390,8 @@ def apply_warm_start(model: nn.Module, cfg: Mapping, logger: Any = 'current'):
     model.teacher['backbone'].load_state_dict(model.backbone.state_dict())
     schedule = {k: cfg[k] for k in SCHEDULE_KEYS if k in cfg}
     print_log(
-        f'warm_start: {fmt} backbone from {path} in student and teacher '
+        f'warm_start: {fmt} {describe_network(prefix, sd)} from {path} '
+        'in student and teacher '
         f'({share:.1%} of {len(own)} tensors); heads freshly initialised.'
         + (
             f' Schedule {schedule}: applied by WarmStartHook (added to '

@@ -13,7 +13,10 @@ the file (``mmpretrain::`` bases too) and merges ``--cfg-options``
 3. ``'auto'`` neck and head sizes follow the backbone
    (:mod:`.derived_sizes`);
 4. the ``log_processor`` of type :class:`UnresolvedLogProcessor` (set in
-   configs/_base_/default_runtime.py) becomes mmengine's ``LogProcessor``.
+   configs/_base_/default_runtime.py) becomes mmengine's ``LogProcessor``;
+5. a ``randomness`` without a seed (missing, ``None`` or ``{}``) becomes
+   ``dict(seed=None)``: mmengine draws a seed and logs it (its Runner
+   takes the dict as keyword arguments and needs ``seed``).
 
 Step 4 is what makes mmengine's plain ``Runner.from_cfg(cfg)`` stop at
 once on a config nobody resolved, with a message that names the fix:
@@ -121,4 +124,7 @@ def resolve(
         UnresolvedLogProcessor,
     ):
         log_processor['type'] = 'LogProcessor'
+    randomness = cfg.get('randomness')
+    if not isinstance(randomness, dict) or 'seed' not in randomness:
+        cfg['randomness'] = dict(randomness or {}, seed=None)
     return notes

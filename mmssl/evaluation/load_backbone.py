@@ -3,11 +3,14 @@
 Every evaluation (kNN, linear, the dense probes, ``tools/test.py``) loads
 its weights here: any file the warm-start loader reads (an mmssl
 checkpoint, the DINOv2/DINOv3 hub layouts, timm, HF transformers; see
-:mod:`mmssl.checkpoint.warm_start`), the teacher backbone first, as DINO
-(Caron et al. 2021, https://arxiv.org/abs/2104.14294) and DINOv2/v3
-evaluate it. The weights go into every backbone copy of the model (student
-and teacher, online and momentum), so the features agree whichever copy
-the algorithm extracts them with.
+:mod:`mmssl.checkpoint.warm_start`), the network each method's paper
+evaluates: the teacher of the DINO family (Caron et al. 2021,
+https://arxiv.org/abs/2104.14294; DINOv2/v3), else the online network
+(BYOL, MoCo); ``network='momentum'`` (``--network momentum``) takes a
+momentum encoder instead. The report names the network taken and the
+option for the others. The weights go into every backbone copy of the
+model (student and teacher, online and momentum), so the features agree
+whichever copy the algorithm extracts them with.
 
 When fewer than ``min_match`` of the backbone's tensors are loaded (the
 threshold of warm start, 95 %), :class:`BackboneMismatchError` says in one
@@ -27,14 +30,17 @@ from torch import nn
 from mmssl.checkpoint import (
     LoadReport,
     backbone_prefixes,
+    describe_network,
     load_checkpoint,
     load_pretrained,
     strip_prefix,
     unwrap_state_dict,
 )
 from mmssl.checkpoint.state_dict import (
+    MOMENTUM_BACKBONE_PATHS,
     STUDENT_BACKBONE_PATHS,
     TEACHER_BACKBONE_PATHS,
+    find_backbone_prefix,
 )
 from mmssl.checkpoint.warm_start import (
     WarmStartError,
@@ -94,7 +100,8 @@ def backbone_copies(model: nn.Module) -> List[str]:
     main, path = find_backbone(model)
     keys = set(main.state_dict())
     found = [path]
-    for other in TEACHER_BACKBONE_PATHS + STUDENT_BACKBONE_PATHS:
+    known = TEACHER_BACKBONE_PATHS + STUDENT_BACKBONE_PATHS
+    for other in known + MOMENTUM_BACKBONE_PATHS:
         if other == path or not path:
             continue
         try:
@@ -120,46 +127,55 @@ def _read(checkpoint: str, trusted: Optional[bool]):
     return state, meta
 
 
-def select_weights(state: Dict, own: Dict, prefix: Optional[str] = None):
+def select_weights(
+    state: Dict,
+    own: Dict,
+    prefix: Optional[str] = None,
+    network: Optional[str] = None,
+):
     """``(backbone weights in mmssl keys, source)`` from a whole file.
 
     ``prefix`` (``''`` for a bare backbone) overrides the search; else the
     format is told by its keys (:func:`detect_format`) and its backbone
-    found teacher first; a file of no known ViT layout (a ResNet...) is
-    searched for the known backbone paths, then taken as a bare backbone.
+    found (``network``, or the teacher, else the online network); a file
+    of no known ViT layout (a ResNet...) is searched for the known
+    backbone paths, then taken as a bare backbone. The source names the
+    network taken and the option for the others.
     """
     if prefix is not None:
         return strip_prefix(state, prefix) if prefix else dict(state), (
-            f'prefix {prefix!r}'
+            describe_network(prefix, state)
         )
+    if network is not None:  # explicit: that network or a clear error
+        find_backbone_prefix(state, network=network)
     try:
         fmt = detect_format(state)
     except WarmStartError:
         fmt = None
-    stored = _as_stored(state, own)
+    stored = _as_stored(state, own, network)
     if fmt is not None:
-        found = convert_backbone(state, fmt)
+        prefixes = backbone_prefixes(state, _marker(fmt), network=network)
+        where = prefixes[0] if prefixes else ''
+        found = convert_backbone(state, fmt, where)
         matched = sum(k in own for k in found)
         # a backbone whose own keys look foreign (HiViT's patch_embed.proj
         # is DINOv2's marker) is kept as stored when that matches more
         if (matched or fmt != 'mmssl') and matched >= sum(
             k in own for k in stored[0]
         ):
-            prefixes = backbone_prefixes(state, _marker(fmt))
-            where = prefixes[0] if prefixes else ''
-            return found, f'{fmt} layout, prefix {where!r}'
+            return found, f'{fmt} layout, {describe_network(where, state)}'
     return stored
 
 
-def _as_stored(state: Dict, own: Dict):
+def _as_stored(state: Dict, own: Dict, network: Optional[str] = None):
     """``(weights, source)``: the file's backbone under its own key
     names, bare or below the first backbone prefix found."""
-    if sum(k in state for k in own) >= MIN_MATCH * len(own):
-        return dict(state), "prefix ''"
-    prefixes = backbone_prefixes(state)
-    if prefixes:
-        return strip_prefix(state, prefixes[0]), f'prefix {prefixes[0]!r}'
-    return dict(state), "prefix ''"
+    bare = sum(k in state for k in own) >= MIN_MATCH * len(own)
+    prefixes = backbone_prefixes(state, network=network)
+    if prefixes and not (bare and network is None):
+        where = prefixes[0]
+        return strip_prefix(state, where), describe_network(where, state)
+    return dict(state), describe_network('', state)
 
 
 def _marker(fmt: str) -> Optional[str]:
@@ -215,8 +231,10 @@ def load_backbone_weights(
     trusted: Optional[bool] = None,
     config: str = 'the config',
     min_match: float = MIN_MATCH,
+    network: Optional[str] = None,
 ) -> LoadedBackbone:
-    """Load ``checkpoint``'s backbone (teacher first) into ``model``.
+    """Load ``checkpoint``'s backbone into ``model``: the teacher, else
+    the online network, or the ``network`` asked for.
 
     A file that holds the whole model (a training checkpoint of the same
     config) is loaded whole first, so necks and heads load too; the
@@ -230,6 +248,8 @@ def load_backbone_weights(
         trusted (bool, optional): Fully unpickle (trusted files only).
         config (str): Config name for the error message.
         min_match (float): Share of the backbone tensors that must load.
+        network (str, optional): ``'teacher'``, ``'online'`` or
+            ``'momentum'``; None: the teacher, else the online network.
 
     Returns:
         LoadedBackbone: What was loaded where.
@@ -253,7 +273,7 @@ def load_backbone_weights(
     ):
         load_pretrained(model, state, strip_prefixes=(), logger='silent')
         whole = True
-    weights, source = select_weights(state, own, prefix)
+    weights, source = select_weights(state, own, prefix, network)
     report = load_pretrained(
         main,
         _adapt(weights, own),

@@ -1,17 +1,19 @@
 """Finding the backbone to evaluate or publish inside an algorithm.
 
 Teacher-student and momentum methods keep two copies of the backbone. The
-one users want for evaluation and transfer is the teacher (DINO, iBOT,
-DINOv2) or the momentum encoder (BYOL, MoCo), which DINO (Caron et al.
-2021, https://arxiv.org/abs/2104.14294) showed to be the better one. The
-rules below are shared by the tools and :class:`KNNEvalHook` so they agree;
-the same paths find the backbone in a state dict
+one evaluated is the one each method's paper evaluates: the teacher of the
+DINO family (DINO, Caron et al. 2021, https://arxiv.org/abs/2104.14294;
+iBOT; DINOv2), the online network of BYOL and MoCo; their momentum
+encoders only when asked for (``network='momentum'``). The rules below are
+shared by the tools and :class:`KNNEvalHook` so they agree; the same paths
+find the backbone in a state dict
 (:func:`mmssl.checkpoint.find_backbone_prefix`).
 """
 
 from torch import nn
 
 from mmssl.checkpoint.state_dict import (
+    NETWORKS,
     STUDENT_BACKBONE_PATHS,
     TEACHER_BACKBONE_PATHS,
 )
@@ -25,16 +27,21 @@ def _get(module: nn.Module, path: str) -> nn.Module | None:
 
 
 def find_backbone(
-    model: nn.Module, prefer_teacher: bool = True, path: str | None = None
+    model: nn.Module,
+    prefer_teacher: bool = True,
+    path: str | None = None,
+    network: str | None = None,
 ) -> tuple[nn.Module, str]:
     """The backbone of an algorithm and its dotted path.
 
     Args:
         model (nn.Module): An algorithm (DDP wrappers are unwrapped) or a
             backbone.
-        prefer_teacher (bool): Look at :data:`TEACHER_BACKBONE_PATHS` first
-            (teacher, target network, momentum encoder). Defaults to True.
+        prefer_teacher (bool): Look at :data:`TEACHER_BACKBONE_PATHS`
+            (DINO-family teachers) first. Defaults to True.
         path (str, optional): An explicit dotted path; overrides the rules.
+        network (str, optional): Only this network's paths
+            (``'teacher'``, ``'online'``, ``'momentum'``).
 
     Returns:
         tuple[nn.Module, str]: The backbone and its path (``''`` when the
@@ -56,10 +63,17 @@ def find_backbone(
     paths = (
         TEACHER_BACKBONE_PATHS if prefer_teacher else ()
     ) + STUDENT_BACKBONE_PATHS
+    if network is not None:
+        paths = NETWORKS[network]
     for p in paths:
         found = _get(model, p)
         if found is not None and any(True for _ in found.parameters()):
             return found, p
+    if network is not None:
+        raise ValueError(
+            f'network={network!r}: {type(model).__name__} has none of '
+            f'{list(paths)}.'
+        )
     return model, ''
 
 

@@ -8,6 +8,7 @@ from mmengine.config import Config
 
 from mmssl.apis import TrainConfigError, prepare_train_cfg, scale_lr
 from mmssl.apis.train import add_vis_backend
+from mmssl.config.reading import load_config_file
 from mmssl.registry import RUNNERS
 from tests.support.tools import load_tool
 
@@ -188,3 +189,29 @@ def test_memory_bank_of_the_wrong_size_stops_before_training(
         cfg_options=dict(options, **{'model.num_samples': 40}),
     )
     assert build_train_runner(cfg).model.num_samples == 40
+
+
+@pytest.mark.parametrize('without', ['key', 'None'])
+def test_a_config_without_randomness_runs(without, demo_data_root, tmp_path):
+    """No ``randomness`` (or ``randomness=None``): mmengine draws a seed
+    (prepare_train_cfg once passed ``{}`` and the Runner raised a raw
+    TypeError: set_randomness() missing 'seed')."""
+    options = {
+        'train_dataloader.dataset.data_root': f'{demo_data_root}/train',
+        'train_dataloader.num_workers': 0,
+        'train_dataloader.persistent_workers': False,
+    }
+    path = DEMO
+    if without == 'key':
+        written = load_config_file(DEMO)
+        written.pop('randomness', None)
+        path = str(tmp_path / 'no_randomness.py')
+        written.dump(path)
+        assert 'randomness' not in load_config_file(path)
+    else:
+        options['randomness'] = None
+    cfg = prepare_train_cfg(
+        path, work_dir=str(tmp_path / 'wd'), cfg_options=options
+    )
+    runner = RUNNERS.build(cfg)
+    assert isinstance(runner.seed, int)

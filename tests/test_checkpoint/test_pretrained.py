@@ -148,3 +148,50 @@ def test_payload_refused_by_load_pretrained_and_initializer(
     load_pretrained(dst, path, trusted=True)
     assert marker.exists()
     assert torch.equal(dst.neck.weight, algo.neck.weight)
+
+
+def _resnet18(init_cfg=None):
+    from mmssl.registry import MODELS
+    from mmssl.utils import register_all_modules
+
+    register_all_modules()
+    return MODELS.build(
+        dict(
+            type='mmpretrain.ResNet',
+            depth=18,
+            base_channels=8,
+            stem_channels=8,
+            init_cfg=init_cfg,
+        )
+    )
+
+
+def test_what_the_own_init_overwrites_is_reported(tmp_path):
+    """mmpretrain's ResNet zeroes each block's last norm after its init
+    (zero_init_residual=True), i.e. after PretrainedStrip loaded it: the
+    report said matched, so the overwrite is reported, by name."""
+    from mmssl.checkpoint import overwritten_after_load
+
+    source = _resnet18()
+    with torch.no_grad():
+        for p in source.parameters():
+            p.normal_()
+    path = str(tmp_path / 'r18.pth')
+    torch.save(dict(state_dict=source.state_dict()), path)
+    model = _resnet18(dict(type='PretrainedStrip', checkpoint=path))
+    model.init_weights()
+    state = model.state_dict()
+    zeroed = [k for k in state if k.endswith(('bn2.weight', 'bn2.bias'))]
+    assert len(zeroed) == 16 and not any(state[k].any() for k in zeroed)
+    lines = overwritten_after_load(model)
+    assert len(lines) == 1
+    # 8 BasicBlocks x norm2.{weight, bias}
+    assert lines[0].startswith('PretrainedStrip: 16 of the ')
+    assert 'layer1.0.bn2.weight' in lines[0]
+    assert 'zero_init_residual=False' in lines[0]
+    assert overwritten_after_load(model) == []  # reported once
+    # nothing changed afterwards: nothing to report
+    kept = _resnet18(dict(type='PretrainedStrip', checkpoint=path))
+    kept.zero_init_residual = False
+    kept.init_weights()
+    assert overwritten_after_load(kept) == []

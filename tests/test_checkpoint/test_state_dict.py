@@ -8,6 +8,7 @@ import torch
 from mmssl.checkpoint import (
     add_prefix,
     backbone_prefixes,
+    describe_network,
     find_backbone_prefix,
     select_backbone,
     strip_prefix,
@@ -73,14 +74,31 @@ def test_backbone_prefix_rules():
         find_backbone_prefix(['backbone.a', 'teacher.backbone.a', 'neck.b'])
         == 'teacher.backbone.'
     )
-    assert (
-        find_backbone_prefix(['backbone.a', 'target_net.module.0.a'])
-        == 'target_net.module.0.'
+    # BYOL, MoCo v2 / v3, DenseCL: the online network, as their papers
+    # evaluate; the momentum encoder only when asked for
+    for momentum in ('target_net.module.0.', 'momentum_encoder.module.0.'):
+        keys = [momentum + 'a', 'backbone.a']
+        assert find_backbone_prefix(keys) == 'backbone.'
+        assert find_backbone_prefix(keys, network='momentum') == momentum
+    keys = ['encoder_k.module.0.a', 'backbone.a']  # MoCo v2, DenseCL
+    assert find_backbone_prefix(keys, network='momentum') == keys[0][:-1]
+    assert find_backbone_prefix(['encoder_k.0.a'], network='momentum') == (
+        'encoder_k.0.'
     )
-    assert (
-        find_backbone_prefix(['momentum_encoder.module.0.a', 'backbone.a'])
-        == 'momentum_encoder.module.0.'
-    )
+    # a file of only a momentum encoder still gives it
+    assert find_backbone_prefix(['target_net.0.a']) == 'target_net.0.'
+    # CAE's 'teacher' is an EMA copy of the encoder: the paper evaluates
+    # the encoder; and it is not mistaken for a DINO teacher's parent
+    cae = ['teacher.a', 'backbone.a']
+    assert find_backbone_prefix(cae) == 'backbone.'
+    assert find_backbone_prefix(cae, network='momentum') == 'teacher.'
+    dino = ['teacher.backbone.a', 'teacher.head.b', 'backbone.a']
+    with pytest.raises(ValueError, match='has teacher, online'):
+        find_backbone_prefix(dino, network='momentum')
+    # MMSelfSup / mmpretrain iBOT: teacher = CosineEMA(Sequential(bb, neck))
+    ibot = ['teacher.module.0.a', 'teacher.module.1.b', 'backbone.a']
+    assert find_backbone_prefix(ibot) == 'teacher.module.0.'
+    assert find_backbone_prefix(ibot, network='online') == 'backbone.'
     assert find_backbone_prefix(['backbone.a', 'head.x']) == 'backbone.'
     assert (
         find_backbone_prefix(
@@ -90,6 +108,28 @@ def test_backbone_prefix_rules():
     )
     with pytest.raises(ValueError, match='--prefix'):
         find_backbone_prefix(['encoder.a', 'head.b'])
+    with pytest.raises(ValueError, match='no momentum encoder.* it has '):
+        find_backbone_prefix(['teacher.backbone.a'], network='momentum')
+    with pytest.raises(ValueError, match="network='ema'"):
+        find_backbone_prefix(['backbone.a'], network='ema')
+
+
+def test_describe_network_names_the_other_ones():
+    byol = ['backbone.a', 'neck.b', 'target_net.module.0.a']
+    assert describe_network('backbone.', byol) == (
+        'online network `backbone.`; the momentum encoder is '
+        '--network momentum'
+    )
+    assert describe_network('target_net.module.0.', byol) == (
+        'momentum encoder `target_net.module.0.`; the online network is '
+        '--network online'
+    )
+    dino = ['module.teacher.backbone.a', 'module.backbone.a']
+    assert describe_network('module.teacher.backbone.', dino) == (
+        'teacher `module.teacher.backbone.`; the online network is '
+        '--network online'
+    )
+    assert describe_network('', ['a']) == 'backbone (bare backbone keys)'
 
 
 def test_backbone_prefixes_by_marker():

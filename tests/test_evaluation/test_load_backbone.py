@@ -78,7 +78,7 @@ def test_other_architecture_is_refused_in_one_line(tmp_path):
     msg = str(err.value)
     assert '\n' not in msg
     assert 'does not hold the backbone of CFG.py' in msg
-    assert "prefix 'teacher.backbone.'" in msg
+    assert 'teacher `teacher.backbone.`' in msg  # the network, named
     assert 'configs/dinov2/dinov2_vit-tiny-p4_1xb64-10e_demo.py' in msg
     assert all(
         torch.equal(before[k], v) for k, v in target.state_dict().items()
@@ -140,3 +140,62 @@ def test_hivit_keys_that_look_like_dinov2_load_as_stored(tmp_path):
     target = hivit(2)
     loaded = load_backbone_weights(target, path)
     assert _same(target, source) and loaded.share == 1.0
+
+
+def _demo_model(config: str):
+    import copy
+
+    from mmssl.config import load_config_file
+    from mmssl.config.derived_sizes import resolve_model_sizes
+
+    register_all_modules()
+    cfg = load_config_file(f'configs/{config}')
+    model = MODELS.build(resolve_model_sizes(copy.deepcopy(cfg.model)))
+    model.init_weights()
+    return model
+
+
+#: demo config, the network evaluated by default (its paper's), where
+#: the momentum / teacher backbone lives in the model
+NETWORK_OF = [
+    ('byol/byol_resnet18-w16_1xb64-4e_demo.py', 'online', 'target_net'),
+    ('mocov2/mocov2_resnet18-w16_1xb64-4e_demo.py', 'online', 'encoder_k'),
+    (
+        'mocov3/mocov3_resnet18-w16_1xb64-4e_demo.py',
+        'online',
+        'momentum_encoder',
+    ),
+    ('dino/dino_resnet18-w16_1xb64-4e_demo.py', 'teacher', 'teacher'),
+]
+
+
+@pytest.mark.parametrize('config, default, other', NETWORK_OF)
+def test_the_evaluated_network_is_the_papers_and_named(
+    config, default, other, tmp_path
+):
+    trained = _demo_model(config)
+    online = trained.backbone
+    twin = getattr(trained, other)
+    twin = twin['backbone'] if other == 'teacher' else twin.module[0]
+    with torch.no_grad():  # the two networks differ, as after training
+        for p in twin.parameters():
+            p.add_(1.0)
+    path = str(tmp_path / 'ckpt.pth')
+    torch.save(dict(state_dict=trained.state_dict()), path)
+    want = twin if default == 'teacher' else online
+    alt = 'online' if default == 'teacher' else 'momentum'
+    unwanted = online if want is twin else twin
+    for network, source in ((None, want), (alt, unwanted)):
+        fresh = _demo_model(config)
+        loaded = load_backbone_weights(fresh, path, network=network)
+        name = network or default
+        words = dict(online='online network', teacher='teacher',
+                     momentum='momentum encoder')[name]  # fmt: skip
+        assert loaded.source.startswith(words + ' `'), loaded.source
+        # every copy holds the chosen network's weights
+        for copy_path in loaded.copies:
+            assert _same(fresh.get_submodule(copy_path), source), copy_path
+    assert (
+        f'is --network {alt}'
+        in load_backbone_weights(_demo_model(config), path).summary()
+    )

@@ -227,3 +227,24 @@ def test_finetune_task_refuses_another_architecture(other_arch, tmp_path):
     assert message.startswith('error: PretrainedStrip: only 0/')
     assert "prefix ('teacher.')" in message
     assert not (work / 'eval_finetune.json').exists()
+
+
+BEIT_DEMO = osp.join(ROOT, 'configs/beit/beit_vit-tiny-p4_1xb64-4e_demo.py')
+
+
+@pytest.mark.slow
+def test_knn_builds_no_target_network(tmp_path, capsys):
+    """BEiT's DALL-E tokenizer only makes training targets: kNN never
+    builds it, so a missing tokenizer file (offline) does not matter."""
+    data = _labelled_folders(tmp_path / 'data')
+    tokenizer = str(tmp_path / 'absent_dalle_encoder.pth')
+    metrics = _eval(
+        [BEIT_DEMO, '--task', 'knn', '--data', data,
+         '--work-dir', str(tmp_path / 'work'), '--cfg-options',
+         'model.target_generator.type=PretrainedDALLETarget',
+         'model.target_generator.init_cfg.type=Pretrained',
+         f'model.target_generator.init_cfg.checkpoint={tokenizer}']
+    )  # fmt: skip
+    assert 0 <= metrics['knn/top1'] <= 100
+    out = capsys.readouterr().out
+    assert 'target network PretrainedDALLETarget not built' in out

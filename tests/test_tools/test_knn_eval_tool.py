@@ -51,23 +51,25 @@ def test_load_weights_layouts(source, tmp_path, layout, prefix):
     assert not _same(model.backbone.state_dict(), backbone)
     what = tool.load_weights(model, ckpt, prefix, None)
     if layout == 'ddp_whole':
-        # the whole model loads, then the teacher (momentum encoder) goes
-        # into every backbone copy: the teacher is what is measured
+        # the whole model loads, then the online encoder (MoCo v3 evaluates
+        # its base encoder) goes into every backbone copy, and says so
         assert what.startswith('whole model')
-        teacher = source.momentum_encoder.module[0].state_dict()
-        assert not _same(teacher, backbone)
+        momentum = source.momentum_encoder.module[0].state_dict()
+        assert not _same(momentum, backbone)
         for module in (model.backbone, model.momentum_encoder.module[0]):
-            assert _same(module.state_dict(), teacher)
+            assert _same(module.state_dict(), backbone)
         assert _same(
             model.momentum_encoder.module[1].state_dict(),
             source.momentum_encoder.module[1].state_dict(),
         )
+        assert 'online network `backbone.`' in what
+        assert '--network momentum' in what
         return
     # the weights go into every backbone copy (MoCo v3: online + momentum)
     copies = (model.backbone, model.momentum_encoder.module[0])
     for module in copies:
         assert _same(module.state_dict(), backbone)
-    assert 'backbone momentum_encoder.module.0' in what
+    assert 'backbone backbone, momentum_encoder.module.0' in what
 
 
 def test_load_weights_refuses_unrelated_file(tmp_path):

@@ -152,6 +152,31 @@ def test_slurm_train(tmp_path):
     ]
 
 
+SLURM = '--launcher=slurm'
+
+
+@pytest.mark.parametrize(
+    'extra, expected',
+    [
+        # MMSelfSup's habit: flags right after CONFIG, no WORK_DIR
+        (
+            ['--amp', '--cfg-options', 'a=1 b'],
+            [SLURM, '--amp', '--cfg-options', 'a=1 b'],
+        ),
+        ([], [SLURM]),
+        (['wd', '--amp'], ['--work-dir=wd', SLURM, '--amp']),
+        (['--work-dir', 'my wd'], [SLURM, '--work-dir', 'my wd']),
+    ],
+)
+def test_slurm_train_passes_flags_after_the_config(extra, expected, tmp_path):
+    """A 4th argument starting with '-' is a flag, not the work dir (it
+    once ran with --work-dir=--amp and without AMP); every argument
+    reaches tools/train.py intact, spaces included."""
+    argv, _ = _run('slurm_train.sh', ['gpu', 'j', 'cfg.py'] + extra, tmp_path)
+    i = argv.index(osp.join(ROOT, 'tools', 'train.py'))
+    assert argv[i + 1 :] == ['cfg.py'] + expected
+
+
 def test_slurm_test(tmp_path):
     argv, _ = _run(
         'slurm_test.sh', ['gpu', 'job1', 'cfg.py', 'c.pth'], tmp_path

@@ -70,29 +70,41 @@ def test_publish_full(mocov3_ckpt, tmp_path):
     assert set(ckpt['state_dict']) == set(src_state)
 
 
-def test_backbone_only_prefers_momentum_encoder(mocov3_ckpt, tmp_path, capsys):
+def test_backbone_only_keeps_the_online_encoder_of_moco_v3(
+    mocov3_ckpt, tmp_path, capsys
+):
+    """MoCo v3 evaluates its base (online) encoder: published by default
+    and named; --network momentum publishes the momentum encoder."""
     src, cfg = mocov3_ckpt
     tool = load_tool('model_converters/publish_model.py')
     out = tool.main([src, str(tmp_path / 'bb'), '--backbone-only'])
-    assert 'momentum_encoder.module.0.' in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert (
+        'the online network `backbone.`; the momentum encoder is '
+        '--network momentum' in printed
+    )
     state = torch.load(out, weights_only=True)['state_dict']
     bare = MODELS.build(cfg.model.backbone)
     bare.load_state_dict(state, strict=True)
     src_state = load_checkpoint(src)['state_dict']
     key = 'patch_embed.projection.weight'
-    assert torch.equal(
-        state[key], src_state['momentum_encoder.module.0.' + key]
+    assert torch.equal(state[key], src_state['backbone.' + key])
+    # the momentum encoder differs (one SGD step), and --network takes it
+    momentum = 'momentum_encoder.module.0.'
+    assert not torch.equal(state[key], src_state[momentum + key])
+    out2 = tool.main(
+        [src, str(tmp_path / 'm'), '--backbone-only', '--network', 'momentum']
     )
-    # the online encoder differs (one SGD step), and --prefix selects it
-    assert not torch.equal(state[key], src_state['backbone.' + key])
-    out2, info = publish_checkpoint(
-        src,
-        str(tmp_path / 'online.pth'),
-        backbone_only=True,
-        prefix='backbone',
+    assert 'the momentum encoder `momentum_encoder.module.0.`' in (
+        capsys.readouterr().out
     )
-    state2 = torch.load(out2, weights_only=True)['state_dict']
-    assert torch.equal(state2[key], src_state['backbone.' + key])
+    published = torch.load(out2, weights_only=True)
+    assert torch.equal(published['state_dict'][key], src_state[momentum + key])
+    assert published['meta']['backbone_network'] == 'momentum'
+    # --prefix still overrides both
+    out3, info = publish_checkpoint(
+        src, str(tmp_path / 'p.pth'), backbone_only=True, prefix='backbone'
+    )
     assert info['prefix'] == 'backbone.'
     # ready for init_cfg=dict(type='Pretrained', checkpoint=...) downstream
     cfg_bb = dict(

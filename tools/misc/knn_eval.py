@@ -89,6 +89,12 @@ def parse_args(argv=None) -> argparse.Namespace:
         'default: the whole model when the keys fit, else found (teacher '
         'first)',
     )
+    parser.add_argument(
+        '--network',
+        choices=('teacher', 'online', 'momentum'),
+        help='default: the teacher (DINO family), else the online network '
+        '(BYOL, MoCo); momentum: their momentum encoder',
+    )
     parser.add_argument('--train-folder', help='labelled bank folder')
     parser.add_argument('--val-folder', help='labelled query folder')
     parser.add_argument(

@@ -5,6 +5,9 @@ A ViT (DINO/iBOT/DINOv2 ``DINOVisionTransformer`` without registers, or
 an mmpretrain ``VisionTransformer`` such as MAE's) becomes the weights of
 mmsegmentation's ``VisionTransformer`` (bare keys under ``state_dict``,
 for ``model.pretrained``); LayerScale is folded into the linear layers. A
+BEiT (BEiT, BEiT v2, CAE: relative positions, q/v biases) becomes the
+weights of mmsegmentation's ``BEiT`` (the shared relative-position table
+copied into every block). A
 ResNet keeps its names behind ``backbone.``, for
 ``init_cfg=dict(type='Pretrained', checkpoint=DST, prefix='backbone.')``
 in mmdetection or mmsegmentation. Any key missing from, or foreign to, the
@@ -29,7 +32,7 @@ from mmssl.checkpoint.export_mmseg import convert_for_mmseg, mmseg_marker
 ARCH_OPTION = (
     '--arch',
     dict(
-        choices=['auto', 'vit', 'resnet'],
+        choices=['auto', 'vit', 'beit', 'resnet'],
         default='auto',
         help='backbone kind in SRC (default: found from the keys)',
     ),

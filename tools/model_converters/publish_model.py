@@ -1,13 +1,16 @@
 """Publish a checkpoint: CPU tensors, no training state, hash in the name.
 
     python tools/model_converters/publish_model.py IN OUT [--backbone-only]
-        [--prefix P] [--trusted]
+        [--network teacher|online|momentum] [--prefix P] [--trusted]
 
 Writes ``OUT-<first 8 hex of sha256>.pth`` (``.pth`` is stripped from OUT).
 With ``--backbone-only`` only the backbone's weights are kept, without
-their prefix: the teacher's (``teacher.backbone.``), else the target or
-momentum network's (``target_net.module.0.``, ``momentum_encoder.module.0.``
-...), else ``backbone.``. Load such a file downstream with
+their prefix: the network the method's paper evaluates, the teacher's of
+the DINO family (``teacher.backbone.``), else the online network's
+(``backbone.``: BYOL, MoCo, all others). ``--network momentum`` keeps the
+momentum encoder of BYOL, MoCo or DenseCL instead (``target_net.module.0.``,
+``momentum_encoder.module.0.``, ``encoder_k.module.0.``). The output names
+the network kept. Load such a file downstream with
 ``init_cfg=dict(type='Pretrained', checkpoint=FILE)`` on the backbone.
 
 IN is read with mmssl's safe loader: an mmengine training checkpoint loads
@@ -26,7 +29,13 @@ def parse_args(argv=None):
     parser.add_argument(
         '--backbone-only',
         action='store_true',
-        help='keep only the (teacher) backbone weights',
+        help='keep only the backbone weights (see --network)',
+    )
+    parser.add_argument(
+        '--network',
+        choices=('teacher', 'online', 'momentum'),
+        help='with --backbone-only: default the teacher (DINO family), '
+        'else the online network',
     )
     parser.add_argument(
         '--prefix',
@@ -52,11 +61,12 @@ def main(argv=None) -> str:
             backbone_only=args.backbone_only,
             prefix=args.prefix,
             trusted=trust_from_args(args),
+            network=args.network,
         )
     if args.backbone_only:
         print(
-            f'Backbone weights taken from keys starting with '
-            f'"{info["prefix"]}" (prefix removed).'
+            f'Backbone weights: the {info["network"]} (keys starting with '
+            f'"{info["prefix"]}", prefix removed).'
         )
     print(f'Removed training-only entries: {info["removed"] or "none"}')
     print(

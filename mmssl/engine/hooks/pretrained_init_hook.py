@@ -1,9 +1,12 @@
 """Apply ``init_cfg=dict(type='Pretrained')`` in test-only runs."""
 
+import logging
+
 from mmengine.hooks import Hook
 from mmengine.logging import print_log
 from torch import nn
 
+from mmssl.checkpoint.pretrained import overwritten_after_load
 from mmssl.registry import HOOKS
 
 
@@ -72,3 +75,5 @@ class PretrainedInitHook(Hook):
                 f'PretrainedInitHook: initialised "{name}" from {cfg}',
                 logger='current',
             )
+            for line in overwritten_after_load(module):
+                print_log(line, logger='current', level=logging.WARNING)

@@ -18,6 +18,7 @@ from mmengine.model import is_model_wrapper, revert_sync_batchnorm
 from mmengine.runner import Runner
 from torch import nn
 
+from mmssl.checkpoint.pretrained import overwritten_after_load
 from mmssl.checkpoint.warm_start import (
     SCHEDULE_KEYS as WARM_START_SCHEDULE_KEYS,
 )
@@ -181,6 +182,16 @@ class SSLRunner(RunLifecycleMixin, CheckpointingMixin, Runner):
         if isinstance(model, dict):
             model = resolve_model_sizes(model)
         return super().build_model(model)
+
+    def _init_model_weights(self) -> None:
+        """mmengine's, then a warning for every tensor that a module's own
+        init changed after ``PretrainedStrip`` had loaded it."""
+        super()._init_model_weights()
+        model = (
+            self.model.module if is_model_wrapper(self.model) else self.model
+        )
+        for line in overwritten_after_load(model):
+            self.logger.warning(line)
 
     def build_param_scheduler(self, scheduler):
         """mmengine's, after :func:`mmssl.config.schedulers_for_run`.

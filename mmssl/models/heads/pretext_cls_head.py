@@ -49,6 +49,15 @@ class PretextClsHead(BaseModule):
     def init_weights(self) -> None:
         self.reset_parameters()
 
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        # MMSelfSup 1.x's ClsHead named the layer fc_cls (its Rotation
+        # Prediction and Relative Location checkpoints): same tensors
+        for name in ('weight', 'bias'):
+            old, new = f'{prefix}fc_cls.{name}', f'{prefix}fc.{name}'
+            if old in state_dict and new not in state_dict:
+                state_dict[new] = state_dict.pop(old)
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
     def forward(self, feats: torch.Tensor) -> torch.Tensor:
         """Logits (B, num_classes) from (B, C) or (B, C, H, W) features."""
         if isinstance(feats, (list, tuple)):
