@@ -1,0 +1,243 @@
+"""mmssl's side of the DINOv2 full-step parity test.
+
+``tools/dev/record_reference_steps.py`` records N steps of
+facebookresearch/dinov2 (weights after each step, loss terms) in a
+fixture; :func:`run_mmssl_steps` runs the same N steps with mmssl's own
+pieces, built from the DINOv2 recipe's configs: the model, the
+``NaNGuardOptimWrapper`` with ``LayerDecayOptimWrapperConstructor``
+(configs/_base_/schedules/dinov2_adamw.py), the lr / weight-decay param
+schedulers (dino_family_lr_wd.py), and the hooks of
+teacher_student_hooks.py (``TeacherEMAHook``, ``TeacherTempWarmupHook``,
+``FreezeLastLayerHook``), called in the order mmengine's loop calls them.
+"""
+
+import copy
+import os.path as osp
+import types
+
+import torch
+from mmengine.config import Config
+from mmengine.hooks import ParamSchedulerHook
+from mmengine.logging import MessageHub
+from mmengine.optim import build_optim_wrapper
+from mmpretrain.structures import DataSample
+
+from mmssl.checkpoint.layouts.dinov2 import dinov2_to_mmssl, mmssl_to_dinov2
+from mmssl.models.algorithms.dino_parts import MASK_BOUND_KEY
+from mmssl.registry import HOOKS, MODELS, PARAM_SCHEDULERS
+
+ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+FIXTURE = osp.join(ROOT, 'tests', 'data', 'parity', 'dinov2_steps.pt')
+CONFIG = osp.join(
+    ROOT, 'configs', 'dinov2', 'dinov2_vit-tiny-p4_1xb64-10e_demo.py'
+)
+# mmssl head key <-> dinov2 head key (weight norm: g, v)
+_HEAD = (
+    ('last_layer.parametrizations.weight.original0', 'last_layer.weight_g'),
+    ('last_layer.parametrizations.weight.original1', 'last_layer.weight_v'),
+)
+
+
+def to_mmssl(ref_state, prefix=''):
+    """dinov2 ``backbone.* / dino_head.*`` -> mmssl ``backbone.* / head.*``."""
+    backbone = {
+        k[len('backbone.') :]: v
+        for k, v in ref_state.items()
+        if k.startswith('backbone.')
+    }
+    out = {
+        f'{prefix}backbone.{k}': v
+        for k, v in dinov2_to_mmssl(backbone).items()
+    }
+    for key, value in ref_state.items():
+        if key.startswith('dino_head.'):
+            rest = key[len('dino_head.') :]
+            for ours, theirs in _HEAD:
+                rest = rest.replace(theirs, ours)
+            out[f'{prefix}head.{rest}'] = value
+    return out
+
+
+def to_reference(module_state):
+    """mmssl student (or teacher) ``{backbone, head}`` state -> dinov2."""
+    backbone = {
+        k[len('backbone.') :]: v
+        for k, v in module_state.items()
+        if k.startswith('backbone.')
+    }
+    out = {f'backbone.{k}': v for k, v in mmssl_to_dinov2(backbone).items()}
+    for key, value in module_state.items():
+        if key.startswith('head.'):
+            rest = key[len('head.') :]
+            for ours, theirs in _HEAD:
+                rest = rest.replace(ours, theirs)
+            out[f'dino_head.{rest}'] = value
+    return out
+
+
+def build_cfg(s):
+    """The DINOv2 demo recipe resized to the fixture's run."""
+    cfg = Config.fromfile(CONFIG)
+    model = cfg.model
+    model.backbone.arch = dict(
+        embed_dims=s['embed'],
+        num_layers=s['depth'],
+        num_heads=s['heads'],
+        feedforward_channels=int(s['embed'] * s['mlp_ratio']),
+    )
+    model.backbone.img_size = s['global_size']
+    model.backbone.patch_size = s['patch']
+    model.backbone.layer_scale_init_value = 1e-5
+    model.head.update(
+        n_prototypes=s['n_prototypes'],
+        hidden_channels=s['head_hidden'],
+        bottleneck_channels=s['head_bottleneck'],
+    )
+    model.loss.out_dim = model.ibot_loss.out_dim = s['n_prototypes']
+    model.loss_weights = dict(dino=1.0, ibot=1.0, koleo=s['koleo_weight'])
+    model.pop('data_preprocessor', None)
+    ow = cfg.optim_wrapper
+    ow.optimizer.lr = s['lr']
+    ow.optimizer.weight_decay = s['weight_decay']
+    ow.clip_grad.max_norm = s['clip_grad']
+    ow.paramwise_cfg.layer_decay_rate = s['layerwise_decay']
+    ow.paramwise_cfg.custom_keys.patch_embed.lr_mult = s['patch_embed_lr_mult']
+    return cfg
+
+
+def build_schedulers(optim_wrapper, s):
+    """dino_family_lr_wd.py's three schedulers, in iterations."""
+    e = s['epoch_length']
+    warm, total = s['warmup_epochs'] * e, s['epochs'] * e
+    cfgs = [
+        # the recipe's warm-up: mmengine's LinearLR cannot start at 0
+        dict(type='LinearLR', start_factor=1e-6, begin=0, end=warm),
+        dict(
+            type='CosineAnnealingLR',
+            eta_min_ratio=s['min_lr'] / s['lr'],
+            begin=warm,
+            end=total,
+        ),
+        dict(
+            type='CosineAnnealingParamScheduler',
+            param_name='weight_decay',
+            eta_min_ratio=s['weight_decay_end'] / s['weight_decay'],
+            begin=0,
+            end=total,
+        ),
+    ]
+    return [
+        PARAM_SCHEDULERS.build(
+            dict(c, optimizer=optim_wrapper, by_epoch=False)
+        )
+        for c in cfgs
+    ]
+
+
+def build_hooks(s, freeze_mode='zero_lr'):
+    return [
+        HOOKS.build(h)
+        for h in (
+            dict(
+                type='TeacherEMAHook',
+                momentum=s['momentum'],
+                end_momentum=s['final_momentum'],
+            ),
+            dict(
+                type='TeacherTempWarmupHook',
+                warmup_temp=s['warmup_teacher_temp'],
+                temp=s['teacher_temp'],
+                warmup_epochs=s['warmup_teacher_temp_epochs'],
+                by_epoch=False,
+            ),
+            dict(
+                type='FreezeLastLayerHook',
+                freeze_epochs=s['freeze_last_layer_epochs'],
+                mode=freeze_mode,
+            ),
+        )
+    ]
+
+
+def make_inputs(batch, s):
+    """The fixture's collated crops and masks as mmssl's loss reads them."""
+    b, g = s['batch'], batch['collated_global_crops']
+    loc = batch['collated_local_crops']
+    views = list(g.split(b)) + list(loc.split(b))  # crop-major
+    grid = s['global_size'] // s['patch']
+    masks = batch['collated_masks'].view(2, b, grid, grid)
+    samples = []
+    for i in range(b):
+        sample = DataSample(metainfo={MASK_BOUND_KEY: batch['upperbound']})
+        sample.mask = masks[:, i]
+        samples.append(sample)
+    return views, samples
+
+
+def run_mmssl_steps(fixture, cfg=None, freeze_mode='zero_lr'):
+    """Run the fixture's N steps with mmssl; per step its loss terms and
+    the student and teacher weights in dinov2's layout."""
+    s = fixture['meta']['settings']
+    cfg = cfg or build_cfg(s)
+    torch.manual_seed(0)
+    model = MODELS.build(copy.deepcopy(cfg.model)).double()
+    state = to_mmssl(fixture['init'])
+    state.update(to_mmssl(fixture['init'], prefix='teacher.'))
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    assert not unexpected and not [
+        k
+        for k in missing
+        if not k.startswith(('gram', 'dino_loss', 'ibot_loss'))
+    ], (missing, unexpected)
+    model.train()
+    optim_wrapper = build_optim_wrapper(
+        model, copy.deepcopy(cfg.optim_wrapper)
+    )
+    runner = types.SimpleNamespace(
+        model=model,
+        optim_wrapper=optim_wrapper,
+        iter=0,
+        epoch=0,
+        max_iters=s['epochs'] * s['epoch_length'],
+        train_dataloader=[None] * s['epoch_length'],
+        message_hub=MessageHub.get_instance('dino_parity'),
+    )
+    runner.param_schedulers = build_schedulers(optim_wrapper, s)
+    hooks = build_hooks(s, freeze_mode) + [ParamSchedulerHook()]
+    for hook in hooks:
+        hook.before_train(runner)
+    views, samples = make_inputs(fixture['batch'], s)
+    out = []
+    for it in range(s['steps']):
+        runner.iter, runner.epoch = it, it // s['epoch_length']
+        for hook in hooks:
+            hook.before_train_iter(runner, it % s['epoch_length'])
+        with optim_wrapper.optim_context(model):
+            losses = model.loss(views, samples)
+        loss, _ = model.parse_losses(losses)
+        optim_wrapper.update_params(loss)
+        for hook in hooks:
+            hook.after_train_iter(runner, it % s['epoch_length'])
+        state = {k: v.clone() for k, v in model.state_dict().items()}
+        out.append(
+            dict(
+                losses={k: v.detach().clone() for k, v in losses.items()},
+                student=to_reference(
+                    {
+                        k: v
+                        for k, v in state.items()
+                        if not k.startswith(('teacher.', 'gram'))
+                    }
+                ),
+                teacher=to_reference(
+                    {
+                        k[len('teacher.') :]: v
+                        for k, v in state.items()
+                        if k.startswith('teacher.')
+                    }
+                ),
+            )
+        )
+    for hook in hooks:
+        hook.after_train(runner)
+    return out
