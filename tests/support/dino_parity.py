@@ -110,8 +110,7 @@ def build_schedulers(optim_wrapper, s):
     e = s['epoch_length']
     warm, total = s['warmup_epochs'] * e, s['epochs'] * e
     cfgs = [
-        # the recipe's warm-up: mmengine's LinearLR cannot start at 0
-        dict(type='LinearLR', start_factor=1e-6, begin=0, end=warm),
+        dict(type='LinearWarmupLR', start_factor=0.0, begin=0, end=warm),
         dict(
             type='CosineAnnealingLR',
             eta_min_ratio=s['min_lr'] / s['lr'],

@@ -1,0 +1,93 @@
+"""Full-step parity of mmssl's DINOv2 with facebookresearch/dinov2.
+
+The fixture (tests/data/parity/dinov2_steps.pt) holds 5 steps of the
+reference's own training step, recorded by
+tools/dev/record_reference_steps.py from a checkout (its commit is in the
+fixture's metadata): the weights after each step and the loss terms, in
+float64 on the CPU. The 5 steps cross the end of the frozen last layer
+(2 iterations), of the teacher-temperature warm-up (2) and of the lr
+warm-up (4), with gradient clipping active in every student module.
+"""
+
+import pytest
+import torch
+
+from tests.support.dino_parity import FIXTURE, build_cfg, run_mmssl_steps
+
+TOL = 1e-6
+
+
+@pytest.fixture(scope='module')
+def fixture():
+    from mmssl.utils import register_all_modules
+
+    register_all_modules()
+    return torch.load(FIXTURE, weights_only=False)
+
+
+def _rel(a, b):
+    return float((a - b).abs().max() / b.abs().max().clamp(min=1e-30))
+
+
+def _worst(out, fixture):
+    """Largest relative difference over every tensor and loss term."""
+    worst = (0.0, '')
+    for i, (ours, ref) in enumerate(zip(out, fixture['steps'])):
+        loss = ref['losses']
+        # the reference's loss_dict shows koleo and ibot halved
+        theirs = dict(
+            loss_dino=loss['dino_local_crops_loss']
+            + loss['dino_global_crops_loss'],
+            loss_koleo=2 * loss['koleo_loss'],
+            loss_ibot=2 * loss['ibot_loss'],
+        )
+        for key, value in theirs.items():
+            worst = max(
+                worst, (_rel(ours['losses'][key], value), f'{i} {key}')
+            )
+        for who in ('student', 'teacher'):
+            assert ours[who].keys() == ref[who].keys()
+            for key, value in ref[who].items():
+                diff = _rel(ours[who][key], value)
+                worst = max(worst, (diff, f'{i} {who} {key}'))
+    return worst
+
+
+def test_fixture_names_the_reference(fixture):
+    meta = fixture['meta']
+    assert meta['reference'] == 'facebookresearch/dinov2'
+    assert len(meta['commit']) == 40
+    assert len(fixture['steps']) == meta['settings']['steps'] >= 3
+
+
+def test_dinov2_steps_equal_the_reference(fixture):
+    out = run_mmssl_steps(fixture)
+    diff, where = _worst(out, fixture)
+    assert diff < TOL, f'{where}: relative difference {diff:.3g}'
+
+
+@pytest.mark.parametrize('breakage', ['global_clip', 'mask_token', 'grads'])
+def test_each_reference_rule_matters(fixture, breakage, monkeypatch):
+    """Each rule the parity rests on moves the result past the tolerance
+    when it goes back to mmssl's old behaviour."""
+    from mmssl.engine.optimizers import layer_decay_optim_wrapper_constructor
+
+    cfg = build_cfg(fixture['meta']['settings'])
+    mode = 'zero_lr'
+    if breakage == 'global_clip':
+        cfg.optim_wrapper.clip_grad.scope = 'global'
+    elif breakage == 'mask_token':  # the old rule: 1-D, so no decay
+        rule = layer_decay_optim_wrapper_constructor.dinov2_decays
+
+        def old_rule(module):
+            return {
+                k: v and 'mask_token' not in k for k, v in rule(module).items()
+            }
+
+        monkeypatch.setattr(
+            layer_decay_optim_wrapper_constructor, 'dinov2_decays', old_rule
+        )
+    else:  # the last layer's moments do not accumulate while frozen
+        mode = 'drop_grad'
+    out = run_mmssl_steps(fixture, cfg, freeze_mode=mode)
+    assert _worst(out, fixture)[0] > 100 * TOL
