@@ -28,8 +28,12 @@ from mmssl.registry import HOOKS, MODELS, PARAM_SCHEDULERS
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 FIXTURE = osp.join(ROOT, 'tests', 'data', 'parity', 'dinov2_steps.pt')
+FIXTURE_V1 = osp.join(ROOT, 'tests', 'data', 'parity', 'dino_v1_steps.pt')
 CONFIG = osp.join(
     ROOT, 'configs', 'dinov2', 'dinov2_vit-tiny-p4_1xb64-10e_demo.py'
+)
+CONFIG_V1 = osp.join(
+    ROOT, 'configs', 'dino', 'dino_vit-s16_8xb128-100e_in1k.py'
 )
 # mmssl head key <-> dinov2 head key (weight norm: g, v)
 _HEAD = (
@@ -75,9 +79,8 @@ def to_reference(module_state):
     return out
 
 
-def build_cfg(s):
-    """The DINOv2 demo recipe resized to the fixture's run."""
-    cfg = Config.fromfile(CONFIG)
+def _resize(cfg, s):
+    """The recipe's model at the fixture's (tiny) size."""
     model = cfg.model
     model.backbone.arch = dict(
         embed_dims=s['embed'],
@@ -87,35 +90,55 @@ def build_cfg(s):
     )
     model.backbone.img_size = s['global_size']
     model.backbone.patch_size = s['patch']
-    model.backbone.layer_scale_init_value = 1e-5
+    model.backbone.drop_path_rate = 0.0
     model.head.update(
         n_prototypes=s['n_prototypes'],
         hidden_channels=s['head_hidden'],
         bottleneck_channels=s['head_bottleneck'],
     )
-    model.loss.out_dim = model.ibot_loss.out_dim = s['n_prototypes']
-    model.loss_weights = dict(dino=1.0, ibot=1.0, koleo=s['koleo_weight'])
+    model.loss.out_dim = s['n_prototypes']
     model.pop('data_preprocessor', None)
     ow = cfg.optim_wrapper
     ow.optimizer.lr = s['lr']
     ow.optimizer.weight_decay = s['weight_decay']
     ow.clip_grad.max_norm = s['clip_grad']
+    return cfg
+
+
+def build_cfg(s):
+    """The DINOv2 demo recipe resized to the fixture's run."""
+    cfg = _resize(Config.fromfile(CONFIG), s)
+    model = cfg.model
+    model.backbone.layer_scale_init_value = 1e-5
+    model.ibot_loss.out_dim = s['n_prototypes']
+    model.loss_weights = dict(dino=1.0, ibot=1.0, koleo=s['koleo_weight'])
+    ow = cfg.optim_wrapper
     ow.paramwise_cfg.layer_decay_rate = s['layerwise_decay']
     ow.paramwise_cfg.custom_keys.patch_embed.lr_mult = s['patch_embed_lr_mult']
     return cfg
 
 
-def build_schedulers(optim_wrapper, s):
-    """dino_family_lr_wd.py's three schedulers, in iterations."""
+def build_cfg_v1(s):
+    """The DINO v1 ViT-S/16 ImageNet recipe resized to the fixture's run."""
+    return _resize(Config.fromfile(CONFIG_V1), s)
+
+
+def build_schedulers(optim_wrapper, s, v1=False):
+    """dino_family_lr_wd.py's three schedulers, in iterations (dinov2 ends
+    each group's cosine at min_lr x its lr multiplier: eta_min_ratio)."""
     e = s['epoch_length']
     warm, total = s['warmup_epochs'] * e, s['epochs'] * e
     cfgs = [
         dict(type='LinearWarmupLR', start_factor=0.0, begin=0, end=warm),
         dict(
             type='CosineAnnealingLR',
-            eta_min_ratio=s['min_lr'] / s['lr'],
             begin=warm,
             end=total,
+            **(
+                dict(eta_min=s['min_lr'])
+                if v1
+                else dict(eta_min_ratio=s['min_lr'] / s['lr'])
+            ),
         ),
         dict(
             type='CosineAnnealingParamScheduler',
@@ -133,25 +156,30 @@ def build_schedulers(optim_wrapper, s):
     ]
 
 
-def build_hooks(s, freeze_mode='zero_lr'):
+def build_hooks(s, freeze_mode='zero_lr', v1=False):
+    """teacher_student_hooks.py's hooks: per-iteration temperature and a
+    zero lr freeze (DINOv2), per-epoch temperature and dropped gradients
+    (DINO v1)."""
     return [
         HOOKS.build(h)
         for h in (
             dict(
                 type='TeacherEMAHook',
                 momentum=s['momentum'],
-                end_momentum=s['final_momentum'],
+                end_momentum=s.get('final_momentum', 1.0),
             ),
             dict(
                 type='TeacherTempWarmupHook',
                 warmup_temp=s['warmup_teacher_temp'],
                 temp=s['teacher_temp'],
                 warmup_epochs=s['warmup_teacher_temp_epochs'],
-                by_epoch=False,
+                by_epoch=v1,
             ),
             dict(
                 type='FreezeLastLayerHook',
-                freeze_epochs=s['freeze_last_layer_epochs'],
+                freeze_epochs=s.get(
+                    'freeze_last_layer_epochs', s.get('freeze_last_layer')
+                ),
                 mode=freeze_mode,
             ),
         )
@@ -159,7 +187,9 @@ def build_hooks(s, freeze_mode='zero_lr'):
 
 
 def make_inputs(batch, s):
-    """The fixture's collated crops and masks as mmssl's loss reads them."""
+    """The fixture's crops (and masks) as mmssl's loss reads them."""
+    if 'views' in batch:  # DINO v1: one tensor per crop, no masks
+        return list(batch['views']), [DataSample() for _ in range(s['batch'])]
     b, g = s['batch'], batch['collated_global_crops']
     loc = batch['collated_local_crops']
     views = list(g.split(b)) + list(loc.split(b))  # crop-major
@@ -173,11 +203,13 @@ def make_inputs(batch, s):
     return views, samples
 
 
-def run_mmssl_steps(fixture, cfg=None, freeze_mode='zero_lr'):
+def run_mmssl_steps(fixture, cfg=None, freeze_mode=None):
     """Run the fixture's N steps with mmssl; per step its loss terms and
-    the student and teacher weights in dinov2's layout."""
+    the student and teacher weights in the reference's layout."""
     s = fixture['meta']['settings']
-    cfg = cfg or build_cfg(s)
+    v1 = fixture['meta']['reference'] == 'facebookresearch/dino'
+    cfg = cfg or (build_cfg_v1(s) if v1 else build_cfg(s))
+    freeze_mode = freeze_mode or ('drop_grad' if v1 else 'zero_lr')
     torch.manual_seed(0)
     model = MODELS.build(copy.deepcopy(cfg.model)).double()
     state = to_mmssl(fixture['init'])
@@ -187,6 +219,7 @@ def run_mmssl_steps(fixture, cfg=None, freeze_mode='zero_lr'):
         k
         for k in missing
         if not k.startswith(('gram', 'dino_loss', 'ibot_loss'))
+        and not k.endswith('mask_token')  # DINO v1 has none
     ], (missing, unexpected)
     model.train()
     optim_wrapper = build_optim_wrapper(
@@ -201,8 +234,8 @@ def run_mmssl_steps(fixture, cfg=None, freeze_mode='zero_lr'):
         train_dataloader=[None] * s['epoch_length'],
         message_hub=MessageHub.get_instance('dino_parity'),
     )
-    runner.param_schedulers = build_schedulers(optim_wrapper, s)
-    hooks = build_hooks(s, freeze_mode) + [ParamSchedulerHook()]
+    runner.param_schedulers = build_schedulers(optim_wrapper, s, v1)
+    hooks = build_hooks(s, freeze_mode, v1) + [ParamSchedulerHook()]
     for hook in hooks:
         hook.before_train(runner)
     views, samples = make_inputs(fixture['batch'], s)

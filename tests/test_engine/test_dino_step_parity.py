@@ -1,4 +1,5 @@
-"""Full-step parity of mmssl's DINOv2 with facebookresearch/dinov2.
+"""Full-step parity of mmssl's DINOv2 with facebookresearch/dinov2, and of
+its DINO v1 with facebookresearch/dino.
 
 The fixture (tests/data/parity/dinov2_steps.pt) holds 5 steps of the
 reference's own training step, recorded by
@@ -7,22 +8,40 @@ fixture's metadata): the weights after each step and the loss terms, in
 float64 on the CPU. The 5 steps cross the end of the frozen last layer
 (2 iterations), of the teacher-temperature warm-up (2) and of the lr
 warm-up (4), with gradient clipping active in every student module.
+tools/dev/record_dino_v1_steps.py records the DINO v1 fixture
+(dino_v1_steps.pt) the same way: per-tensor clipping, dropped last-layer
+gradients in epoch 0, the teacher temperature per epoch, centring.
 """
 
 import pytest
 import torch
 
-from tests.support.dino_parity import FIXTURE, build_cfg, run_mmssl_steps
+from tests.support.dino_parity import (
+    FIXTURE,
+    FIXTURE_V1,
+    build_cfg,
+    build_cfg_v1,
+    run_mmssl_steps,
+)
 
 TOL = 1e-6
 
 
-@pytest.fixture(scope='module')
-def fixture():
+def _load(path):
     from mmssl.utils import register_all_modules
 
     register_all_modules()
-    return torch.load(FIXTURE, weights_only=False)
+    return torch.load(path, weights_only=False)
+
+
+@pytest.fixture(scope='module')
+def fixture():
+    return _load(FIXTURE)
+
+
+@pytest.fixture(scope='module')
+def fixture_v1():
+    return _load(FIXTURE_V1)
 
 
 def _rel(a, b):
@@ -34,30 +53,39 @@ def _worst(out, fixture):
     worst = (0.0, '')
     for i, (ours, ref) in enumerate(zip(out, fixture['steps'])):
         loss = ref['losses']
-        # the reference's loss_dict shows koleo and ibot halved
-        theirs = dict(
-            loss_dino=loss['dino_local_crops_loss']
-            + loss['dino_global_crops_loss'],
-            loss_koleo=2 * loss['koleo_loss'],
-            loss_ibot=2 * loss['ibot_loss'],
-        )
+        if 'dino' in loss:  # DINO v1: one term
+            theirs = dict(loss_dino=loss['dino'])
+        else:  # the reference's loss_dict shows koleo and ibot halved
+            theirs = dict(
+                loss_dino=loss['dino_local_crops_loss']
+                + loss['dino_global_crops_loss'],
+                loss_koleo=2 * loss['koleo_loss'],
+                loss_ibot=2 * loss['ibot_loss'],
+            )
+        assert ours['losses'].keys() == theirs.keys()
         for key, value in theirs.items():
             worst = max(
                 worst, (_rel(ours['losses'][key], value), f'{i} {key}')
             )
         for who in ('student', 'teacher'):
-            assert ours[who].keys() == ref[who].keys()
+            extra = set(ours[who]) - set(ref[who])
+            assert extra <= {'backbone.mask_token'}  # DINO v1 has none
+            assert set(ref[who]) <= set(ours[who])
             for key, value in ref[who].items():
                 diff = _rel(ours[who][key], value)
                 worst = max(worst, (diff, f'{i} {who} {key}'))
     return worst
 
 
-def test_fixture_names_the_reference(fixture):
-    meta = fixture['meta']
-    assert meta['reference'] == 'facebookresearch/dinov2'
-    assert len(meta['commit']) == 40
-    assert len(fixture['steps']) == meta['settings']['steps'] >= 3
+def test_fixtures_name_the_reference(fixture, fixture_v1):
+    for fx, name in (
+        (fixture, 'facebookresearch/dinov2'),
+        (fixture_v1, 'facebookresearch/dino'),
+    ):
+        meta = fx['meta']
+        assert meta['reference'] == name
+        assert len(meta['commit']) == 40
+        assert len(fx['steps']) == meta['settings']['steps'] >= 3
 
 
 def test_dinov2_steps_equal_the_reference(fixture):
@@ -91,3 +119,22 @@ def test_each_reference_rule_matters(fixture, breakage, monkeypatch):
         mode = 'drop_grad'
     out = run_mmssl_steps(fixture, cfg, freeze_mode=mode)
     assert _worst(out, fixture)[0] > 100 * TOL
+
+
+def test_dino_v1_steps_equal_the_reference(fixture_v1):
+    out = run_mmssl_steps(fixture_v1)
+    diff, where = _worst(out, fixture_v1)
+    assert diff < TOL, f'{where}: relative difference {diff:.3g}'
+
+
+@pytest.mark.parametrize('breakage', ['global_clip', 'zero_lr'])
+def test_each_dino_v1_rule_matters(fixture_v1, breakage):
+    """A global clip, or dinov2's zero-lr freeze, is not DINO v1's step."""
+    cfg = build_cfg_v1(fixture_v1['meta']['settings'])
+    mode = None
+    if breakage == 'global_clip':
+        cfg.optim_wrapper.clip_grad.scope = 'global'
+    else:
+        mode = 'zero_lr'
+    out = run_mmssl_steps(fixture_v1, cfg, freeze_mode=mode)
+    assert _worst(out, fixture_v1)[0] > 100 * TOL
