@@ -88,7 +88,8 @@ def _resize(cfg, s):
         num_heads=s['heads'],
         feedforward_channels=int(s['embed'] * s['mlp_ratio']),
     )
-    model.backbone.img_size = s['global_size']
+    if model.backbone.type != 'DINOv3ViT':  # RoPE: no img_size
+        model.backbone.img_size = s['global_size']
     model.backbone.patch_size = s['patch']
     model.backbone.drop_path_rate = 0.0
     model.head.update(
@@ -96,7 +97,10 @@ def _resize(cfg, s):
         hidden_channels=s['head_hidden'],
         bottleneck_channels=s['head_bottleneck'],
     )
-    model.loss.out_dim = s['n_prototypes']
+    if 'terms' in model:  # DINOFamily (DINOv3)
+        model.terms.dino_cls.out_dim = s['n_prototypes']
+    else:
+        model.loss.out_dim = s['n_prototypes']
     model.pop('data_preprocessor', None)
     ow = cfg.optim_wrapper
     ow.optimizer.lr = s['lr']
@@ -193,6 +197,8 @@ def make_inputs(batch, s):
     b, g = s['batch'], batch['collated_global_crops']
     loc = batch['collated_local_crops']
     views = list(g.split(b)) + list(loc.split(b))  # crop-major
+    if 'collated_gram_teacher_crops' in batch:  # DINOv3: then Gram crops
+        views += list(batch['collated_gram_teacher_crops'].split(b))
     grid = s['global_size'] // s['patch']
     masks = batch['collated_masks'].view(2, b, grid, grid)
     samples = []
@@ -210,10 +216,21 @@ def run_mmssl_steps(fixture, cfg=None, freeze_mode=None):
     v1 = fixture['meta']['reference'] == 'facebookresearch/dino'
     cfg = cfg or (build_cfg_v1(s) if v1 else build_cfg(s))
     freeze_mode = freeze_mode or ('drop_grad' if v1 else 'zero_lr')
+    hooks = build_hooks(s, freeze_mode, v1)
+    return run_steps(fixture, cfg, hooks, to_mmssl, to_reference, v1)
+
+
+def run_steps(fixture, cfg, hooks, to_ours, to_theirs, v1=False):
+    """The loop of mmssl's runner over the fixture's N steps: the model
+    from ``cfg`` loaded with the fixture's weights (``to_ours``), the
+    optimizer wrapper and schedulers, ``hooks`` in the loop's order; per
+    step the loss terms and the weights back in the reference's layout
+    (``to_theirs``)."""
+    s = fixture['meta']['settings']
     torch.manual_seed(0)
     model = MODELS.build(copy.deepcopy(cfg.model)).double()
-    state = to_mmssl(fixture['init'])
-    state.update(to_mmssl(fixture['init'], prefix='teacher.'))
+    state = to_ours(fixture['init'])
+    state.update(to_ours(fixture['init'], prefix='teacher.'))
     missing, unexpected = model.load_state_dict(state, strict=False)
     assert not unexpected and not [
         k
@@ -235,7 +252,7 @@ def run_mmssl_steps(fixture, cfg=None, freeze_mode=None):
         message_hub=MessageHub.get_instance('dino_parity'),
     )
     runner.param_schedulers = build_schedulers(optim_wrapper, s, v1)
-    hooks = build_hooks(s, freeze_mode, v1) + [ParamSchedulerHook()]
+    hooks = list(hooks) + [ParamSchedulerHook()]
     for hook in hooks:
         hook.before_train(runner)
     views, samples = make_inputs(fixture['batch'], s)
@@ -250,26 +267,36 @@ def run_mmssl_steps(fixture, cfg=None, freeze_mode=None):
         optim_wrapper.update_params(loss)
         for hook in hooks:
             hook.after_train_iter(runner, it % s['epoch_length'])
-        state = {k: v.clone() for k, v in model.state_dict().items()}
-        out.append(
-            dict(
-                losses={k: v.detach().clone() for k, v in losses.items()},
-                student=to_reference(
-                    {
-                        k: v
-                        for k, v in state.items()
-                        if not k.startswith(('teacher.', 'gram'))
-                    }
-                ),
-                teacher=to_reference(
-                    {
-                        k[len('teacher.') :]: v
-                        for k, v in state.items()
-                        if k.startswith('teacher.')
-                    }
-                ),
-            )
-        )
+        out.append(snapshot(model, losses, to_theirs))
     for hook in hooks:
         hook.after_train(runner)
+    return out
+
+
+def snapshot(model, losses, to_theirs):
+    """Loss terms, and student / teacher (/ Gram teacher) weights in the
+    reference's layout."""
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+
+    def part(prefix):
+        return {
+            k[len(prefix) :]: v
+            for k, v in state.items()
+            if k.startswith(prefix)
+        }
+
+    out = dict(
+        losses={k: v.detach().clone() for k, v in losses.items()},
+        student=to_theirs(
+            {
+                k: v
+                for k, v in state.items()
+                if not k.startswith(('teacher.', 'gram'))
+            }
+        ),
+        teacher=to_theirs(part('teacher.')),
+    )
+    if hasattr(model, 'gram_teacher'):
+        gram = {f'backbone.{k}': v for k, v in part('gram_teacher.').items()}
+        out['gram_teacher'] = to_theirs(gram)
     return out
