@@ -109,9 +109,44 @@ def build_hooks_v3(s, freeze_mode='zero_lr'):
     return hooks
 
 
+_G = 'last_layer.parametrizations.weight.original0'
+_V = 'last_layer.parametrizations.weight.original1'
+
+
+def _weight_normed(state):
+    """A plain prototype layer's weight -> weight norm's (g, v), the same
+    weight (for DINOHead(weight_norm=True))."""
+    out = {}
+    for key, value in state.items():
+        if key.endswith('last_layer.weight'):
+            stem = key[: -len('last_layer.weight')]
+            out[stem + _G] = value.norm(dim=1, keepdim=True)
+            out[stem + _V] = value
+        else:
+            out[key] = value
+    return out
+
+
+def _weight_merged(state):
+    """Weight norm's (g, v) -> the weight they make."""
+    out = {k: v for k, v in state.items() if not k.endswith((_G, _V))}
+    for key in [k for k in state if k.endswith(_G)]:
+        stem = key[: -len(_G)]
+        g, v = state[key], state[stem + _V]
+        out[stem + 'last_layer.weight'] = g * v / v.norm(dim=1, keepdim=True)
+    return out
+
+
 def run_dinov3_steps(fixture, cfg=None, freeze_mode='zero_lr'):
-    """Run the fixture's N steps with mmssl's DINOv3."""
+    """Run the fixture's N steps with mmssl's DINOv3 (a head with
+    ``weight_norm=True`` starts from the same prototype weights)."""
     s = fixture['meta']['settings']
     cfg = cfg or build_cfg_v3(s)
     hooks = build_hooks_v3(s, freeze_mode)
-    return run_steps(fixture, cfg, hooks, to_mmssl, to_reference)
+    ours, theirs = to_mmssl, to_reference
+    if cfg.model.head.get('weight_norm', True):
+        ours = lambda state, prefix='': _weight_normed(  # noqa: E731
+            to_mmssl(state, prefix)
+        )
+        theirs = lambda state: to_reference(_weight_merged(state))  # noqa
+    return run_steps(fixture, cfg, hooks, ours, theirs)

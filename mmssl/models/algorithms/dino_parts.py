@@ -13,8 +13,8 @@ from mmengine.model import BaseModule
 from mmpretrain.structures import DataSample
 from torch import Tensor, nn
 
-from mmssl.registry import MODELS
 from mmssl.models.utils.precision import at_least_fp32
+from mmssl.registry import MODELS
 
 
 def strip_for_teacher(module: nn.Module) -> nn.Module:
