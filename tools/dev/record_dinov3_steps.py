@@ -37,6 +37,7 @@ metadata.
 """
 
 import argparse
+import importlib.util
 import os
 import os.path as osp
 import random
@@ -214,9 +215,24 @@ def reference_cfg(root, s):
     return _cfg(cfg)
 
 
+def import_package(root, name):
+    """Import the checkout's package ``name`` (its submodules then import
+    as usual) without putting the checkout on ``sys.path``."""
+    folder = osp.join(osp.abspath(root), name)
+    spec = importlib.util.spec_from_file_location(
+        name,
+        osp.join(folder, '__init__.py'),
+        submodule_search_locations=[folder],
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def load_reference(root):
     install_stubs()
-    sys.path.insert(0, osp.abspath(root))
+    import_package(root, 'dinov3')
     import dinov3.models.vision_transformer as vits
     from dinov3.data.collate import collate_data_and_cast
     from dinov3.data.masking import MaskingGenerator
