@@ -20,6 +20,7 @@ except ``Tensor.cuda`` (identity) and ``Tensor.float`` (kept float64).
 """
 
 import argparse
+import importlib.util
 import os
 import os.path as osp
 import subprocess
@@ -65,17 +66,27 @@ SETTINGS = dict(
 )
 
 
+def import_module(root, name):
+    """Import the checkout's top-level module ``name`` by its file, as
+    ``name`` (so the checkout's own ``import utils`` finds it), without
+    putting the checkout on ``sys.path``."""
+    path = osp.join(osp.abspath(root), f'{name}.py')
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def load_reference(root):
-    sys.path.insert(0, osp.abspath(root))
     torch.Tensor.cuda = lambda self, *a, **k: self
     as_float32 = torch.Tensor.float
     torch.Tensor.float = lambda self, *a, **k: (
         self if self.dtype == torch.float64 else as_float32(self, *a, **k)
     )
-    import main_dino
-    import utils
-    import vision_transformer as vits
-
+    utils = import_module(root, 'utils')
+    vits = import_module(root, 'vision_transformer')
+    main_dino = import_module(root, 'main_dino')
     return main_dino, utils, vits
 
 

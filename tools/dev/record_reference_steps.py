@@ -32,6 +32,7 @@ fixture's metadata.
 
 import argparse
 import functools
+import importlib.util
 import os
 import os.path as osp
 import random
@@ -274,10 +275,25 @@ def randomise(model, seed):
                 p.copy_(0.3 * noise if p.ndim < 2 else noise / p.shape[-1])
 
 
+def import_package(root, name):
+    """Import the checkout's package ``name`` (its submodules then import
+    as usual) without putting the checkout on ``sys.path``."""
+    folder = osp.join(osp.abspath(root), name)
+    spec = importlib.util.spec_from_file_location(
+        name,
+        osp.join(folder, '__init__.py'),
+        submodule_search_locations=[folder],
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def load_reference(root):
     os.environ.setdefault('XFORMERS_DISABLED', '1')
     install_stubs()
-    sys.path.insert(0, osp.abspath(root))
+    import_package(root, 'dinov2')
     import dinov2.models.vision_transformer as vits
     from dinov2.data import MaskingGenerator, collate_data_and_cast
     from dinov2.layers import MemEffAttention
