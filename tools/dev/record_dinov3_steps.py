@@ -12,20 +12,15 @@ from the same weights and batch and compares every tensor::
     python tools/dev/record_dinov3_steps.py /tmp/dinov3 --gram \\
         --out tests/data/parity/dinov3_gram_steps.pt
 
-What runs is the reference's code: ``SSLMetaArch`` (its
-``forward_backward``: teacher targets, Sinkhorn-Knopp, the DINO / iBOT /
-KoLeo / Gram terms and their scalings, the Gram teacher's resized patch
-features), ``get_params_groups`` (decay, lr multipliers, fusing),
-``update_ema``, ``gram_load_ema_teacher``, ``update_gram``,
-``build_schedulers`` and ``apply_optim_scheduler``, the collate function
-and its mask generator, with the defaults of its
-``ssl_default_config.yaml``. Written out here, because ``do_train`` also
-builds data loaders, checkpoints and distributed metrics: its loop body
-(Gram load, schedules, zero_grad, forward_backward, ``clip_grad_norm_``
-per student module, ``optimizer.step``, EMA, Gram refresh). The model is
-built on the ``meta`` device as the reference builds it, then moved to
-the CPU and given random weights (``init_weights`` of the reference wants
-a Gram checkpoint file).
+What runs is the reference's code, with its ``ssl_default_config.yaml``:
+``SSLMetaArch`` (``forward_backward``: targets, Sinkhorn-Knopp, the DINO
+/ iBOT / KoLeo / Gram terms and scalings, the resized Gram-teacher
+features; ``get_params_groups``, ``update_ema``, ``gram_load_ema_teacher``,
+``update_gram``), ``build_schedulers``, ``apply_optim_scheduler``, the
+collate function and mask generator. Written out here (``do_train`` also
+builds loaders, checkpoints and distributed metrics): its loop body. The
+model is built on ``meta`` as the reference does, moved to the CPU and
+given random weights (its ``init_weights`` wants a Gram checkpoint).
 
 Stubbed, because the reference imports them but the step does not use
 them: ``omegaconf``, ``fvcore``, ``submitit``, ``termcolor`` (config,
@@ -157,16 +152,14 @@ def reference_cfg(root, s):
     path = osp.join(root, 'dinov3', 'configs', 'ssl_default_config.yaml')
     with open(path) as f:
         cfg = yaml.safe_load(f)
-    cfg['dino'].update(
+    heads = dict(
         head_n_prototypes=s['n_prototypes'],
         head_bottleneck_dim=s['head_bottleneck'],
         head_hidden_dim=s['head_hidden'],
-        koleo_loss_weight=s['koleo_weight'],
     )
+    cfg['dino'].update(heads, koleo_loss_weight=s['koleo_weight'])
     cfg['ibot'].update(
-        head_n_prototypes=s['n_prototypes'],
-        head_bottleneck_dim=s['head_bottleneck'],
-        head_hidden_dim=s['head_hidden'],
+        heads,
         mask_sample_probability=s['mask_probability'],
         mask_ratio_min_max=list(s['mask_ratio']),
     )
@@ -325,27 +318,28 @@ def build_model(ref, cfg, s):
     return model
 
 
+def state(modules):
+    """``{module}.{key}`` -> a copy of each tensor of the modules."""
+    return {
+        f'{k}.{n}': p.detach().clone()
+        for k, m in modules.items()
+        for n, p in m.state_dict().items()
+    }
+
+
 def run_steps(ref, model, cfg, s, data):
     """``do_train``'s loop body for ``s['steps']`` iterations."""
     optimizer = torch.optim.AdamW(
         model.get_params_groups(), betas=(0.9, 0.999)
     )
-    lr_s, wd_s, mom_s, temp_s, ll_s = ref.build_schedulers(cfg)
-
-    def state(modules):
-        return {
-            f'{k}.{n}': p.detach().clone()
-            for k, m in modules.items()
-            for n, p in m.state_dict().items()
-        }
-
+    schedules = ref.build_schedulers(cfg)  # lr, wd, mom, temp, last lr
+    gram = cfg.gram.use_loss
     data['global_batch_size'] = s['batch']
     out = dict(init=state(model.student), steps=[])
     for it in range(s['steps']):
-        if cfg.gram.use_loss and model.gram_it_load_ema_teacher == it:
+        if gram and model.gram_it_load_ema_teacher == it:
             model.gram_load_ema_teacher()
-        lr, wd, mom = lr_s[it], wd_s[it], mom_s[it]
-        temp, last_lr = temp_s[it], ll_s[it]
+        lr, wd, mom, temp, last_lr = (float(x[it]) for x in schedules)
         ref.apply_optim_scheduler(optimizer, lr, wd, last_lr)
         optimizer.zero_grad(set_to_none=True)
         _, losses = model.forward_backward(
@@ -357,22 +351,9 @@ def run_steps(ref, model, cfg, s, data):
         }
         optimizer.step()
         model.update_ema(mom)
-        used = None  # the Gram teacher this step used, when it is new
-        if cfg.gram.use_loss and it % model.gram_update_frequency == 0:
-            used = state(model.gram_teacher)
-        if (
-            cfg.gram.use_loss
-            and (it + 1) >= model.gram_it_first_update
-            and (it + 1) % model.gram_update_frequency == 0
-        ):
-            model.update_gram()
         step = dict(
             schedule=dict(
-                lr=float(lr),
-                wd=float(wd),
-                mom=float(mom),
-                teacher_temp=float(temp),
-                last_layer_lr=float(last_lr),
+                lr=lr, wd=wd, mom=mom, teacher_temp=temp, last_layer_lr=last_lr
             ),
             losses={
                 k: torch.as_tensor(v).detach().clone()
@@ -383,8 +364,12 @@ def run_steps(ref, model, cfg, s, data):
             student=state(model.student),
             teacher=state(model.teacher),
         )
-        if used is not None:
-            step['gram_teacher'] = used
+        freq = model.gram_update_frequency if gram else 0
+        if gram and it % freq == 0:  # the Gram teacher used, when new
+            step['gram_teacher'] = state(model.gram_teacher)
+        if gram and it + 1 >= model.gram_it_first_update:
+            if (it + 1) % freq == 0:
+                model.update_gram()
         out['steps'].append(step)
     return out
 
