@@ -1,5 +1,6 @@
-"""Full-step parity of mmssl's DINOv2 with facebookresearch/dinov2, and of
-its DINO v1 with facebookresearch/dino.
+"""Full-step parity of mmssl's DINOv2 with facebookresearch/dinov2, of its
+DINO v1 with facebookresearch/dino, and of its DINOv3 (Gram off and on)
+with facebookresearch/dinov3.
 
 The fixture (tests/data/parity/dinov2_steps.pt) holds 5 steps of the
 reference's own training step, recorded by
@@ -11,6 +12,10 @@ warm-up (4), with gradient clipping active in every student module.
 tools/dev/record_dino_v1_steps.py records the DINO v1 fixture
 (dino_v1_steps.pt) the same way: per-tensor clipping, dropped last-layer
 gradients in epoch 0, the teacher temperature per epoch, centring.
+tools/dev/record_dinov3_steps.py records the DINOv3 fixtures
+(dinov3_steps.pt, dinov3_gram_steps.pt): 4 steps of dinov3's SSLMetaArch
+with separate DINO and iBOT heads, per-module clipping, the zero-lr
+freeze, and with --gram the Gram term and its refreshed Gram teacher.
 """
 
 import pytest
