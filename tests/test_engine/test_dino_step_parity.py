@@ -136,27 +136,32 @@ def test_dinov2_steps_equal_the_reference(fixture):
     assert diff < TOL, f'{where}: relative difference {diff:.3g}'
 
 
+def _no_mask_token_decay(monkeypatch):
+    """mmssl's old rule: the mask token is 1-D, so it does not decay."""
+    from mmssl.engine.optimizers import layer_decay_optim_wrapper_constructor
+
+    rule = layer_decay_optim_wrapper_constructor.dinov2_decays
+
+    def old_rule(module):
+        return {
+            k: v and 'mask_token' not in k for k, v in rule(module).items()
+        }
+
+    monkeypatch.setattr(
+        layer_decay_optim_wrapper_constructor, 'dinov2_decays', old_rule
+    )
+
+
 @pytest.mark.parametrize('breakage', ['global_clip', 'mask_token', 'grads'])
 def test_each_reference_rule_matters(fixture, breakage, monkeypatch):
     """Each rule the parity rests on moves the result past the tolerance
     when it goes back to mmssl's old behaviour."""
-    from mmssl.engine.optimizers import layer_decay_optim_wrapper_constructor
-
     cfg = build_cfg(fixture['meta']['settings'])
     mode = 'zero_lr'
     if breakage == 'global_clip':
         cfg.optim_wrapper.clip_grad.scope = 'global'
-    elif breakage == 'mask_token':  # the old rule: 1-D, so no decay
-        rule = layer_decay_optim_wrapper_constructor.dinov2_decays
-
-        def old_rule(module):
-            return {
-                k: v and 'mask_token' not in k for k, v in rule(module).items()
-            }
-
-        monkeypatch.setattr(
-            layer_decay_optim_wrapper_constructor, 'dinov2_decays', old_rule
-        )
+    elif breakage == 'mask_token':
+        _no_mask_token_decay(monkeypatch)
     else:  # the last layer's moments do not accumulate while frozen
         mode = 'drop_grad'
     out = run_mmssl_steps(fixture, cfg, freeze_mode=mode)
@@ -195,18 +200,22 @@ def test_dinov3_steps_equal_the_reference(fixture_v3, gram):
 
 
 @pytest.mark.parametrize(
-    'breakage', ['global_clip', 'weight_norm', 'grads', 'gram_period']
+    'breakage',
+    ['global_clip', 'mask_token', 'weight_norm', 'grads', 'gram_period'],
 )
-def test_each_dinov3_rule_matters(fixture_v3, breakage):
-    """A global clip, DINO's weight-normalised prototype layer, dropped
-    last-layer gradients, or a Gram teacher refreshed on another
-    schedule each moves the result past the tolerance."""
+def test_each_dinov3_rule_matters(fixture_v3, breakage, monkeypatch):
+    """A global clip, no decay on the mask token, DINO's weight-normalised
+    prototype layer, dropped last-layer gradients, or a Gram teacher
+    refreshed on another schedule each moves the result past the
+    tolerance."""
     fixture = fixture_v3['on' if breakage == 'gram_period' else 'off']
     s = dict(fixture['meta']['settings'])
     cfg = build_cfg_v3(s)
     mode = 'zero_lr'
     if breakage == 'global_clip':
         cfg.optim_wrapper.clip_grad.scope = 'global'
+    elif breakage == 'mask_token':
+        _no_mask_token_decay(monkeypatch)
     elif breakage == 'weight_norm':
         cfg.model.head.weight_norm = cfg.model.patch_head.weight_norm = True
     elif breakage == 'grads':
