@@ -41,6 +41,7 @@ _head = dict(
     bottleneck_channels=256,
     nlayers=3,
     norm_last_layer=False,
+    weight_norm=False,  # DINOv3: a plain prototype layer
 )
 model = dict(
     type='DINOFamily',

@@ -31,6 +31,7 @@ _head = dict(
     hidden_channels=256,
     bottleneck_channels=64,
     norm_last_layer=False,
+    weight_norm=False,  # DINOv3: a plain prototype layer
 )
 model = dict(
     _delete_=True,  # not the DINOv2 demo's model

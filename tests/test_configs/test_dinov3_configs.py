@@ -67,6 +67,8 @@ def test_dinov3_defaults(name):
     patch = cfg.model.backbone.patch_size
     crop = next(t for t in _pipeline(cfg) if 'MultiCrop' in t.type)
     assert crop.flip_prob == 0.0  # no horizontal flip
+    for head in (cfg.model.head, cfg.model.patch_head):  # plain prototypes
+        assert head.weight_norm is False and head.norm_last_layer is False
     assert not any(t.type == 'BlockwiseMaskGenerator' for t in _pipeline(cfg))
     collate = cfg.train_dataloader.collate_fn
     assert collate.type == 'mmssl.block_mask_collate'

@@ -23,6 +23,7 @@ def __hooks(
     freeze_epochs=None,
     summary='first',
     extra=(),
+    freeze_mode='zero_lr',
 ):
     temp_hook = dict(
         type='TeacherTempWarmupHook',
@@ -40,7 +41,11 @@ def __hooks(
     ]
     if freeze_epochs is not None:
         hooks.append(
-            dict(type='FreezeLastLayerHook', freeze_epochs=freeze_epochs)
+            dict(
+                type='FreezeLastLayerHook',
+                freeze_epochs=freeze_epochs,
+                mode=freeze_mode,
+            )
         )
     summary_hook = [dict(type='BadFileSummaryHook', interval=50)]
     if summary == 'first':
@@ -58,13 +63,41 @@ __rank = [dict(type='RankMeHook')]
 
 _teacher_student_hooks = dict(
     # DINO (ViT-S/16, also 5-channel): temperature warm-up 30 epochs of 100
-    dino_vit=__hooks(0.996, 1.0, 0.04, 0.07, '30%', True, '1%', extra=__rank),
+    # (DINO v1 and iBOT drop the last layer's gradients while it is frozen,
+    # dinov2 / dinov3 set its lr to 0: FreezeLastLayerHook's mode)
+    dino_vit=__hooks(
+        0.996,
+        1.0,
+        0.04,
+        0.07,
+        '30%',
+        True,
+        '1%',
+        extra=__rank,
+        freeze_mode='drop_grad',
+    ),
     dino_resnet50=__hooks(
-        0.996, 1.0, 0.04, 0.07, '50%', True, '1%', extra=__rank
+        0.996,
+        1.0,
+        0.04,
+        0.07,
+        '50%',
+        True,
+        '1%',
+        extra=__rank,
+        freeze_mode='drop_grad',
     ),
     # small-data presets (configs/_base_/schedules/small_data_200e.py)
     small_data=__hooks(
-        0.9995, 1.0, 0.04, 0.07, '15%', True, '0.5%', extra=__rank
+        0.9995,
+        1.0,
+        0.04,
+        0.07,
+        '15%',
+        True,
+        '0.5%',
+        extra=__rank,
+        freeze_mode='drop_grad',
     ),
     # DINOv2 (ViT-S/14, also 5-channel)
     dinov2=__hooks(0.992, 1.0, 0.04, 0.07, '30%', False, '1%', extra=__rank),
@@ -118,7 +151,9 @@ _teacher_student_hooks = dict(
         + __rank,
     ),
     # CPU demos: a fixed temperature, a fast EMA
-    dino_cnn_demo=__hooks(0.99, 1.0, 0.04, 0.04, 0, None, '25%', 'last'),
+    dino_cnn_demo=__hooks(
+        0.99, 1.0, 0.04, 0.04, 0, None, '25%', 'last', freeze_mode='drop_grad'
+    ),
     dinov2_demo=__hooks(0.99, 1.0, 0.04, 0.04, 0, False, '10%', None),
     dinov2_5ch_demo=__hooks(0.99, 1.0, 0.04, 0.04, 0, False, '10%'),
     # the CPU preset (dinov2_vit-tiny-p14_1xb16-10e_custom-cpu.py): the
@@ -142,5 +177,7 @@ _teacher_student_hooks = dict(
             )
         ],
     ),
-    dino3d_demo=__hooks(0.99, 1.0, 0.02, 0.02, 0, None, '5%', None),
+    dino3d_demo=__hooks(
+        0.99, 1.0, 0.02, 0.02, 0, None, '5%', None, freeze_mode='drop_grad'
+    ),
 )

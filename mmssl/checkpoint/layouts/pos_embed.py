@@ -72,7 +72,9 @@ def resize_pos_embed(
     if dst == (src_h, src_w):
         return pos_embed
     # (1, Hs*Ws, C) -> (1, C, Hs, Ws)
-    grid = pos_embed[:, num_prefix_tokens:].float()
+    grid = pos_embed[:, num_prefix_tokens:]
+    if grid.dtype != torch.float64:  # float32 (DINOv2), float64 stays
+        grid = grid.float()
     grid = grid.reshape(1, src_h, src_w, dim).permute(0, 3, 1, 2)
     if offset:
         scale = ((dst[0] + offset) / src_h, (dst[1] + offset) / src_w)

@@ -2,15 +2,41 @@
 """Layer-wise lr decay that also honours ``lr_mult`` custom keys, with the
 per-parameter groups fused by equal settings and a fused AdamW."""
 
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 from mmengine.optim import OptimWrapper
 from mmpretrain.engine.optimizers import (
     LearningRateDecayOptimWrapperConstructor,
 )
 from torch import nn
+from torch.nn.modules.batchnorm import _BatchNorm
+from torch.nn.modules.instancenorm import _InstanceNorm
 
 from mmssl.registry import OPTIM_WRAPPER_CONSTRUCTORS
+
+_NORMS = (_BatchNorm, _InstanceNorm, nn.GroupNorm, nn.LayerNorm)
+#: ``paramwise_cfg.decay_rule`` values
+DECAY_RULES = ('mmpretrain', 'dinov2')
+
+
+def dinov2_decays(module: nn.Module) -> Dict[str, bool]:
+    """Parameter name -> whether it decays, by dinov2's rule.
+
+    dinov2's ``get_params_groups_with_decay`` (Oquab et al., 2023) keeps
+    weight decay off biases, norms and LayerScale (``.bias``, ``norm``,
+    ``gamma`` in its names) and on everything else: the class, register
+    and mask tokens and the position embedding decay, 1-D or not. Decided
+    here by the owning module's type, so it holds whatever the layers are
+    called (``ln1``, ``gamma1.weight``).
+    """
+    out = {}
+    for mod_name, mod in module.named_modules():
+        scale = 'LayerScale' in type(mod).__name__
+        no_decay = isinstance(mod, _NORMS) or scale
+        prefix = f'{mod_name}.' if mod_name else ''
+        for name, _ in mod.named_parameters(recurse=False):
+            out[prefix + name] = not (no_decay or name == 'bias')
+    return out
 
 
 def _find_layer_depth_fn(
@@ -117,6 +143,14 @@ class LayerDecayOptimWrapperConstructor(
     value. Optimizer states saved with unfused groups (before this option
     existed) need ``fuse_param_groups=False`` to be resumed.
 
+    ``paramwise_cfg.decay_rule='dinov2'`` decides each parameter's weight
+    decay as dinov2 does (:func:`dinov2_decays`: no decay on biases,
+    norms and LayerScale, decay on all else, the 1-D mask token included;
+    ``custom_keys`` then only add ``lr_mult``), and marks the heads'
+    ``last_layer`` groups ``is_last_layer`` (kept apart by the fusing, for
+    ``FreezeLastLayerHook(mode='zero_lr')``). The default
+    ``'mmpretrain'`` keeps mmpretrain's rules below.
+
     Note:
         As in mmpretrain, ``custom_keys`` are only applied when the optimizer
         config has ``weight_decay``, and a matched key replaces the norm /
@@ -143,7 +177,19 @@ class LayerDecayOptimWrapperConstructor(
         )
         if prefix != '':
             return
+        rule = self.paramwise_cfg.get('decay_rule', 'mmpretrain')
+        if rule not in DECAY_RULES:
+            raise ValueError(
+                f'paramwise_cfg.decay_rule must be one of {DECAY_RULES}, '
+                f'got {rule!r}.'
+            )
+        decays = dinov2_decays(module) if rule == 'dinov2' else None
         for group in params:
+            if decays is not None and 'weight_decay' in group:
+                name = group['param_name']
+                group['weight_decay'] = self.base_wd * decays[name]
+                # a group of its own, so its lr can be scheduled apart
+                group['is_last_layer'] = 'last_layer' in name
             lr_mult = group.pop('lr_mult', None)
             if lr_mult is not None:
                 group['lr'] *= lr_mult

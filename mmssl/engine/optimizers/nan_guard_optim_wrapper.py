@@ -9,7 +9,20 @@ from mmengine.optim import AmpOptimWrapper, OptimWrapper
 
 from mmssl.registry import OPTIM_WRAPPERS
 
+from .clip_scope import check_scope, clip_groups
 from .cpu_amp_optim_wrapper import CPUAmpOptimWrapper
+
+
+def _pop_clip_scope(kwargs: dict) -> str:
+    """Take ``scope`` out of ``kwargs['clip_grad']`` (mmengine passes the
+    rest to the clip function); ``'global'`` when unset."""
+    clip = kwargs.get('clip_grad')
+    if not clip or 'scope' not in clip:
+        return 'global'
+    clip = dict(clip)
+    scope = check_scope(clip.pop('scope'))
+    kwargs['clip_grad'] = clip
+    return scope
 
 
 class NaNGuardMixin:
@@ -57,6 +70,7 @@ class NaNGuardMixin:
         self._skipped: Union[bool, torch.Tensor] = False
         self._pending: Optional[torch.Tensor] = None  # accumulation
         self._grad_norm: Optional[torch.Tensor] = None
+        self._module_norms: Dict[str, torch.Tensor] = {}
         self._reported_total = 0
         self._calls = 0
 
@@ -116,21 +130,37 @@ class NaNGuardMixin:
         scaler.update(getattr(self, '_scale_update_param', None))
 
     def _clip_grad(self) -> None:
-        """Clip; keep the norm on the device (published at log time)."""
-        if not self._decides_on_device():
+        """Clip by ``clip_grad.scope``; with a fused optimiser keep the
+        norms on the device (published at log time)."""
+        scope = getattr(self, 'clip_scope', 'global')
+        on_device = self._decides_on_device()
+        if scope == 'global' and not on_device:
             return super()._clip_grad()
-        params = [
-            p
-            for group in self.optimizer.param_groups
-            for p in group['params']
-            if p.requires_grad and p.grad is not None
-        ]
-        if params:
+        if getattr(self, 'grad_name', 'grad_norm') != 'grad_norm':
+            return super()._clip_grad()  # clip by value: no norm, no scope
+        groups = clip_groups(self.optimizer, scope)
+        norms = {}
+        for key, params in groups.items():
             norm = self.clip_func(params, **self.clip_grad_kwargs)
-            if norm is not None:
-                if hasattr(norm, 'full_tensor'):  # DTensor under FSDP2
-                    norm = norm.full_tensor()
-                self._grad_norm = norm.detach()
+            if hasattr(norm, 'full_tensor'):  # DTensor under FSDP2
+                norm = norm.full_tensor()
+            norms[key] = norm.detach()
+        if not norms:
+            return
+        # the norm before clipping over all parameters, from the groups'
+        total = torch.stack(list(norms.values())).norm()
+        self._grad_norm = total
+        self._module_norms = norms if scope == 'module' else {}
+        if not on_device:  # the host path syncs anyway
+            self._publish_norms()
+
+    def _publish_norms(self) -> None:
+        hub = MessageHub.get_current_instance()
+        values = [self._grad_norm, *self._module_norms.values()]
+        total, *each = torch.stack(values).tolist()
+        hub.update_scalar(f'train/{self.grad_name}', total)
+        for key, value in zip(self._module_norms, each):
+            hub.update_scalar(f'train/{self.grad_name}_{key}', value)
 
     def update_params(
         self,
@@ -204,6 +234,8 @@ class NaNGuardMixin:
         self._worst = torch.zeros_like(self._worst)
         if norm:
             hub.update_scalar(f'train/{self.grad_name}', norm[0])
+        if norm and getattr(self, '_module_norms', None):
+            self._publish_norms()
         hub.update_scalar('train/nan_skips', total)
         if total > self._reported_total:
             MMLogger.get_current_instance().warning(
@@ -239,7 +271,13 @@ class NaNGuardOptimWrapper(NaNGuardMixin, OptimWrapper):
             counts and the gradient norm every this many steps (the
             runner sets the logger's interval). Defaults to 1.
         **kwargs: ``OptimWrapper`` arguments (``optimizer``, ``clip_grad``,
-            ``accumulative_counts``).
+            ``accumulative_counts``). ``clip_grad`` may hold ``scope``:
+            ``'global'`` (default: one norm over all parameters),
+            ``'module'`` (each top-level student module on its own,
+            logged as ``grad_norm_<module>``: dinov2 / dinov3) or
+            ``'tensor'`` (each parameter tensor on its own: DINO v1's
+            ``clip_gradients``). ``grad_norm`` is the norm before
+            clipping over all parameters.
     """
 
     def __init__(
@@ -248,6 +286,7 @@ class NaNGuardOptimWrapper(NaNGuardMixin, OptimWrapper):
         log_interval: int = 1,
         **kwargs,
     ) -> None:
+        self.clip_scope = _pop_clip_scope(kwargs)
         super().__init__(**kwargs)
         self._init_guard(max_consecutive_skips, log_interval)
 
@@ -264,6 +303,7 @@ class NaNGuardAmpOptimWrapper(NaNGuardMixin, AmpOptimWrapper):
         log_interval: int = 1,
         **kwargs,
     ) -> None:
+        self.clip_scope = _pop_clip_scope(kwargs)
         super().__init__(**kwargs)
         self._init_guard(max_consecutive_skips, log_interval)
 
@@ -281,5 +321,6 @@ class NaNGuardCPUAmpOptimWrapper(NaNGuardMixin, CPUAmpOptimWrapper):
         log_interval: int = 1,
         **kwargs,
     ) -> None:
+        self.clip_scope = _pop_clip_scope(kwargs)
         super().__init__(**kwargs)
         self._init_guard(max_consecutive_skips, log_interval)

@@ -13,6 +13,7 @@ from mmengine.model import BaseModule
 from mmpretrain.structures import DataSample
 from torch import Tensor, nn
 
+from mmssl.models.utils.precision import at_least_fp32
 from mmssl.registry import MODELS
 
 
@@ -253,7 +254,10 @@ def resize_patch_grid(
         raise ValueError(f'{n} patch tokens do not form a {src_hw} grid.')
     grid = patches.transpose(1, 2).reshape(b, c, *src_hw)  # (B, C, h, w)
     grid = F.interpolate(
-        grid.float(), size=tuple(dst_hw), mode='bicubic', align_corners=False
+        at_least_fp32(grid),  # float64 stays float64
+        size=tuple(dst_hw),
+        mode='bicubic',
+        align_corners=False,
     )
     return grid.flatten(2).transpose(1, 2)  # (B, h'*w', C)
 

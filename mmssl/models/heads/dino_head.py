@@ -7,7 +7,7 @@ import torch.nn.functional as F
 from mmengine.model import BaseModule
 from mmengine.model.weight_init import trunc_normal_
 from torch import Tensor, nn
-from torch.nn.utils.parametrizations import weight_norm
+from torch.nn.utils.parametrizations import weight_norm as torch_weight_norm
 
 from mmssl.registry import MODELS
 
@@ -36,6 +36,10 @@ class DINOHead(BaseModule):
             recipe). Defaults to False.
         norm_last_layer (bool): Fix the prototype norms to 1. Defaults to
             True.
+        weight_norm (bool): Weight-normalise the prototype layer (DINO,
+            iBOT, DINOv2). ``False``: a plain ``Linear`` initialised with a
+            truncated normal (std 0.02), as DINOv3's head; it needs
+            ``norm_last_layer=False``. Defaults to True.
     """
 
     def __init__(
@@ -47,6 +51,7 @@ class DINOHead(BaseModule):
         nlayers: int = 3,
         use_bn: bool = False,
         norm_last_layer: bool = True,
+        weight_norm: bool = True,
         init_cfg: Optional[dict] = None,
     ) -> None:
         super().__init__(init_cfg=init_cfg)
@@ -68,9 +73,17 @@ class DINOHead(BaseModule):
             if isinstance(m, nn.Linear):
                 trunc_normal_(m.weight, std=0.02)
                 nn.init.zeros_(m.bias)
-        self.last_layer = weight_norm(
-            nn.Linear(bottleneck_channels, n_prototypes, bias=False)
-        )
+        last = nn.Linear(bottleneck_channels, n_prototypes, bias=False)
+        if not weight_norm:
+            if norm_last_layer:
+                raise ValueError(
+                    'DINOHead(weight_norm=False) has no prototype norms to '
+                    'fix: set norm_last_layer=False.'
+                )
+            trunc_normal_(last.weight, std=0.02)
+            self.last_layer = last
+            return
+        self.last_layer = torch_weight_norm(last)
         gain = self.last_layer.parametrizations.weight.original0
         gain.data.fill_(1.0)
         if norm_last_layer:

@@ -21,6 +21,8 @@ from mmengine.dist import all_reduce
 from mmengine.model import BaseModule
 from torch import Tensor
 
+from mmssl.models.utils.precision import at_least_fp32, loss_dtype
+
 CENTERING_MODES = ('centering', 'sinkhorn_knopp')
 
 
@@ -74,11 +76,12 @@ def sinkhorn_knopp(
             valid.
 
     Returns:
-        Tensor: (B, K) float32 targets; every (valid) row sums to 1.
+        Tensor: (B, K) float32 targets (float64 for float64 logits);
+        every (valid) row sums to 1.
     """
     if num_iters < 1:
         raise ValueError(f'num_iters must be >= 1, got {num_iters}.')
-    q = teacher_logits.to(torch.float32, copy=True)  # (B, K)
+    q = teacher_logits.to(loss_dtype(teacher_logits), copy=True)
     keep = None if valid is None else valid.reshape(-1, 1)  # (B, 1)
     if q.shape[0]:
         col_max = (q if keep is None else q.masked_fill(~keep, -inf)).amax(0)
@@ -163,7 +166,7 @@ class TeacherCentering(BaseModule):
                 f'Teacher logits have {teacher_logits.shape[-1]} prototypes '
                 f'but the loss was built with out_dim={self.out_dim}.'
             )
-        logits = teacher_logits.float()
+        logits = at_least_fp32(teacher_logits)
         if self.centering == 'sinkhorn_knopp':
             return sinkhorn_knopp(
                 logits, teacher_temp, self.sk_iters, valid=valid
@@ -179,7 +182,7 @@ class TeacherCentering(BaseModule):
         """EMA update of the centre with the all-rank batch mean (of the
         ``valid`` rows); the centre stays when no rank has a row. Decided
         on the device: no host sync."""
-        logits = teacher_logits.float()
+        logits = at_least_fp32(teacher_logits)
         count = logits.new_full((1,), float(logits.shape[0]))
         if valid is not None:
             keep = valid.reshape(-1, 1)

@@ -4,6 +4,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from mmssl.models.utils.precision import at_least_fp32
 from mmssl.registry import MODELS
 
 from .centering import TeacherCentering
@@ -82,9 +83,10 @@ class DINOLoss(TeacherCentering):
             teacher_logits.reshape(num_g * batch, k), teacher_temp
         ).view(num_g, batch, k)
         log_probs = F.log_softmax(
-            student_logits.float() / self.student_temp, dim=-1
+            at_least_fp32(student_logits) / self.student_temp, dim=-1
         )  # (V, B, K)
         # ce[t, s] = mean_b -sum_k q_t log p_s, all pairs at once: (G, V)
+        targets = targets.to(log_probs.dtype)  # float32 targets, as dinov2
         ce = -torch.einsum('tbk,sbk->ts', targets, log_probs) / batch
         num_terms = num_g * num_v - num_g  # pairs of different views
         if num_terms == 0:

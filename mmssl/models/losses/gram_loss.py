@@ -6,6 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from mmssl.models.utils.precision import at_least_fp32
 from mmssl.registry import MODELS
 
 CLIP_MODES = (None, 'both', 'teacher')
@@ -56,7 +57,7 @@ class GramLoss(nn.Module):
         self.clip_negatives = clip_negatives
 
     def _gram(self, feats: Tensor) -> Tensor:
-        x = feats.float()
+        x = at_least_fp32(feats)  # float64 stays float64
         if self.normalize:
             x = F.normalize(x, dim=-1)
         if not self.img_level:

@@ -6,6 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from mmssl.models.utils.precision import at_least_fp32, loss_dtype
 from mmssl.registry import MODELS
 
 from .centering import TeacherCentering
@@ -88,18 +89,19 @@ class iBOTPatchLoss(TeacherCentering):
             Tensor: Scalar loss.
         """
         masks = masks.flatten(1).bool()  # (N_img, P)
+        dtype = loss_dtype(student_logits)
         per_image = masks.sum(dim=1)  # (N_img,)
         if index is None:
             valid = None
             num_rows = int(per_image.sum())  # host sync: dynamic path only
-            weights = 1.0 / per_image.clamp(min=1).float()  # (N_img,)
+            weights = 1.0 / per_image.clamp(min=1).to(dtype)  # (N_img,)
             weights = weights.unsqueeze(1).expand_as(masks)[masks]  # (M,)
         else:
             num_rows = index.shape[0]
             valid = masks.flatten().index_select(0, index)  # (U,)
             image = torch.div(index, masks.shape[1], rounding_mode='floor')
             weights = 1.0 / per_image.index_select(0, image).clamp(min=1)
-            weights = torch.where(valid, weights.float(), 0.0)  # (U,)
+            weights = torch.where(valid, weights.to(dtype), 0.0)  # (U,)
         if (
             student_logits.shape[0] != num_rows
             or teacher_logits.shape[0] != num_rows
@@ -113,7 +115,7 @@ class iBOTPatchLoss(TeacherCentering):
         if valid is not None:  # padding rows: no target, whatever the logits
             targets.masked_fill_(~valid.unsqueeze(1), 0.0)  # in place
         log_probs = F.log_softmax(
-            student_logits.float() / self.student_temp, dim=-1
+            at_least_fp32(student_logits) / self.student_temp, dim=-1
         )
         ce = -(targets * log_probs).sum(dim=-1)  # (M,) or (U,)
         if valid is not None:  # padding rows count 0, even if not finite

@@ -4,6 +4,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from mmssl.models.utils.precision import at_least_fp32
 from mmssl.registry import MODELS
 
 
@@ -45,7 +46,7 @@ class KoLeoLoss(nn.Module):
             )
         if features.shape[0] < 2:
             return features.sum() * 0.0
-        x = F.normalize(features.float(), p=2, dim=-1, eps=self.eps)
+        x = F.normalize(at_least_fp32(features), p=2, dim=-1, eps=self.eps)
         with torch.no_grad():
             dots = x @ x.t()  # (B, B)
             dots.fill_diagonal_(-2.0)  # never pick oneself (dots >= -1)

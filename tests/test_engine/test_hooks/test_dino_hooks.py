@@ -106,7 +106,7 @@ def test_teacher_temp_warmup_per_iter_and_epoch():
     assert model.teacher_temp == 0.07
 
 
-def test_freeze_last_layer():
+def _head_model():
     torch.manual_seed(0)
     model = torch.nn.Module()
     model.head = MODELS.build(
@@ -119,14 +119,24 @@ def test_freeze_last_layer():
             norm_last_layer=False,
         )
     )
+    return model
+
+
+@pytest.mark.parametrize('mode', ['zero_lr', 'drop_grad'])
+def test_freeze_last_layer(mode):
+    model = _head_model()
+    last = [p for n, p in model.named_parameters() if 'last_layer' in n]
+    rest = [p for n, p in model.named_parameters() if 'last_layer' not in n]
+    assert len(last) == 2  # weight-norm gain and direction
+    # zero_lr needs the frozen parameters in groups of their own
     wrapper = OptimWrapper(
-        torch.optim.AdamW(model.parameters(), lr=0.1, weight_decay=0.5)
+        torch.optim.AdamW(
+            [dict(params=rest), dict(params=last)], lr=0.1, weight_decay=0.5
+        )
     )
-    hook = FreezeLastLayerHook(freeze_epochs=1)
+    hook = FreezeLastLayerHook(freeze_epochs=1, mode=mode)
     runner = _runner(model, optim_wrapper=wrapper)
     hook.before_train(runner)
-    last = [p for n, p in model.named_parameters() if 'last_layer' in n]
-    assert len(last) == 2  # weight-norm gain and direction
 
     def step(epoch):
         runner.epoch = epoch
@@ -139,10 +149,29 @@ def test_freeze_last_layer():
     step(epoch=0)
     assert all(torch.equal(a, b) for a, b in zip(before, last))
     assert not torch.equal(mlp_before, model.head.mlp[0].weight)
+    state = wrapper.optimizer.state
+    if mode == 'zero_lr':  # dinov2: lr 0, AdamW's moments accumulate
+        assert all(state[p]['exp_avg'].abs().sum() > 0 for p in last)
+        assert all(float(state[p]['step']) == 1 for p in last)
+        # the schedulers' value is back after the step
+        assert wrapper.optimizer.param_groups[1]['lr'] == 0.1
+    else:  # DINO v1: no gradient, no moments
+        assert all(p not in state for p in last)
     step(epoch=1)
     assert all(not torch.equal(a, b) for a, b in zip(before, last))
     hook.after_train(runner)
     assert hook._handle is None
+
+
+def test_freeze_last_layer_zero_lr_needs_own_groups():
+    model = _head_model()
+    wrapper = OptimWrapper(torch.optim.AdamW(model.parameters(), lr=0.1))
+    with pytest.raises(ValueError, match="decay_rule='dinov2'"):
+        FreezeLastLayerHook().before_train(
+            _runner(model, optim_wrapper=wrapper)
+        )
+    with pytest.raises(ValueError, match="'zero_lr', 'drop_grad'"):
+        FreezeLastLayerHook(mode='zero')
 
 
 def test_freeze_last_layer_needs_params():

@@ -94,3 +94,43 @@ def test_no_layer_depth_anywhere_raises():
     ctor = build(dict(layer_decay_rate=0.5))
     with pytest.raises(NotImplementedError, match='get_layer_depth'):
         ctor(nn.Sequential(nn.Linear(2, 2)))
+
+
+def test_dinov2_decay_rule():
+    """dinov2's get_params_groups_with_decay: no decay on biases (the
+    patch embedding's too), norms and LayerScale; decay on the tokens,
+    the 1-D mask token included; the last layer in groups of its own."""
+    ctor = build(
+        dict(
+            layer_decay_rate=0.5,
+            decay_rule='dinov2',
+            custom_keys={'patch_embed': dict(lr_mult=0.2)},
+        )
+    )
+    model = StudentTeacher()
+    model.head = nn.Module()
+    model.head.mlp = nn.Linear(16, 4)
+    model.head.last_layer = nn.Linear(4, 8, bias=False)
+    groups = ctor(model).optimizer.param_groups
+    by_name = {name: g for g in groups for name in g['param_names']}
+    wd = {name: g['weight_decay'] for name, g in by_name.items()}
+    assert model.backbone.mask_token.ndim == 1
+    for name in ('mask_token', 'cls_token', 'pos_embed'):
+        assert wd[f'backbone.{name}'] == pytest.approx(0.04), name
+    assert wd['backbone.patch_embed.projection.weight'] == pytest.approx(0.04)
+    assert wd['backbone.patch_embed.projection.bias'] == 0
+    assert wd['backbone.layers.0.ln1.weight'] == 0
+    assert wd['backbone.layers.0.attn.gamma1.weight'] == 0
+    assert wd['backbone.layers.0.attn.qkv.bias'] == 0
+    assert wd['head.mlp.weight'] == pytest.approx(0.04)
+    # the patch embedding keeps its lr multiplier on top of the decay
+    assert by_name['backbone.patch_embed.projection.bias'][
+        'lr'
+    ] == pytest.approx(0.2 * 0.5**4)
+    last = by_name['head.last_layer.weight']
+    assert last['is_last_layer'] and last['param_names'] == [
+        'head.last_layer.weight'
+    ]
+    assert not by_name['head.mlp.weight']['is_last_layer']
+    with pytest.raises(ValueError, match='decay_rule'):
+        build(dict(decay_rule='dinov3'))(StudentTeacher())

@@ -199,7 +199,10 @@ def test_patch_grid_and_resize():
     # halving a 1x4 grid to 1x2 samples at source x = 0.5 and 2.5
     ramp = torch.tensor([0.0, 1.0, 2.0, 3.0]).view(1, 4, 1).double()
     out = resize_patch_grid(ramp, (1, 4), (1, 2))
-    assert out.shape == (1, 2, 1) and out.dtype == torch.float32
+    assert out.shape == (1, 2, 1) and out.dtype == torch.float64  # kept
+    assert resize_patch_grid(ramp.half(), (1, 4), (1, 2)).dtype == (
+        torch.float32  # 16-bit features resize in float32
+    )
     # bicubic (A=-0.75) at t=0.5: weights (-3, 19, 19, -3) / 32 on the
     # samples at -1, 0, 1, 2 (border clamped: 0, 0, 1, 2) -> 13/32, and
     # 83/32 by symmetry; bilinear would give 0.5 and 2.5, align_corners=True

@@ -36,8 +36,15 @@ MixMIM      8      1.337 -> 1.218, 8.9 %   1.346 -> 1.344 (0.2)   4 %
 MaskFeat    4      0.394 -> 0.244, 38.1 %  0.444 -> 0.443 (0.5)   15 %
 BEiT        4      4.040 -> 3.721, 7.9 %   4.113 -> 4.108 (0.2)   3.5 %
 BEiT v2     6      8.346 -> 8.151, 2.3 %   8.373 -> 8.386 (0.2)   1 %
-DINOv3      5      9.787 -> 9.394, 4.0 %   9.790 -> 9.758 (0.4)   2 %
+DINOv3      8      8.794 -> 8.563, 2.6 %   8.794 -> 8.803 (0.2)   1.2 %
 ==========  =====  ======================  =====================  ======
+
+DINOv3 re-measured 2026-11-29 with its plain prototype layers
+(``DINOHead(weight_norm=False)``, as facebookresearch/dinov3): its loss
+starts lower and falls more slowly at first (5 iterations: 1.4 % against
+0.24 % at lr 0), so it runs 8 (measured with this module's ``demo_cfg``
+and ``LossCurve``: 30 iterations at lr 0, 12 as configured; the
+weight-normalised heads gave 9.787 -> 9.394, 4.0 % in 5).
 
 Broken on purpose (``optim_wrapper.optimizer.lr=0``), every case fails
 with the lr-0 figures above. Notes per demo:
@@ -96,7 +103,11 @@ CASES = {
     ),
     'beit': ('configs/beit/beit_vit-tiny-p4_1xb64-4e_demo.py', 4, 0.035),
     'beitv2': ('configs/beitv2/beitv2_vit-tiny-p4_1xb64-4e_demo.py', 6, 0.01),
-    'dinov3': ('configs/dinov3/dinov3_vit-tiny-p4_1xb64-10e_demo.py', 5, 0.02),
+    'dinov3': (
+        'configs/dinov3/dinov3_vit-tiny-p4_1xb64-10e_demo.py',
+        8,
+        0.012,
+    ),
 }
 
 

@@ -84,3 +84,33 @@ def test_dino_head_trainable_gain_and_one_layer():
         rtol=1e-5,
         atol=1e-6,
     )
+
+
+def test_dino_head_plain_prototype_layer():
+    """weight_norm=False: DINOv3's plain Linear, one trainable weight,
+    logits = normalised bottleneck @ W^T; fixed norms are refused."""
+    cfg = dict(
+        type='DINOHead',
+        in_channels=8,
+        n_prototypes=10,
+        hidden_channels=16,
+        bottleneck_channels=4,
+        norm_last_layer=False,
+        weight_norm=False,
+    )
+    head = MODELS.build(cfg)
+    last = head.last_layer
+    assert type(last) is torch.nn.Linear and last.bias is None
+    assert [k for k in head.state_dict() if 'last_layer' in k] == [
+        'last_layer.weight'
+    ]
+    assert 0.0 < last.weight.std() < 0.04  # truncated normal, std 0.02
+    x = torch.randn(3, 8)
+    z = torch.nn.functional.normalize(head.mlp(x), dim=-1)
+    assert torch.allclose(head(x), z @ last.weight.T)
+    try:
+        MODELS.build(dict(cfg, norm_last_layer=True))
+    except ValueError as err:
+        assert 'set norm_last_layer=False' in str(err)
+    else:
+        raise AssertionError('norm_last_layer=True was accepted')
