@@ -95,6 +95,13 @@ def parse_args(argv=None) -> argparse.Namespace:
         default=2048,
         help='evenly spaced images of the folder (default 2048)',
     )
+    parser.add_argument(
+        '--threads',
+        type=int,
+        help="torch CPU threads (default: this process's share of the "
+        'cores, less one per dataloader worker; OMP_NUM_THREADS is '
+        'respected)',
+    )
     add_trusted_argument(parser)
     add_cfg_options_arguments(parser)
     args = parser.parse_args(argv)
@@ -107,11 +114,16 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def main(argv=None) -> dict:
     from mmssl.config.cli import load_tool_config
+    from mmssl.engine.runner.workers import fit_threads_to_machine
     from mmssl.evaluation.dense_figure import grid_picture
     from mmssl.utils import register_all_modules
 
     args = parse_args(argv)
     register_all_modules()
+    if args.task not in ('knn', 'linear', 'finetune'):  # no runner: here
+        note = fit_threads_to_machine(threads=args.threads)
+        if note:
+            print(note)
     name = osp.splitext(osp.basename(args.config))[0]
     args.work_dir = args.work_dir or osp.join('work_dirs', 'eval', name)
     picture = None

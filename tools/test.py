@@ -56,6 +56,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     )
     add_trusted_argument(parser)
     parser.add_argument(
+        '--threads',
+        type=int,
+        help="torch CPU threads (default: this process's share of the cores, "
+        'less one per dataloader worker; OMP_NUM_THREADS is respected)',
+    )
+    parser.add_argument(
         '--debug',
         action='store_true',
         help='show the traceback of a user error instead of one line',
@@ -114,6 +120,7 @@ def main(argv=None) -> dict:
     from mmssl.config.reading import load_config_file
     from mmssl.engine.runner import build_runner, setup_distributed_cfg
     from mmssl.engine.runner.lifecycle import WorkDirTidy
+    from mmssl.engine.runner.workers import set_threads_in_cfg
     from mmssl.utils import register_all_modules
 
     register_all_modules()
@@ -132,6 +139,7 @@ def main(argv=None) -> dict:
     except (UnknownConfigKeyError, IndexError, TypeError) as exc:
         print(f'error: {exc}', file=sys.stderr)
         sys.exit(2)
+    set_threads_in_cfg(cfg, args.threads)
     if cfg.get('test_dataloader') is None or cfg.get('test_cfg') is None:
         print(
             f'error: {args.config} has no test_dataloader/test_cfg to run.',

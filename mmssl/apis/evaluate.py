@@ -223,6 +223,7 @@ def run_knn_task(args: Namespace) -> Dict:
         trusted=args.trusted,
         cfg_options=args.cfg_options,
         allow_new_keys=args.allow_new_keys,
+        threads=args.threads,
     )
     return {k: float(v) for k, v in run_knn(knn_args).items()}
 
@@ -275,6 +276,7 @@ def run_finetune(cfg, args: Namespace) -> Dict:
         ValueError: ``cfg`` is not an ``ImageClassifier`` config.
     """
     from mmssl.apis.train import build_train_runner
+    from mmssl.engine.runner.workers import set_threads_in_cfg
 
     model = cfg.model
     if model.get('type') != 'ImageClassifier':
@@ -303,6 +305,7 @@ def run_finetune(cfg, args: Namespace) -> Dict:
                 _set_data_folder(cfg[f'{split}_dataloader'], args.data, split)
         cfg.test_dataloader = cfg.test_cfg = cfg.test_evaluator = None
     cfg.work_dir = args.work_dir
+    set_threads_in_cfg(cfg, args.threads)
     runner = build_train_runner(cfg)
     runner.train()
     metrics = runner.val_loop_once()

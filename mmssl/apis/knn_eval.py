@@ -174,11 +174,13 @@ def run_knn(args) -> dict:
     )
     from mmssl.config.cli import load_tool_config
     from mmssl.engine.runner import build_runner
+    from mmssl.engine.runner.workers import set_threads_in_cfg
     from mmssl.utils import register_all_modules
 
     register_all_modules()
     cfg = load_tool_config(args.config, args.cfg_options, args.allow_new_keys)
     prepare_cfg(cfg, args)
+    set_threads_in_cfg(cfg, getattr(args, 'threads', None))
     runner = build_runner(cfg)
     skipped = _skipped_files_hook()
     runner.register_hook(skipped)

@@ -32,7 +32,7 @@ from .distributed import cpu_model_wrapper_cfg
 from .lifecycle import RunLifecycleMixin
 from .loops import resumable_loop_cfg
 from .sharded_checkpoints import sharded_checkpoints_wanted
-from .workers import fit_dataloader_to_machine
+from .workers import fit_dataloader_to_machine, fit_threads_to_machine
 
 __all__ = ['LOOP_STATE_KEY', 'SSLRunner', 'build_runner', 'unique_timestamp']
 
@@ -126,6 +126,11 @@ class SSLRunner(RunLifecycleMixin, CheckpointingMixin, Runner):
         reference DINOv2 training does; False keeps full float32.
 
         mmengine names a run (logger, visualizer, default scope) after the
+        ``env_cfg.threads`` (or ``OMP_NUM_THREADS``) sets torch's CPU
+        threads; without either, a CPU run takes its share of the cores
+        (:func:`~.workers.fit_threads_to_machine`), said in one log line.
+
+        mmengine names a run (logger, visualizer, default scope) after the
         second it started, ``<config>_<YYYYmmdd_HHMMSS>``, and hands back
         the existing instance for a name it has seen: a second run started
         in the same second by the same process (``mmssl.apis.train``
@@ -134,6 +139,12 @@ class SSLRunner(RunLifecycleMixin, CheckpointingMixin, Runner):
         history, so the ranks agree on it.
         """
         quiet_known_warnings()  # before mmengine's setup warns
+        # before mmengine sets OMP_NUM_THREADS for distributed runs: only
+        # the user's (or the launcher's) value counts as chosen
+        self._threads_note = fit_threads_to_machine(
+            workers=_loader_workers(self),
+            threads=(env_cfg or {}).get('threads'),
+        )
         super().setup_env(env_cfg)
         quiet_known_warnings(get_rank())
         self._timestamp = unique_timestamp(self._timestamp)
@@ -145,6 +156,9 @@ class SSLRunner(RunLifecycleMixin, CheckpointingMixin, Runner):
         if shorten_console(logger):
             path = log_file or osp.join(self._log_dir, f'{self.timestamp}.log')
             logger.info(f'environment, config and hook order: in {path} only')
+        note = getattr(self, '_threads_note', None)
+        if note:
+            logger.info(note)
         return logger
 
     @classmethod
@@ -341,6 +355,18 @@ class SSLRunner(RunLifecycleMixin, CheckpointingMixin, Runner):
 # Older configs and tools name the CPU-aware runner; it is SSLRunner.
 RUNNERS.register_module(name='CPUAwareRunner', module=SSLRunner)
 CPUAwareRunner = SSLRunner
+
+
+def _loader_workers(runner) -> int:
+    """``num_workers`` of the loader the run uses first (train, else
+    test, else val), as configured."""
+    for name in ('_train_dataloader', '_test_dataloader', '_val_dataloader'):
+        loader = getattr(runner, name, None)
+        if isinstance(loader, dict):
+            return int(loader.get('num_workers', 0) or 0)
+        if loader is not None and hasattr(loader, 'num_workers'):
+            return int(loader.num_workers)
+    return 0
 
 
 def _fit_to_machine(dataloader):
