@@ -25,15 +25,21 @@ CKPT is any file the warm-start loader reads (an mmssl checkpoint, whose
 teacher backbone is measured; the DINOv2/DINOv3 hub, timm or HF layouts).
 Without it the config's random init is measured, and the output says so:
 "trained vs random init" is two commands. A checkpoint that does not hold
-the config's backbone stops the tool (exit 1, one line). The last line is
-the headline figure (``seg/mIoU: 41.27``); every figure is written to
-WORK_DIR/eval_TASK.json, the picture (image | ground truth | prediction;
-for rank the spectra) to WORK_DIR/eval_TASK.png. docs/en/evaluation.md
+the config's backbone stops the tool (exit 1, one line) before anything
+is computed. The last line is the headline figure with the data and the
+weights (``knn/top1: 94.99  [data data/demo (1438 bank / 359 queries);
+weights epoch_10.pth (sha256 0123456789ab)]``). Each run writes its own
+WORK_DIR/eval_TASK_<date>_<time>.json (every figure, and under ``run``
+the config, checkpoint or "random init", its SHA-256, the data and its
+counts, the date and the command) and picture (image | ground truth |
+prediction; for rank the spectra), and copies them to
+WORK_DIR/eval_TASK.json and .png (the latest run). docs/en/evaluation.md
 has the details.
 """
 
 import argparse
 import os.path as osp
+import sys
 
 from mmssl.apis import evaluate as eval_tasks
 from mmssl.apis.rank_eval import run_rank
@@ -112,61 +118,66 @@ def parse_args(argv=None) -> argparse.Namespace:
     return args
 
 
-def main(argv=None) -> dict:
+def run_task(args: argparse.Namespace):
+    """Run ``args.task``; ``(metrics, picture or None)``."""
     from mmssl.config.cli import load_tool_config
-    from mmssl.engine.runner.workers import fit_threads_to_machine
     from mmssl.evaluation.dense_figure import grid_picture
+
+    if args.task in ('knn', 'linear'):
+        return eval_tasks.run_knn_task(args), None
+    cfg = load_tool_config(args.config, args.cfg_options, args.allow_new_keys)
+    if args.task == 'rank':
+        try:
+            return run_rank(cfg, args)
+        except (FileNotFoundError, ValueError) as err:
+            raise SystemExit(f'error: {err}') from None
+    if args.task == 'finetune':
+        try:
+            return eval_tasks.run_finetune(cfg, args), None
+        except (ValueError, RuntimeError) as err:
+            # e.g. PretrainedStrip: fewer tensors loaded than min_match
+            raise SystemExit(f'error: {str(err).splitlines()[0]}') from None
+    run = eval_tasks.run_seg if args.task == 'seg' else eval_tasks.run_depth
+    try:
+        metrics, samples, k = run(cfg, args)
+    except (FileNotFoundError, ValueError, OSError) as err:
+        raise SystemExit(f'error: {err}') from None
+    return metrics, grid_picture(samples, args.task, k, args.max_depth)
+
+
+def main(argv=None) -> dict:
+    from mmssl.engine.runner.workers import fit_threads_to_machine
+    from mmssl.evaluation.records import headline, run_record, write_result
     from mmssl.utils import register_all_modules
 
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parse_args(argv)
     register_all_modules()
+    name = osp.splitext(osp.basename(args.config))[0]
+    args.work_dir = args.work_dir or osp.join('work_dirs', 'eval', name)
     if args.task not in ('knn', 'linear', 'finetune'):  # no runner: here
         note = fit_threads_to_machine(threads=args.threads)
         if note:
             print(note)
-    name = osp.splitext(osp.basename(args.config))[0]
-    args.work_dir = args.work_dir or osp.join('work_dirs', 'eval', name)
-    picture = None
-    if args.task in ('knn', 'linear'):
-        metrics = eval_tasks.run_knn_task(args)
-    elif args.task == 'rank':
-        cfg = load_tool_config(
-            args.config, args.cfg_options, args.allow_new_keys
-        )
-        try:
-            metrics, picture = run_rank(cfg, args)
-        except (FileNotFoundError, ValueError) as err:
-            raise SystemExit(f'error: {err}') from None
-    elif args.task == 'finetune':
-        cfg = load_tool_config(
-            args.config, args.cfg_options, args.allow_new_keys
-        )
-        try:
-            metrics = eval_tasks.run_finetune(cfg, args)
-        except (ValueError, RuntimeError) as err:
-            # e.g. PretrainedStrip: fewer tensors loaded than min_match
-            raise SystemExit(f'error: {str(err).splitlines()[0]}') from None
-    else:
-        cfg = load_tool_config(
-            args.config, args.cfg_options, args.allow_new_keys
-        )
-        run = (
-            eval_tasks.run_seg if args.task == 'seg' else eval_tasks.run_depth
-        )
-        try:
-            metrics, samples, k = run(cfg, args)
-        except (FileNotFoundError, ValueError, OSError) as err:
-            raise SystemExit(f'error: {err}') from None
-        picture = grid_picture(samples, args.task, k, args.max_depth)
-    for path in eval_tasks.write_outputs(
-        args.work_dir, args.task, metrics, picture
+    args.counts = {}
+    metrics, picture = run_task(args)
+    record = run_record(
+        args.task,
+        args.config,
+        args.checkpoint,
+        args.data,
+        args.counts,
+        ['tools/eval.py'] + argv,
+    )
+    for path in write_result(
+        args.work_dir, args.task, metrics, record, picture
     ):
         print(f'wrote {path}')
-    for key, value in metrics.items():
-        if '/IoU.' not in key:
-            print(f'{key}: {value:.4f}')
-    headline = eval_tasks.HEADLINE[args.task]
-    print(f'{headline}: {metrics[headline]:.2f}')
+    key = eval_tasks.HEADLINE[args.task]
+    for name, value in metrics.items():
+        if '/IoU.' not in name and name != key:
+            print(f'{name}: {value:.4f}')
+    print(headline(key, metrics[key], record))
     return metrics
 
 

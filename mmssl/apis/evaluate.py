@@ -2,13 +2,11 @@
 
 Each task loads the weights through
 :mod:`mmssl.evaluation.load_backbone` (or says that it measures the
-random init), runs, and returns ``(metrics, headline
-key)``; :func:`write_outputs` writes ``eval_<task>.json`` (every figure)
-and ``eval_<task>.png`` (the picture) in the work dir.
+random init), runs, and returns its metrics; ``args.counts`` gets the
+image counts for the run's record (:mod:`mmssl.evaluation.records`
+writes the files).
 """
 
-import json
-import os
 import os.path as osp
 from argparse import Namespace
 from typing import Dict, Tuple
@@ -146,6 +144,7 @@ def run_seg(cfg, args: Namespace) -> Tuple[Dict, list, int]:
     args.layout = layout
     train = limit(seg_pairs(args.data, 'train', layout), args.max_train)
     val = limit(seg_pairs(args.data, 'val', layout), args.max_val)
+    args.counts = dict(train=len(train), val=len(val))
     featurizer, what = dense_featurizer(cfg, args)
     print(f'Loaded {what}')
     k = _num_classes(args)
@@ -176,6 +175,7 @@ def run_depth(cfg, args: Namespace) -> Tuple[Dict, list, int]:
     layout = args.layout or 'folder'
     train = limit(depth_pairs(args.data, 'train', layout), args.max_train)
     val = limit(depth_pairs(args.data, 'val', layout), args.max_val)
+    args.counts = dict(train=len(train), val=len(val))
     featurizer, what = dense_featurizer(cfg, args)
     print(f'Loaded {what}')
     settings = probe_settings(cfg, args)
@@ -225,21 +225,9 @@ def run_knn_task(args: Namespace) -> Dict:
         allow_new_keys=args.allow_new_keys,
         threads=args.threads,
     )
-    return {k: float(v) for k, v in run_knn(knn_args).items()}
-
-
-def write_outputs(work_dir: str, task: str, metrics: Dict, picture) -> list:
-    """``eval_<task>.json`` and, with a picture, ``eval_<task>.png``."""
-    import cv2
-
-    os.makedirs(work_dir, exist_ok=True)
-    written = [osp.join(work_dir, f'eval_{task}.json')]
-    with open(written[0], 'w') as f:
-        json.dump(metrics, f, indent=2)
-    if picture is not None:
-        written.append(osp.join(work_dir, f'eval_{task}.png'))
-        cv2.imwrite(written[1], picture)
-    return written
+    args.counts = {}
+    metrics = run_knn(knn_args, counts=args.counts)
+    return {k: float(v) for k, v in metrics.items()}
 
 
 def _set_data_folder(loader, root: str, split: str) -> None:

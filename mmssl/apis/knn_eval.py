@@ -165,8 +165,19 @@ def load_weights(
     return loaded.summary()
 
 
-def run_knn(args) -> dict:
-    """Prepare the config from ``args`` (see knn_eval.py), load, test."""
+def dataset_counts(dataset) -> dict:
+    """``{'bank': N, 'queries': M}`` of a kNN dataset, else ``{'images':
+    N}``."""
+    bank = getattr(dataset, 'bank', None)
+    query = getattr(dataset, 'query', None)
+    if bank is not None and query is not None:
+        return dict(bank=len(bank), queries=len(query))
+    return dict(images=len(dataset))
+
+
+def run_knn(args, counts: dict = None) -> dict:
+    """Prepare the config from ``args`` (see knn_eval.py), load, test;
+    ``counts`` (when given) gets :func:`dataset_counts` of the test set."""
     from mmssl.checkpoint import (
         exit_on_untrusted,
         loading_policy,
@@ -210,6 +221,8 @@ def run_knn(args) -> dict:
         if args.pool == 'patch-mean':
             pool_patch_mean(runner.model)
         metrics = runner.test()
+    if counts is not None:
+        counts.update(dataset_counts(runner.test_dataloader.dataset))
     for path, reason in sorted(skipped.bad.items()):
         print(f'skipped bad file {path}: {reason}')
     return metrics
