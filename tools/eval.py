@@ -108,6 +108,11 @@ def parse_args(argv=None) -> argparse.Namespace:
         'cores, less one per dataloader worker; OMP_NUM_THREADS is '
         'respected)',
     )
+    parser.add_argument(
+        '--debug',
+        action='store_true',
+        help='show the traceback of a user error instead of one line',
+    )
     add_trusted_argument(parser)
     add_cfg_options_arguments(parser)
     args = parser.parse_args(argv)
@@ -116,6 +121,25 @@ def parse_args(argv=None) -> argparse.Namespace:
     if args.task in ('seg', 'depth') and not args.data:
         parser.error(f'--task {args.task} needs --data ROOT')
     return args
+
+
+def refuse(err: ValueError, cfg, args: argparse.Namespace) -> None:
+    """A value the config gives and the build refused: one line with the
+    nearest valid values, exit 2 (``--debug``: the traceback); any other
+    ValueError: its message, exit 1."""
+    from mmssl.apis.errors import (
+        config_build_error,
+        find_config_value,
+        root_message,
+    )
+
+    if not find_config_value(cfg, root_message(err)):
+        raise SystemExit(f'error: {err}') from None
+    if args.debug:
+        raise err
+    error = config_build_error(err, cfg)
+    print(f'error: {error}', file=sys.stderr, flush=True)
+    sys.exit(error.exit_code)
 
 
 def run_task(args: argparse.Namespace):
@@ -129,8 +153,10 @@ def run_task(args: argparse.Namespace):
     if args.task == 'rank':
         try:
             return run_rank(cfg, args)
-        except (FileNotFoundError, ValueError) as err:
+        except FileNotFoundError as err:
             raise SystemExit(f'error: {err}') from None
+        except ValueError as err:
+            refuse(err, cfg, args)
     if args.task == 'finetune':
         try:
             return eval_tasks.run_finetune(cfg, args), None
@@ -140,9 +166,49 @@ def run_task(args: argparse.Namespace):
     run = eval_tasks.run_seg if args.task == 'seg' else eval_tasks.run_depth
     try:
         metrics, samples, k = run(cfg, args)
-    except (FileNotFoundError, ValueError, OSError) as err:
+    except (FileNotFoundError, OSError) as err:
         raise SystemExit(f'error: {err}') from None
+    except ValueError as err:
+        refuse(err, cfg, args)
     return metrics, grid_picture(samples, args.task, k, args.max_depth)
+
+
+def run_checked(args: argparse.Namespace):
+    """:func:`run_task`; what it leaves in a new work dir is removed when
+    it fails, and a config value the build refuses is one line (exit 2)
+    unless ``--debug``."""
+    from mmssl.apis.errors import BUILD_ERRORS, config_build_error
+    from mmssl.config.cli import load_tool_config
+    from mmssl.engine.runner.lifecycle import WorkDirTidy
+
+    tidy = WorkDirTidy(args.work_dir)
+    try:
+        return run_task(args)
+    except BUILD_ERRORS as exc:
+        tidy.tidy()
+        if args.debug:
+            raise
+        cfg = load_tool_config(
+            args.config, args.cfg_options, args.allow_new_keys
+        )
+        error = config_build_error(exc, cfg)
+        print(f'error: {error}', file=sys.stderr, flush=True)
+        sys.exit(error.exit_code)
+    except FileNotFoundError as err:  # e.g. --data without train/ val/
+        tidy.tidy()
+        if args.debug:
+            raise
+        hint = ''
+        if args.task in ('knn', 'linear'):
+            hint = (
+                ' --data ROOT takes ROOT/train/<class>/<image> (the bank) '
+                'and ROOT/val/<class>/<image> (the queries).'
+            )
+        print(f'error: {err}{hint}', file=sys.stderr, flush=True)
+        sys.exit(2)
+    except SystemExit:
+        tidy.tidy()
+        raise
 
 
 def main(argv=None) -> dict:
@@ -160,7 +226,7 @@ def main(argv=None) -> dict:
         if note:
             print(note)
     args.counts = {}
-    metrics, picture = run_task(args)
+    metrics, picture = run_checked(args)
     record = run_record(
         args.task,
         args.config,

@@ -115,7 +115,12 @@ def load_for_test(runner, cfg, args) -> str:
 
 def main(argv=None) -> dict:
     args = parse_args(argv)
-    from mmssl.apis.errors import UserError, missing_config_error
+    from mmssl.apis.errors import (
+        BUILD_ERRORS,
+        UserError,
+        config_build_error,
+        missing_config_error,
+    )
     from mmssl.config.options import UnknownConfigKeyError, merge_cfg_options
     from mmssl.config.reading import load_config_file
     from mmssl.engine.runner import build_runner, setup_distributed_cfg
@@ -177,11 +182,19 @@ def main(argv=None) -> dict:
         cfg.trust_checkpoint = True
 
     tidy = WorkDirTidy(cfg.work_dir)
-    runner = build_runner(cfg)
+    try:
+        runner = build_runner(cfg)
+    except BUILD_ERRORS as exc:  # a value the build refused: one line
+        tidy.tidy()
+        raise config_build_error(exc, cfg) from exc
     for line in notes:
         runner.logger.warning(line)
     with exit_on_untrusted(), loading_policy(trusted, args.checkpoint):
-        print(f'mmssl: loaded {load_for_test(runner, cfg, args)}')
+        try:
+            print(f'mmssl: loaded {load_for_test(runner, cfg, args)}')
+        except SystemExit:  # not the config's backbone: no log folders
+            tidy.tidy()
+            raise
         try:  # a missing test folder is one line, not a trace
             runner._test_loop = runner.build_test_loop(runner._test_loop)
         except FileNotFoundError as exc:

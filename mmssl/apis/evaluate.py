@@ -224,6 +224,8 @@ def run_knn_task(args: Namespace) -> Dict:
         cfg_options=args.cfg_options,
         allow_new_keys=args.allow_new_keys,
         threads=args.threads,
+        folder_flags='--data ROOT (ROOT/train/<class>/<image> the bank, '
+        'ROOT/val/<class>/<image> the queries)',
     )
     args.counts = {}
     metrics = run_knn(knn_args, counts=args.counts)

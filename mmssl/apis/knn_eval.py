@@ -62,9 +62,12 @@ def prepare_cfg(cfg, args) -> None:
     if args.train_folder:
         use_folders(cfg, args)
     if 'test_dataloader' not in cfg:
+        flags = getattr(
+            args, 'folder_flags', '--train-folder DIR --val-folder DIR'
+        )
         raise SystemExit(
-            'error: the config has no test_dataloader; give labelled '
-            'folders with --train-folder DIR --val-folder DIR.'
+            f'error: {args.config} has no test_dataloader; give labelled '
+            f'folders with {flags}.'
         )
     if args.batch_size:
         cfg.test_dataloader.batch_size = args.batch_size

@@ -155,7 +155,11 @@ class SSLRunner(RunLifecycleMixin, CheckpointingMixin, Runner):
         logger = super().build_logger(log_level, log_file, **kwargs)
         if shorten_console(logger):
             path = log_file or osp.join(self._log_dir, f'{self.timestamp}.log')
-            logger.info(f'environment, config and hook order: in {path} only')
+            # said when the run starts (train/val/test): a failed start or
+            # a dry run removes the file and must not point at it
+            self._log_file_note = (
+                f'environment, config and hook order: in {path} only'
+            )
         note = getattr(self, '_threads_note', None)
         if note:
             logger.info(note)
