@@ -212,6 +212,9 @@ def run_checked(args: argparse.Namespace):
 
 
 def main(argv=None) -> dict:
+    from mmengine.logging import MMLogger
+
+    from mmssl.engine.runner.console import shorten_console
     from mmssl.engine.runner.workers import fit_threads_to_machine
     from mmssl.evaluation.records import headline, run_record, write_result
     from mmssl.utils import register_all_modules
@@ -219,6 +222,8 @@ def main(argv=None) -> dict:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parse_args(argv)
     register_all_modules()
+    # no per-parameter init_weights records on the console
+    shorten_console(MMLogger.get_current_instance())
     name = osp.splitext(osp.basename(args.config))[0]
     args.work_dir = args.work_dir or osp.join('work_dirs', 'eval', name)
     if args.task not in ('knn', 'linear', 'finetune'):  # no runner: here

@@ -143,7 +143,9 @@ def _random_and_trained(cfg, args: Namespace, loader) -> Dict:
                 f'No --checkpoint: the RANDOM INIT of {args.config} '
                 f'(init_weights(), seed {seed})'
             )
-            return {'random init': _features(random_init(), loader, 'random')}
+            return {
+                'random init': _features(random_init(), loader, 'random init')
+            }
         model = random_init()
         what = load_weights(
             model, args.checkpoint, args.prefix, trusted, args.config
@@ -151,7 +153,7 @@ def _random_and_trained(cfg, args: Namespace, loader) -> Dict:
         print(f'Loaded {what}')
         feats['trained'] = _features(model, loader, 'trained')
         del model
-        feats['random init'] = _features(random_init(), loader, 'random')
+        feats['random init'] = _features(random_init(), loader, 'random init')
     return {k: feats[k] for k in ('random init', 'trained')}
 
 

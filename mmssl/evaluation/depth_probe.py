@@ -21,7 +21,8 @@ from typing import Dict, List
 import numpy as np
 import torch
 import torch.nn.functional as F
-from tqdm import tqdm
+
+from mmssl.utils.progress import progress
 
 from .dense_data import read_depth, read_image
 from .dense_metrics import depth_image_metrics, mean_metrics
@@ -93,7 +94,7 @@ def run_depth_probe(
         raise ValueError(f'depth mode {mode!r}; one of {DEPTH_MODES}')
     torch.manual_seed(settings.seed)
     images, depths = [], []
-    for image_path, depth_path in tqdm(
+    for image_path, depth_path in progress(
         train_pairs, desc='reading', leave=False
     ):
         image = read_image(image_path)
@@ -141,7 +142,7 @@ def run_depth_probe(
         'depth probe',
     )
     per_image, samples = [], []
-    for image_path, depth_path in tqdm(
+    for image_path, depth_path in progress(
         val_pairs, desc='depth eval', leave=False
     ):
         image = read_image(image_path)

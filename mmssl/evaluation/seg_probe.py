@@ -17,7 +17,8 @@ from typing import Dict, List
 import numpy as np
 import torch
 import torch.nn.functional as F
-from tqdm import tqdm
+
+from mmssl.utils.progress import progress
 
 from .dense_data import IGNORE_INDEX, read_image, read_mask
 from .dense_metrics import confusion_matrix, segmentation_metrics
@@ -61,7 +62,7 @@ def seg_score(num_classes: int):
 def load_train_set(pairs, crop, num_classes, reduce_zero_label):
     """Training views: images (list of uint8) and labels (N, crop, crop)."""
     images, labels = [], []
-    for image_path, mask_path in tqdm(pairs, desc='reading', leave=False):
+    for image_path, mask_path in progress(pairs, desc='reading', leave=False):
         image = read_image(image_path)
         mask = read_mask(
             mask_path, image.shape, num_classes, reduce_zero_label
@@ -109,7 +110,9 @@ def run_seg_probe(
     )
     conf = torch.zeros(num_classes, num_classes, dtype=torch.long)
     samples = []
-    for image_path, mask_path in tqdm(val_pairs, desc='seg eval', leave=False):
+    for image_path, mask_path in progress(
+        val_pairs, desc='seg eval', leave=False
+    ):
         image = read_image(image_path)
         mask = torch.from_numpy(
             read_mask(mask_path, image.shape, num_classes, reduce_zero_label)

@@ -32,6 +32,9 @@ QUIET_RECORDS = (
     r'"FileClient" will be deprecated in future',
     r'"HardDiskBackend" is the alias of "LocalBackend"',
     r'Exp name: ',
+    # mmengine's init_weights dumps one record per parameter when the
+    # logger has no file (tools that build a model without a runner)
+    r'\n\S+ - torch\.Size\(',
 )
 
 #: ``(category, message regex)`` of Python warnings that are not shown:

@@ -93,3 +93,15 @@ def test_runner_sets_threads_and_logs_one_line(
     cfg.env_cfg = dict(cfg.get('env_cfg') or {}, threads=2)
     build_runner(cfg)
     assert torch.get_num_threads() == 2
+
+
+def test_eval_loaders_cap_workers_at_the_cores():
+    """RankMeHook's loader took a training config's 8 workers on 2 cores
+    (and torch warned about it)."""
+    from mmssl.engine.hooks.feature_eval_hook import build_eval_loader
+
+    loader = build_eval_loader(
+        dict(batch_size=2, num_workers=available_cpus() + 6,
+             dataset=list(range(4)))
+    )  # fmt: skip
+    assert loader.num_workers == available_cpus()
