@@ -109,6 +109,12 @@ def parse_args(argv=None) -> argparse.Namespace:
         'respected)',
     )
     parser.add_argument(
+        '--baseline',
+        action='store_true',
+        help='knn, linear, seg, depth: with --checkpoint, also measure the '
+        "config's random init in the same run and print the difference",
+    )
+    parser.add_argument(
         '--debug',
         action='store_true',
         help='show the traceback of a user error instead of one line',
@@ -170,7 +176,16 @@ def run_task(args: argparse.Namespace):
         raise SystemExit(f'error: {err}') from None
     except ValueError as err:
         refuse(err, cfg, args)
-    return metrics, grid_picture(samples, args.task, k, args.max_depth)
+    weights = (
+        osp.basename(args.checkpoint) if args.checkpoint else ('random init')
+    )
+    key = eval_tasks.HEADLINE[args.task]
+    title = (
+        f'{args.task} probe of {weights} on {args.data}: {key} '
+        f'{metrics[key]:.2f}'
+    )
+    picture = grid_picture(samples, args.task, k, args.max_depth, title=title)
+    return metrics, picture
 
 
 def run_checked(args: argparse.Namespace):
@@ -211,6 +226,55 @@ def run_checked(args: argparse.Namespace):
         raise
 
 
+#: Tasks whose --baseline measures the random init in the same run
+#: (rank always does; finetune trains, far from cheap).
+BASELINE_TASKS = ('knn', 'linear', 'seg', 'depth')
+
+#: The floor of the data beside each headline: its key, what it is.
+FLOORS = {
+    'knn': ('knn/floor_top1', "the bank's most frequent class for all"),
+    'linear': ('knn/floor_top1', "the bank's most frequent class for all"),
+    'seg': ('seg/floor_mIoU', 'the most frequent class everywhere'),
+    'depth': ('depth/floor_rmse', 'the mean training depth everywhere'),
+}
+
+
+def random_init_metrics(args: argparse.Namespace) -> dict:
+    """The headline of the config's random init on the same data:
+    ``{'TASK/random_init_NAME': value}``."""
+    import copy
+
+    print('--baseline: the same measurement at random init')
+    base = copy.copy(args)
+    base.checkpoint, base.counts = None, {}
+    base_metrics, _ = run_checked(base)
+    key = eval_tasks.HEADLINE[args.task]
+    task, name = key.split('/')
+    return {f'{task}/random_init_{name}': base_metrics[key]}
+
+
+def comparison_lines(task: str, metrics: dict) -> list:
+    """The floor of the data and, after --baseline, the random init,
+    each with its difference from the headline figure."""
+    key = eval_tasks.HEADLINE[task]
+    value, lines = metrics[key], []
+    if task in FLOORS and FLOORS[task][0] in metrics:
+        floor_key, what = FLOORS[task]
+        floor = metrics[floor_key]
+        lines.append(
+            f'floor of the data ({what}): {key.split("/")[1]} {floor:.2f}, '
+            f'{key} {value - floor:+.2f} from it'
+        )
+    task_, name = key.split('/')
+    base = metrics.get(f'{task_}/random_init_{name}')
+    if base is not None:
+        lines.append(
+            f'random init of the same config: {name} {base:.2f}, '
+            f'{key} {value - base:+.2f} from it'
+        )
+    return lines
+
+
 def main(argv=None) -> dict:
     from mmengine.logging import MMLogger
 
@@ -232,6 +296,8 @@ def main(argv=None) -> dict:
             print(note)
     args.counts = {}
     metrics, picture = run_checked(args)
+    if args.baseline and args.checkpoint and args.task in BASELINE_TASKS:
+        metrics.update(random_init_metrics(args))
     record = run_record(
         args.task,
         args.config,
@@ -248,6 +314,8 @@ def main(argv=None) -> dict:
     for name, value in metrics.items():
         if '/IoU.' not in name and name != key:
             print(f'{name}: {value:.4f}')
+    for line in comparison_lines(args.task, metrics):
+        print(line)
     print(headline(key, metrics[key], record))
     return metrics
 

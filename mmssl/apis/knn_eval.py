@@ -178,6 +178,24 @@ def dataset_counts(dataset) -> dict:
     return dict(images=len(dataset))
 
 
+def majority_floor(dataset):
+    """Top-1 (percent) of answering the bank's most frequent class for
+    every query: the floor of the data; None without labels."""
+    import numpy as np
+
+    bank = getattr(dataset, 'bank', None)
+    query = getattr(dataset, 'query', None)
+    try:
+        bank_labels = np.asarray(bank.get_gt_labels())
+        query_labels = np.asarray(query.get_gt_labels())
+    except (AttributeError, TypeError, KeyError):
+        return None
+    if not len(bank_labels) or not len(query_labels):
+        return None
+    majority = np.bincount(bank_labels.astype(np.int64)).argmax()
+    return float((query_labels == majority).mean() * 100)
+
+
 def run_knn(args, counts: dict = None) -> dict:
     """Prepare the config from ``args`` (see knn_eval.py), load, test;
     ``counts`` (when given) gets :func:`dataset_counts` of the test set."""
@@ -224,8 +242,12 @@ def run_knn(args, counts: dict = None) -> dict:
         if args.pool == 'patch-mean':
             pool_patch_mean(runner.model)
         metrics = runner.test()
+    dataset = runner.test_dataloader.dataset
     if counts is not None:
-        counts.update(dataset_counts(runner.test_dataloader.dataset))
+        counts.update(dataset_counts(dataset))
+    floor = majority_floor(dataset)
+    if floor is not None:
+        metrics['knn/floor_top1'] = floor
     for path, reason in sorted(skipped.bad.items()):
         print(f'skipped bad file {path}: {reason}')
     return metrics
@@ -233,6 +255,7 @@ def run_knn(args, counts: dict = None) -> dict:
 
 __all__ = [
     'bn_recalibrate',
+    'majority_floor',
     'load_weights',
     'pool_patch_mean',
     'prepare_cfg',

@@ -21,7 +21,12 @@ import torch.nn.functional as F
 from mmssl.utils.progress import progress
 
 from .dense_data import IGNORE_INDEX, read_image, read_mask
-from .dense_metrics import confusion_matrix, segmentation_metrics
+from .dense_metrics import (
+    confusion_matrix,
+    constant_prediction_conf,
+    majority_class,
+    segmentation_metrics,
+)
 from .dense_probe import (
     Featurizer,
     LinearHead,
@@ -85,7 +90,9 @@ def run_seg_probe(
     """Train the probe on ``train_pairs``, measure it on ``val_pairs``.
 
     Returns:
-        dict: ``metrics`` (mIoU, aAcc, mAcc, IoU.k in percent), ``lr``
+        dict: ``metrics`` (mIoU, aAcc, mAcc, IoU.k in percent; the
+        floor: ``floor_mIoU``/``floor_mAcc`` of predicting the training
+        set's most frequent class, ``floor_class``, everywhere), ``lr``
         (the head's learning rate), ``sweep`` (the held-out mIoU of each
         swept learning rate, empty without a sweep), ``losses`` (per
         step), ``samples`` (the first ``keep`` validation ``(image,
@@ -128,8 +135,16 @@ def run_seg_probe(
         conf += confusion_matrix(pred, mask, num_classes)
         if len(samples) < keep:
             samples.append((image, mask.numpy(), pred.numpy()))
+    majority = majority_class(labels, num_classes)
+    floor = segmentation_metrics(constant_prediction_conf(conf, majority))
+    metrics = segmentation_metrics(conf)
+    metrics.update(
+        floor_mIoU=floor['mIoU'],
+        floor_mAcc=floor['mAcc'],
+        floor_class=majority,
+    )
     return dict(
-        metrics=segmentation_metrics(conf),
+        metrics=metrics,
         lr=lr,
         sweep=sweep,
         losses=losses,

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 
+from mmssl.evaluation.dense_figure import GAP, HEADER_HEIGHT
 from mmssl.evaluation.records import read_metrics
 from mmssl.registry import MODELS
 from mmssl.utils import register_all_modules
@@ -94,8 +95,9 @@ def test_seg_task_writes_figures_and_headline(tmp_path, capsys):
     import cv2
 
     picture = cv2.imread(osp.join(work, 'eval_seg.png'))
-    assert picture.shape[0] == 3 * (128 + 2)  # 3 val images, one row each
-    assert picture.shape[1] == 3 * 128  # image | truth | prediction
+    # a title band, then 3 val images, one row each
+    assert picture.shape[0] == HEADER_HEIGHT + 3 * (128 + 2)
+    assert picture.shape[1] == 3 * 128 + 2 * GAP  # image | truth | pred
 
 
 def test_seg_task_refuses_checkpoint_and_writes_nothing(
@@ -119,7 +121,9 @@ def test_depth_task_with_pixels_baseline(tmp_path, capsys):
     argv += ['--probe-lr', '0.05', '--n-bins', '32']
     metrics = _eval(argv)
     assert set(metrics) == {
-        'depth/rmse', 'depth/abs_rel', 'depth/delta1', 'depth/probe_lr'
+        'depth/rmse', 'depth/abs_rel', 'depth/delta1', 'depth/probe_lr',
+        'depth/floor_rmse', 'depth/floor_abs_rel', 'depth/floor_delta1',
+        'depth/floor_depth',
     }  # fmt: skip
     assert metrics['depth/probe_lr'] == 0.05  # one lr: no sweep
     out = capsys.readouterr().out
@@ -148,8 +152,10 @@ def test_linear_task_on_labelled_folders(tmp_path, capsys):
          '--work-dir', work]
     )  # fmt: skip
     assert set(metrics) == {
-        'knn/top1', 'knn/top5', 'linear/top1', 'linear/top5'
+        'knn/top1', 'knn/top5', 'linear/top1', 'linear/top5',
+        'knn/floor_top1',
     }  # fmt: skip
+    assert metrics['knn/floor_top1'] == 50.0  # 2 of 4 queries: class a
     out = capsys.readouterr().out
     assert 'RANDOM INIT' in out
     assert (
