@@ -106,3 +106,27 @@ def test_depth_floor_is_the_mean_training_depth(tmp_path, capsys):
     assert 'floor of the data (the mean training depth everywhere): rmse ' in (
         out
     )
+
+
+def test_probe_crop_follows_images_smaller_than_the_backbone(tmp_path, capsys):
+    from mmssl.apis.evaluate import default_crop
+    from mmssl.config import load_config
+
+    cfg = load_config(DEMO)  # ViT img_size 32, patch 4
+    small = tmp_path / 'small.png'
+    cv2.imwrite(str(small), np.zeros((19, 40, 3), np.uint8))
+    big = tmp_path / 'big.png'
+    cv2.imwrite(str(big), np.zeros((64, 64, 3), np.uint8))
+    assert default_crop(cfg, [(str(big), None)]) == (
+        32, "the backbone's img_size"
+    )  # fmt: skip
+    crop, source = default_crop(cfg, [(str(small), None), (str(big), None)])
+    assert (crop, source) == (16, "the images' short side; the backbone's "
+                              'is 32')  # fmt: skip
+    data = write_ade(tmp_path / 'ade', 2, 1)
+    argv = [DEMO, '--task', 'seg', '--data', data, '--num-classes', '2']
+    argv += ['--work-dir', str(tmp_path / 'w'), '--probe-iters', '2']
+    load_tool('eval.py').main(argv + ['--probe-lr', '0.01'])
+    assert "crop 16 (the images' short side; the backbone's is 32)" in (
+        capsys.readouterr().out
+    )
