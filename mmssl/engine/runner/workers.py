@@ -33,21 +33,41 @@ def local_world_size(environ: Optional[Mapping[str, str]] = None) -> int:
     return 1
 
 
-def threads_for(cpus: int, processes: int = 1, workers: int = 0) -> int:
-    """Torch threads of one process: its share of the cores, less one core
-    for each of its dataloader workers, at least 1.
+def busy_cores(cpus: int, load: Optional[float] = None) -> int:
+    """Cores of this process's ``cpus`` that other jobs keep busy: the
+    1-minute load average (``load``; default ``os.getloadavg()``), taken
+    as spread evenly over the machine's cores, rounded down."""
+    if load is None:
+        try:
+            load = os.getloadavg()[0]
+        except (AttributeError, OSError):  # not Unix
+            return 0
+    machine = max(os.cpu_count() or cpus, cpus)
+    return max(0, int(load * cpus / machine))
+
+
+def threads_for(
+    cpus: int, processes: int = 1, workers: int = 0, busy: int = 0
+) -> int:
+    """Torch threads of one process: its share of the cores other jobs
+    leave free, less one core for each of its dataloader workers, at
+    least 1.
 
     torch's default is every core of the machine for every process, so
     several processes (or one process and its workers, or other jobs on a
     shared machine) spin against each other: on a busy 2-core machine the
-    SimCLR demo epoch ran 2.4x faster with one thread than with two.
+    SimCLR demo epoch ran 2.4x faster with one thread than with two, the
+    seg probe 5.2x.
 
     Args:
         cpus (int): Cores this process may use (its affinity mask).
         processes (int): Processes of the job on this node.
         workers (int): Dataloader workers of this process.
+        busy (int): Of those cores, how many other jobs keep busy
+            (:func:`busy_cores`).
     """
-    share = max(1, cpus // max(1, processes))
+    free = max(1, cpus - max(0, busy))
+    share = max(1, free // max(1, processes))
     return max(1, share - max(0, workers))
 
 
@@ -57,6 +77,7 @@ def fit_threads_to_machine(
     cuda: Optional[bool] = None,
     environ: Optional[Mapping[str, str]] = None,
     cpus: Optional[int] = None,
+    load: Optional[float] = None,
 ) -> Optional[str]:
     """Set torch's CPU threads for this process; return the one line that
     says so (None on a GPU, where torch's default is left alone).
@@ -64,7 +85,9 @@ def fit_threads_to_machine(
     ``threads`` (a tool's ``--threads``, ``env_cfg.threads``) wins, then
     ``OMP_NUM_THREADS`` as the user set it (torch already follows it),
     then :func:`threads_for` the cores (:func:`available_cpus`), the
-    processes on the node (:func:`local_world_size`) and ``workers``.
+    cores other jobs keep busy (:func:`busy_cores` of the load average
+    ``load``), the processes on the node (:func:`local_world_size`) and
+    ``workers``.
     """
     import torch
 
@@ -85,14 +108,15 @@ def fit_threads_to_machine(
     if cuda:
         return None
     cpus = available_cpus() if cpus is None else cpus
+    busy = min(busy_cores(cpus, load), cpus - 1)
     procs = local_world_size(environ)
     workers = min(workers, cpus)
-    n = threads_for(cpus, procs, workers)
+    n = threads_for(cpus, procs, workers, busy)
     torch.set_num_threads(n)
     return (
-        f'torch threads: {n} ({cpus} core(s), {procs} process(es) on the '
-        f'node, {workers} dataloader worker(s) each; --threads or '
-        'OMP_NUM_THREADS to change)'
+        f'torch threads: {n} ({cpus} core(s), {busy} kept busy by other '
+        f'jobs, {procs} process(es) on the node, {workers} dataloader '
+        'worker(s) each; --threads or OMP_NUM_THREADS to change)'
     )
 
 

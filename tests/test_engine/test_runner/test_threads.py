@@ -8,6 +8,7 @@ import torch
 from mmssl.engine.runner import build_runner
 from mmssl.engine.runner.workers import (
     available_cpus,
+    busy_cores,
     fit_threads_to_machine,
     local_world_size,
     threads_for,
@@ -37,6 +38,7 @@ def _keep_threads():
 )
 def test_threads_for(cpus, procs, workers, expected):
     assert threads_for(cpus, procs, workers) == expected
+    assert threads_for(cpus, procs, workers, busy=cpus) == 1
 
 
 def test_local_world_size_from_the_launcher():
@@ -48,11 +50,30 @@ def test_local_world_size_from_the_launcher():
 
 def test_fit_threads_default_sets_the_share():
     line = fit_threads_to_machine(
-        workers=2, cuda=False, environ={'LOCAL_WORLD_SIZE': '2'}, cpus=8
+        workers=2,
+        cuda=False,
+        environ={'LOCAL_WORLD_SIZE': '2'},
+        cpus=8,
+        load=0.0,
     )
     assert torch.get_num_threads() == 2  # 8 cores / 2 ranks - 2 workers
-    assert line.startswith('torch threads: 2 (8 core(s), 2 process(es)')
+    assert line.startswith(
+        'torch threads: 2 (8 core(s), 0 kept busy by other jobs, 2 process(es)'
+    )
     assert '\n' not in line
+
+
+def test_other_jobs_load_takes_cores_away(monkeypatch):
+    """The issue's shared 2-core machine at load 4-7: one thread."""
+    monkeypatch.setattr('os.cpu_count', lambda: 2)
+    assert busy_cores(2, load=5.3) == 5
+    assert busy_cores(2, load=0.7) == 0
+    line = fit_threads_to_machine(cuda=False, environ={}, cpus=2, load=5.3)
+    assert torch.get_num_threads() == 1 and '1 kept busy' in line
+    fit_threads_to_machine(cuda=False, environ={}, cpus=2, load=0.2)
+    assert torch.get_num_threads() == 2
+    monkeypatch.setattr('os.cpu_count', lambda: 64)  # 4 of 64 cores ours
+    assert busy_cores(4, load=32.0) == 2
 
 
 def test_fit_threads_respects_omp_num_threads_and_the_flag():
@@ -76,6 +97,7 @@ def test_runner_sets_threads_and_logs_one_line(
 ):
     monkeypatch.delenv('OMP_NUM_THREADS', raising=False)
     monkeypatch.delenv('LOCAL_WORLD_SIZE', raising=False)
+    monkeypatch.setattr('os.getloadavg', lambda: (0.0, 0.0, 0.0))
     cfg = tiny_cfg(SIMCLR, demo_data_root, str(tmp_path))
     cfg.train_dataloader.update(num_workers=1, persistent_workers=False)
     expected = threads_for(available_cpus(), 1, min(1, available_cpus()))
