@@ -55,9 +55,8 @@ def threads_for(
 
     torch's default is every core of the machine for every process, so
     several processes (or one process and its workers, or other jobs on a
-    shared machine) spin against each other: on a busy 2-core machine the
-    SimCLR demo epoch ran 2.4x faster with one thread than with two, the
-    seg probe 5.2x.
+    shared machine) spin against each other (docs/dev/
+    shared_machine_timings.md).
 
     Args:
         cpus (int): Cores this process may use (its affinity mask).
