@@ -180,10 +180,7 @@ def run_task(args: argparse.Namespace):
         osp.basename(args.checkpoint) if args.checkpoint else ('random init')
     )
     key = eval_tasks.HEADLINE[args.task]
-    title = (
-        f'{args.task} probe of {weights} on {args.data}: {key} '
-        f'{metrics[key]:.2f}'
-    )
+    title = f'{key} {metrics[key]:.2f} | {weights} | {args.data}'
     picture = grid_picture(samples, args.task, k, args.max_depth, title=title)
     return metrics, picture
 
