@@ -110,7 +110,7 @@ def test_knn_cli_records_the_run_and_keeps_both(folders, tmp_path, capsys):
     common = ['--task', 'knn', '--data', folders, '--work-dir', work]
     trained = _run(common + ['--checkpoint', ckpt])
     assert trained.returncode == 0, trained.stderr[-2000:]
-    load_tool('eval.py').main(common)  # in-process: no second start-up
+    load_tool('eval.py').main([DEMO] + common)  # in-process: no start-up
     random = capsys.readouterr()
     results = sorted(f for f in os.listdir(work) if f.startswith('eval_knn_'))
     assert len(results) == 2
@@ -128,4 +128,4 @@ def test_knn_cli_records_the_run_and_keeps_both(folders, tmp_path, capsys):
     assert heads[0] == trained.stdout.strip().splitlines()[-1]
     assert f'data {folders} (6 bank / 4 queries)' in heads[0]
     assert f'weights {ckpt} (sha256 {short_sha256(ckpt)})' in heads[0]
-    assert 'weights random init' in random.stdout.strip().splitlines()[-1]
+    assert 'weights random init' in random.out.strip().splitlines()[-1]

@@ -117,3 +117,17 @@ def test_rank_refuses_a_checkpoint_before_computing(
              ckpt, '--work-dir', str(tmp_path / 'w')]
         )  # fmt: skip
     assert not (tmp_path / 'w').exists()
+
+
+def test_test_tool_value_typo_is_one_line(tmp_path, capsys):
+    ckpt = tmp_path / 'w.pth'
+    torch.save(dict(state_dict={}), ckpt)
+    work = tmp_path / 'work'
+    with pytest.raises(SystemExit) as exit_:
+        load_tool('test.py').run(
+            [DEMO, str(ckpt), '--work-dir', str(work)] + TYPO
+        )
+    assert exit_.value.code == 2
+    line = _one_error_line(capsys.readouterr().err)
+    assert line.startswith(SAID) and line.endswith(FIX)
+    assert not work.exists()
