@@ -32,7 +32,11 @@ from .distributed import cpu_model_wrapper_cfg
 from .lifecycle import RunLifecycleMixin
 from .loops import resumable_loop_cfg
 from .sharded_checkpoints import sharded_checkpoints_wanted
-from .workers import fit_dataloader_to_machine, fit_threads_to_machine
+from .workers import (
+    configured_workers,
+    fit_dataloader_to_machine,
+    fit_threads_to_machine,
+)
 
 __all__ = ['LOOP_STATE_KEY', 'SSLRunner', 'build_runner', 'unique_timestamp']
 
@@ -142,7 +146,7 @@ class SSLRunner(RunLifecycleMixin, CheckpointingMixin, Runner):
         # before mmengine sets OMP_NUM_THREADS for distributed runs: only
         # the user's (or the launcher's) value counts as chosen
         self._threads_note = fit_threads_to_machine(
-            workers=_loader_workers(self),
+            workers=configured_workers(self),
             threads=(env_cfg or {}).get('threads'),
         )
         super().setup_env(env_cfg)
@@ -359,18 +363,6 @@ class SSLRunner(RunLifecycleMixin, CheckpointingMixin, Runner):
 # Older configs and tools name the CPU-aware runner; it is SSLRunner.
 RUNNERS.register_module(name='CPUAwareRunner', module=SSLRunner)
 CPUAwareRunner = SSLRunner
-
-
-def _loader_workers(runner) -> int:
-    """``num_workers`` of the loader the run uses first (train, else
-    test, else val), as configured."""
-    for name in ('_train_dataloader', '_test_dataloader', '_val_dataloader'):
-        loader = getattr(runner, name, None)
-        if isinstance(loader, dict):
-            return int(loader.get('num_workers', 0) or 0)
-        if loader is not None and hasattr(loader, 'num_workers'):
-            return int(loader.num_workers)
-    return 0
 
 
 def _fit_to_machine(dataloader):

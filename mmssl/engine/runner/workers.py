@@ -119,6 +119,18 @@ def fit_threads_to_machine(
     )
 
 
+def configured_workers(runner: Any) -> int:
+    """``num_workers`` of the loader the run uses first (train, else
+    test, else val), as configured."""
+    for name in ('_train_dataloader', '_test_dataloader', '_val_dataloader'):
+        loader = getattr(runner, name, None)
+        if isinstance(loader, dict):
+            return int(loader.get('num_workers', 0) or 0)
+        if loader is not None and hasattr(loader, 'num_workers'):
+            return int(loader.num_workers)
+    return 0
+
+
 def set_threads_in_cfg(cfg: Any, threads: Optional[int]) -> None:
     """A tool's ``--threads N`` -> ``cfg.env_cfg.threads`` (the runner
     applies it in ``setup_env``)."""
