@@ -28,15 +28,21 @@ the online network of BYOL and MoCo; --network momentum takes the momentum
 encoder. The output names the network taken.
 Without it the config's random init is measured, and the output says so:
 "trained vs random init" is two commands. A checkpoint that does not hold
-the config's backbone stops the tool (exit 1, one line). The last line is
-the headline figure (``seg/mIoU: 41.27``); every figure is written to
-WORK_DIR/eval_TASK.json, the picture (image | ground truth | prediction;
-for rank the spectra) to WORK_DIR/eval_TASK.png. docs/en/evaluation.md
+the config's backbone stops the tool (exit 1, one line) before anything
+is computed. The last line is the headline figure with the data and the
+weights (``knn/top1: 94.99  [data data/demo (1438 bank / 359 queries);
+weights epoch_10.pth (sha256 0123456789ab)]``). Each run writes its own
+WORK_DIR/eval_TASK_<date>_<time>.json (every figure, and under ``run``
+the config, checkpoint or "random init", its SHA-256, the data and its
+counts, the date and the command) and picture (image | ground truth |
+prediction; for rank the spectra), and copies them to
+WORK_DIR/eval_TASK.json and .png (the latest run). docs/en/evaluation.md
 has the details.
 """
 
 import argparse
 import os.path as osp
+import sys
 
 from mmssl.apis import evaluate as eval_tasks
 from mmssl.apis.rank_eval import run_rank
@@ -105,6 +111,24 @@ def parse_args(argv=None) -> argparse.Namespace:
         default=2048,
         help='evenly spaced images of the folder (default 2048)',
     )
+    parser.add_argument(
+        '--threads',
+        type=int,
+        help="torch CPU threads (default: this process's share of the "
+        'cores, less one per dataloader worker; OMP_NUM_THREADS is '
+        'respected)',
+    )
+    parser.add_argument(
+        '--baseline',
+        action='store_true',
+        help='knn, linear, seg, depth: with --checkpoint, also measure the '
+        "config's random init in the same run and print the difference",
+    )
+    parser.add_argument(
+        '--debug',
+        action='store_true',
+        help='show the traceback of a user error instead of one line',
+    )
     add_trusted_argument(parser)
     add_cfg_options_arguments(parser)
     args = parser.parse_args(argv)
@@ -115,56 +139,191 @@ def parse_args(argv=None) -> argparse.Namespace:
     return args
 
 
-def main(argv=None) -> dict:
+def refuse(err: ValueError, cfg, args: argparse.Namespace) -> None:
+    """A value the config gives and the build refused: one line with the
+    nearest valid values, exit 2 (``--debug``: the traceback); any other
+    ValueError: its message, exit 1."""
+    from mmssl.apis.errors import (
+        config_build_error,
+        find_config_value,
+        root_message,
+    )
+
+    if not find_config_value(cfg, root_message(err)):
+        raise SystemExit(f'error: {err}') from None
+    if args.debug:
+        raise err
+    error = config_build_error(err, cfg)
+    print(f'error: {error}', file=sys.stderr, flush=True)
+    sys.exit(error.exit_code)
+
+
+def run_task(args: argparse.Namespace):
+    """Run ``args.task``; ``(metrics, picture or None)``."""
     from mmssl.config.cli import load_tool_config
     from mmssl.evaluation.dense_figure import grid_picture
-    from mmssl.utils import register_all_modules
 
-    args = parse_args(argv)
-    register_all_modules()
-    name = osp.splitext(osp.basename(args.config))[0]
-    args.work_dir = args.work_dir or osp.join('work_dirs', 'eval', name)
-    picture = None
     if args.task in ('knn', 'linear'):
-        metrics = eval_tasks.run_knn_task(args)
-    elif args.task == 'rank':
-        cfg = load_tool_config(
-            args.config, args.cfg_options, args.allow_new_keys
-        )
+        return eval_tasks.run_knn_task(args), None
+    cfg = load_tool_config(args.config, args.cfg_options, args.allow_new_keys)
+    if args.task == 'rank':
         try:
-            metrics, picture = run_rank(cfg, args)
-        except (FileNotFoundError, ValueError) as err:
+            return run_rank(cfg, args)
+        except FileNotFoundError as err:
             raise SystemExit(f'error: {err}') from None
-    elif args.task == 'finetune':
-        cfg = load_tool_config(
-            args.config, args.cfg_options, args.allow_new_keys
-        )
+        except ValueError as err:
+            refuse(err, cfg, args)
+    if args.task == 'finetune':
         try:
-            metrics = eval_tasks.run_finetune(cfg, args)
+            return eval_tasks.run_finetune(cfg, args), None
         except (ValueError, RuntimeError) as err:
             # e.g. PretrainedStrip: fewer tensors loaded than min_match
             raise SystemExit(f'error: {str(err).splitlines()[0]}') from None
-    else:
+    run = eval_tasks.run_seg if args.task == 'seg' else eval_tasks.run_depth
+    try:
+        metrics, samples, k = run(cfg, args)
+    except (FileNotFoundError, OSError) as err:
+        raise SystemExit(f'error: {err}') from None
+    except ValueError as err:
+        refuse(err, cfg, args)
+    weights = (
+        osp.basename(args.checkpoint) if args.checkpoint else ('random init')
+    )
+    key = eval_tasks.HEADLINE[args.task]
+    title = f'{key} {metrics[key]:.2f} | {weights} | {args.data}'
+    picture = grid_picture(samples, args.task, k, args.max_depth, title=title)
+    return metrics, picture
+
+
+def run_checked(args: argparse.Namespace):
+    """:func:`run_task`; what it leaves in a new work dir is removed when
+    it fails, and a config value the build refuses is one line (exit 2)
+    unless ``--debug``."""
+    from mmssl.apis.errors import BUILD_ERRORS, config_build_error
+    from mmssl.config.cli import load_tool_config
+    from mmssl.engine.runner.lifecycle import WorkDirTidy
+
+    tidy = WorkDirTidy(args.work_dir)
+    try:
+        return run_task(args)
+    except BUILD_ERRORS as exc:
+        tidy.tidy()
+        if args.debug:
+            raise
         cfg = load_tool_config(
             args.config, args.cfg_options, args.allow_new_keys
         )
-        run = (
-            eval_tasks.run_seg if args.task == 'seg' else eval_tasks.run_depth
+        error = config_build_error(exc, cfg)
+        print(f'error: {error}', file=sys.stderr, flush=True)
+        sys.exit(error.exit_code)
+    except FileNotFoundError as err:  # e.g. --data without train/ val/
+        tidy.tidy()
+        if args.debug:
+            raise
+        hint = ''
+        if args.task in ('knn', 'linear'):
+            hint = (
+                ' --data ROOT takes ROOT/train/<class>/<image> (the bank) '
+                'and ROOT/val/<class>/<image> (the queries).'
+            )
+        print(f'error: {err}{hint}', file=sys.stderr, flush=True)
+        sys.exit(2)
+    except SystemExit:
+        tidy.tidy()
+        raise
+
+
+#: Tasks whose --baseline measures the random init in the same run
+#: (rank always does; finetune trains, far from cheap).
+BASELINE_TASKS = ('knn', 'linear', 'seg', 'depth')
+
+#: The floor of the data beside each headline: its key, what it is.
+FLOORS = {
+    'knn': ('knn/floor_top1', "the bank's most frequent class for all"),
+    'linear': ('knn/floor_top1', "the bank's most frequent class for all"),
+    'seg': ('seg/floor_mIoU', 'the most frequent class everywhere'),
+    'depth': ('depth/floor_rmse', 'the mean training depth everywhere'),
+}
+
+
+def random_init_metrics(args: argparse.Namespace) -> dict:
+    """The headline of the config's random init on the same data:
+    ``{'TASK/random_init_NAME': value}``."""
+    import copy
+
+    print('--baseline: the same measurement at random init')
+    base = copy.copy(args)
+    base.checkpoint, base.counts = None, {}
+    base_metrics, _ = run_checked(base)
+    key = eval_tasks.HEADLINE[args.task]
+    task, name = key.split('/')
+    return {f'{task}/random_init_{name}': base_metrics[key]}
+
+
+def comparison_lines(task: str, metrics: dict) -> list:
+    """The floor of the data and, after --baseline, the random init,
+    each with its difference from the headline figure."""
+    key = eval_tasks.HEADLINE[task]
+    value, lines = metrics[key], []
+    if task in FLOORS and FLOORS[task][0] in metrics:
+        floor_key, what = FLOORS[task]
+        floor = metrics[floor_key]
+        lines.append(
+            f'floor of the data ({what}): {key.split("/")[1]} {floor:.2f}, '
+            f'{key} {value - floor:+.2f} from it'
         )
-        try:
-            metrics, samples, k = run(cfg, args)
-        except (FileNotFoundError, ValueError, OSError) as err:
-            raise SystemExit(f'error: {err}') from None
-        picture = grid_picture(samples, args.task, k, args.max_depth)
-    for path in eval_tasks.write_outputs(
-        args.work_dir, args.task, metrics, picture
+    task_, name = key.split('/')
+    base = metrics.get(f'{task_}/random_init_{name}')
+    if base is not None:
+        lines.append(
+            f'random init of the same config: {name} {base:.2f}, '
+            f'{key} {value - base:+.2f} from it'
+        )
+    return lines
+
+
+def main(argv=None) -> dict:
+    from mmengine.logging import MMLogger
+
+    from mmssl.engine.runner.console import shorten_console
+    from mmssl.engine.runner.workers import fit_threads_to_machine
+    from mmssl.evaluation.records import headline, run_record, write_result
+    from mmssl.utils import register_all_modules
+
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = parse_args(argv)
+    register_all_modules()
+    # no per-parameter init_weights records on the console
+    shorten_console(MMLogger.get_current_instance())
+    name = osp.splitext(osp.basename(args.config))[0]
+    args.work_dir = args.work_dir or osp.join('work_dirs', 'eval', name)
+    if args.task not in ('knn', 'linear', 'finetune'):  # no runner: here
+        note = fit_threads_to_machine(threads=args.threads)
+        if note:
+            print(note)
+    args.counts = {}
+    metrics, picture = run_checked(args)
+    if args.baseline and args.checkpoint and args.task in BASELINE_TASKS:
+        metrics.update(random_init_metrics(args))
+    record = run_record(
+        args.task,
+        args.config,
+        args.checkpoint,
+        args.data,
+        args.counts,
+        ['tools/eval.py'] + argv,
+    )
+    for path in write_result(
+        args.work_dir, args.task, metrics, record, picture
     ):
         print(f'wrote {path}')
-    for key, value in metrics.items():
-        if '/IoU.' not in key:
-            print(f'{key}: {value:.4f}')
-    headline = eval_tasks.HEADLINE[args.task]
-    print(f'{headline}: {metrics[headline]:.2f}')
+    key = eval_tasks.HEADLINE[args.task]
+    for name, value in metrics.items():
+        if '/IoU.' not in name and name != key:
+            print(f'{name}: {value:.4f}')
+    for line in comparison_lines(args.task, metrics):
+        print(line)
+    print(headline(key, metrics[key], record))
     return metrics
 
 

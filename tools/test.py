@@ -56,6 +56,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     )
     add_trusted_argument(parser)
     parser.add_argument(
+        '--threads',
+        type=int,
+        help="torch CPU threads (default: this process's share of the cores, "
+        'less one per dataloader worker; OMP_NUM_THREADS is respected)',
+    )
+    parser.add_argument(
         '--debug',
         action='store_true',
         help='show the traceback of a user error instead of one line',
@@ -109,11 +115,17 @@ def load_for_test(runner, cfg, args) -> str:
 
 def main(argv=None) -> dict:
     args = parse_args(argv)
-    from mmssl.apis.errors import UserError, missing_config_error
+    from mmssl.apis.errors import (
+        BUILD_ERRORS,
+        UserError,
+        config_build_error,
+        missing_config_error,
+    )
     from mmssl.config.options import UnknownConfigKeyError, merge_cfg_options
     from mmssl.config.reading import load_config_file
     from mmssl.engine.runner import build_runner, setup_distributed_cfg
     from mmssl.engine.runner.lifecycle import WorkDirTidy
+    from mmssl.engine.runner.workers import set_threads_in_cfg
     from mmssl.utils import register_all_modules
 
     register_all_modules()
@@ -132,6 +144,7 @@ def main(argv=None) -> dict:
     except (UnknownConfigKeyError, IndexError, TypeError) as exc:
         print(f'error: {exc}', file=sys.stderr)
         sys.exit(2)
+    set_threads_in_cfg(cfg, args.threads)
     if cfg.get('test_dataloader') is None or cfg.get('test_cfg') is None:
         print(
             f'error: {args.config} has no test_dataloader/test_cfg to run.',
@@ -169,11 +182,19 @@ def main(argv=None) -> dict:
         cfg.trust_checkpoint = True
 
     tidy = WorkDirTidy(cfg.work_dir)
-    runner = build_runner(cfg)
+    try:
+        runner = build_runner(cfg)
+    except BUILD_ERRORS as exc:  # a value the build refused: one line
+        tidy.tidy()
+        raise config_build_error(exc, cfg) from exc
     for line in notes:
         runner.logger.warning(line)
     with exit_on_untrusted(), loading_policy(trusted, args.checkpoint):
-        print(f'mmssl: loaded {load_for_test(runner, cfg, args)}')
+        try:
+            print(f'mmssl: loaded {load_for_test(runner, cfg, args)}')
+        except SystemExit:  # not the config's backbone: no log folders
+            tidy.tidy()
+            raise
         try:  # a missing test folder is one line, not a trace
             runner._test_loop = runner.build_test_loop(runner._test_loop)
         except FileNotFoundError as exc:

@@ -139,6 +139,12 @@ def parse_args(argv=None) -> argparse.Namespace:
         help='show the traceback of a user error (a bad config path, '
         'data_root or checkpoint) instead of one line',
     )
+    parser.add_argument(
+        '--threads',
+        type=int,
+        help="torch CPU threads (default: this process's share of the cores, "
+        'less one per dataloader worker; OMP_NUM_THREADS is respected)',
+    )
     parser.add_argument('--seed', type=int, default=None, help='random seed')
     parser.add_argument(
         '--deterministic',
@@ -195,11 +201,13 @@ def main(argv=None):
     )
     from mmssl.apis.errors import UserError
     from mmssl.engine.runner.lifecycle import WorkDirTidy
+    from mmssl.engine.runner.workers import set_threads_in_cfg
 
     options = {k: getattr(args, k) for k in PREPARE_ARGS}
     notes = []
     try:
         cfg = prepare_train_cfg(args.config, notes=notes, **options)
+        set_threads_in_cfg(cfg, args.threads)
         if get_rank() == 0:
             print(f'mmssl: work dir {osp.abspath(cfg.work_dir)}', flush=True)
             for _, line in notes:

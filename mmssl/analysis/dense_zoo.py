@@ -8,7 +8,6 @@ commands that reproduce them and one crashing demo does not end the rest.
 
 import glob
 import hashlib
-import json
 import os
 import os.path as osp
 import re
@@ -99,8 +98,9 @@ def _timed(argv: List[str], log_file: str) -> float:
 
 
 def _seg_metrics(work_dir: str) -> Dict[str, float]:
-    with open(osp.join(work_dir, 'eval_seg.json')) as f:
-        metrics = json.load(f)
+    from mmssl.evaluation.records import read_metrics
+
+    metrics = read_metrics(osp.join(work_dir, 'eval_seg.json'))
     return {k: v for k, v in metrics.items() if '/IoU.' not in k} | {
         'per_class_iou': {
             k.split('/IoU.')[1]: v for k, v in metrics.items() if '/IoU.' in k

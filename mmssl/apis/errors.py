@@ -8,6 +8,7 @@ without a traceback unless ``--debug`` is given.
 import difflib
 import glob
 import os.path as osp
+import re
 from typing import List, Optional
 
 
@@ -70,3 +71,75 @@ def missing_config_error(path: str) -> TrainConfigError:
     near = nearest_config_names(path)
     hint = f'; did you mean {" or ".join(near)}?' if near else '.'
     return TrainConfigError(f'config file {path} does not exist{hint}')
+
+
+#: Exceptions a registry build raises for a value it cannot use.
+BUILD_ERRORS = (ValueError, AssertionError, KeyError, TypeError)
+
+_CLASS_PREFIX = re.compile(r'^(class `\w+` in [\w.]+: )+')
+
+
+def root_message(exc: BaseException) -> str:
+    """The first line of the innermost exception's message, without the
+    ``class `X` in module:`` prefixes mmengine's registry adds."""
+    seen = set()
+    while id(exc) not in seen:
+        seen.add(id(exc))
+        inner = exc.__cause__ or exc.__context__
+        if inner is None or not isinstance(inner, BUILD_ERRORS):
+            break
+        exc = inner
+    text = str(exc.args[0]) if exc.args else type(exc).__name__
+    lines = [x for x in text.strip().splitlines() if x.strip()] or ['']
+    return _CLASS_PREFIX.sub('', lines[0].strip('"\' '))
+
+
+def _leaves(node, path=''):
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from _leaves(value, f'{path}.{key}' if path else str(key))
+    elif isinstance(node, (list, tuple)):
+        for i, value in enumerate(node):
+            yield from _leaves(value, f'{path}.{i}')
+    elif isinstance(node, str):
+        yield path, node
+
+
+def find_config_value(cfg, message: str):
+    """``(key, value)`` of the config entry whose string value the message
+    names (quoted, or next to its key's name), else None."""
+    leaves = list(_leaves(cfg.to_dict() if hasattr(cfg, 'to_dict') else cfg))
+    quoted = re.findall(r"'([^']+)'", message)
+    words = re.findall(r'[\w./-]+', message)
+    lower = message.lower()
+    for token in quoted + words:
+        for key, value in leaves:
+            if value != token or key.startswith('_'):
+                continue
+            if token in quoted or key.split('.')[-1].lower() in lower:
+                return key, value
+    return None
+
+
+def config_build_error(exc: BaseException, cfg) -> TrainConfigError:
+    """One line for a value the runner's build refused: the entry, the
+    reason, the nearest valid values named in the reason."""
+    message = root_message(exc)
+    found = find_config_value(cfg, message)
+    if found is None:
+        return TrainConfigError(
+            f'building the run failed: {message} (--debug shows the traceback)'
+        )
+    key, value = found
+    quoted = [c for c in re.findall(r"'([^']+)'", message) if c != value]
+    words = [c for c in re.findall(r'[\w-]+', message) if c != value]
+    choices = list(dict.fromkeys(quoted or words))
+    near = difflib.get_close_matches(value, choices, n=3, cutoff=0.6)
+    if near:
+        fix = (
+            f'did you mean {" or ".join(repr(n) for n in near)}? '
+            f'(--cfg-options {key}={near[0]})'
+        )
+    else:
+        fix = f'fix it in the config or with --cfg-options {key}=...'
+    return TrainConfigError(f'{key}={value!r}: {message.rstrip(".")}; {fix}')

@@ -63,9 +63,12 @@ def prepare_cfg(cfg, args) -> None:
     if args.train_folder:
         use_folders(cfg, args)
     if 'test_dataloader' not in cfg:
+        flags = getattr(
+            args, 'folder_flags', '--train-folder DIR --val-folder DIR'
+        )
         raise SystemExit(
-            'error: the config has no test_dataloader; give labelled '
-            'folders with --train-folder DIR --val-folder DIR.'
+            f'error: {args.config} has no test_dataloader; give labelled '
+            f'folders with {flags}.'
         )
     if args.batch_size:
         cfg.test_dataloader.batch_size = args.batch_size
@@ -175,8 +178,37 @@ def load_weights(
     return loaded.summary()
 
 
-def run_knn(args) -> dict:
-    """Prepare the config from ``args`` (see knn_eval.py), load, test."""
+def dataset_counts(dataset) -> dict:
+    """``{'bank': N, 'queries': M}`` of a kNN dataset, else ``{'images':
+    N}``."""
+    bank = getattr(dataset, 'bank', None)
+    query = getattr(dataset, 'query', None)
+    if bank is not None and query is not None:
+        return dict(bank=len(bank), queries=len(query))
+    return dict(images=len(dataset))
+
+
+def majority_floor(dataset):
+    """Top-1 (percent) of answering the bank's most frequent class for
+    every query: the floor of the data; None without labels."""
+    import numpy as np
+
+    bank = getattr(dataset, 'bank', None)
+    query = getattr(dataset, 'query', None)
+    try:
+        bank_labels = np.asarray(bank.get_gt_labels())
+        query_labels = np.asarray(query.get_gt_labels())
+    except (AttributeError, TypeError, KeyError):
+        return None
+    if not len(bank_labels) or not len(query_labels):
+        return None
+    majority = np.bincount(bank_labels.astype(np.int64)).argmax()
+    return float((query_labels == majority).mean() * 100)
+
+
+def run_knn(args, counts: dict = None) -> dict:
+    """Prepare the config from ``args`` (see knn_eval.py), load, test;
+    ``counts`` (when given) gets :func:`dataset_counts` of the test set."""
     from mmssl.checkpoint import (
         exit_on_untrusted,
         loading_policy,
@@ -184,11 +216,13 @@ def run_knn(args) -> dict:
     )
     from mmssl.config.cli import load_tool_config
     from mmssl.engine.runner import build_runner
+    from mmssl.engine.runner.workers import set_threads_in_cfg
     from mmssl.utils import register_all_modules
 
     register_all_modules()
     cfg = load_tool_config(args.config, args.cfg_options, args.allow_new_keys)
     prepare_cfg(cfg, args)
+    set_threads_in_cfg(cfg, getattr(args, 'threads', None))
     runner = build_runner(cfg)
     skipped = _skipped_files_hook()
     runner.register_hook(skipped)
@@ -219,6 +253,12 @@ def run_knn(args) -> dict:
         if args.pool == 'patch-mean':
             pool_patch_mean(runner.model)
         metrics = runner.test()
+    dataset = runner.test_dataloader.dataset
+    if counts is not None:
+        counts.update(dataset_counts(dataset))
+    floor = majority_floor(dataset)
+    if floor is not None:
+        metrics['knn/floor_top1'] = floor
     for path, reason in sorted(skipped.bad.items()):
         print(f'skipped bad file {path}: {reason}')
     return metrics
@@ -226,6 +266,7 @@ def run_knn(args) -> dict:
 
 __all__ = [
     'bn_recalibrate',
+    'majority_floor',
     'load_weights',
     'pool_patch_mean',
     'prepare_cfg',

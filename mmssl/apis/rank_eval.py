@@ -114,7 +114,8 @@ def rank_figure(spectra: Dict[str, torch.Tensor]) -> np.ndarray:
 def _random_and_trained(cfg, args: Namespace, loader) -> Dict:
     """Features of the random init and, with ``args.checkpoint``, of the
     checkpoint, on the same images: ``{'random init': ..., 'trained':
-    ...}``."""
+    ...}``. The checkpoint is loaded (and refused when it does not hold
+    the config's backbone) before any feature is computed."""
     from mmssl.apis.knn_eval import load_weights
     from mmssl.checkpoint import (
         exit_on_untrusted,
@@ -125,36 +126,44 @@ def _random_and_trained(cfg, args: Namespace, loader) -> Dict:
     from mmssl.registry import MODELS
 
     seed = (cfg.get('randomness') or {}).get('seed', 0)
-    torch.manual_seed(seed if seed is not None else 0)
     model_cfg, note = feature_model_cfg(cfg.model)
     if note:
         print(note)
-    model = MODELS.build(model_cfg)
+
+    def random_init():
+        torch.manual_seed(seed if seed is not None else 0)
+        model = MODELS.build(model_cfg)
+        model.init_weights()
+        return model
+
     trusted = trust_from_args(args)
     feats = {}
     with (
         exit_on_untrusted(),
         loading_policy(trusted, args.checkpoint or 'init_cfg'),
     ):
-        model.init_weights()
-        feats['random init'] = _features(model, loader, 'random init')
-        if args.checkpoint:
-            what = load_weights(
-                model,
-                args.checkpoint,
-                args.prefix,
-                trusted,
-                args.config,
-                getattr(args, 'network', None),
-            )
-            print(f'Loaded {what}')
-            feats['trained'] = _features(model, loader, 'trained')
-        else:
+        if not args.checkpoint:
             print(
                 f'No --checkpoint: the RANDOM INIT of {args.config} '
                 f'(init_weights(), seed {seed})'
             )
-    return feats
+            return {
+                'random init': _features(random_init(), loader, 'random init')
+            }
+        model = random_init()
+        what = load_weights(
+            model,
+            args.checkpoint,
+            args.prefix,
+            trusted,
+            args.config,
+            getattr(args, 'network', None),
+        )
+        print(f'Loaded {what}')
+        feats['trained'] = _features(model, loader, 'trained')
+        del model
+        feats['random init'] = _features(random_init(), loader, 'random init')
+    return {k: feats[k] for k in ('random init', 'trained')}
 
 
 def run_rank(cfg, args: Namespace) -> Tuple[Dict, np.ndarray]:
@@ -192,6 +201,7 @@ def run_rank(cfg, args: Namespace) -> Tuple[Dict, np.ndarray]:
         f'rank: {len(loader.dataset)} of the {total} images of {folder} '
         f'(evenly spaced), {how}'
     )
+    args.counts = dict(images=len(loader.dataset))
     feats = _random_and_trained(cfg, args, loader)
     measured = feats.get('trained', feats['random init'])
     metrics = {f'rank/{k}': v for k, v in rank_metrics(measured).items()}

@@ -305,6 +305,7 @@ def build_train_runner(cfg: Config, notes: Optional[Notes] = None) -> Any:
     """
     import torch
 
+    from mmssl.apis.errors import BUILD_ERRORS, config_build_error
     from mmssl.config.options import UnknownConfigKeyError
     from mmssl.engine.runner import (
         TooFewSamplesError,
@@ -318,6 +319,8 @@ def build_train_runner(cfg: Config, notes: Optional[Notes] = None) -> Any:
         runner = build_runner(cfg)
     except UnknownConfigKeyError as exc:
         raise TrainConfigError(str(exc)) from exc
+    except BUILD_ERRORS as exc:  # a value the build refused: one line
+        raise config_build_error(exc, cfg) from exc
     check_resume_fits(runner)
     if (cfg.get('randomness') or {}).get('deterministic'):
         # mmengine enabled strict mode; many vision ops (e.g. the CUDA

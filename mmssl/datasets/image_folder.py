@@ -57,6 +57,13 @@ def robust_loading(pipeline: Sequence) -> list:
     return out
 
 
+def _in_worker() -> bool:
+    """Whether this is a DataLoader worker process."""
+    import torch.utils.data
+
+    return torch.utils.data.get_worker_info() is not None
+
+
 @DATASETS.register_module()
 class ImageFolderDataset(BaseDataset):
     """Images from one or several folders (recursive) or a list file.
@@ -71,7 +78,9 @@ class ImageFolderDataset(BaseDataset):
     Bad files (zero bytes, truncated, not an image, unreadable) do not stop
     training: the sample is replaced by another one chosen
     deterministically (``(idx + k * 7919) % len``), each bad file is
-    warned about once per process with its reason, and the skipped files
+    warned about once per process with its reason (in DataLoader workers
+    at DEBUG level when :class:`BadFileSummaryHook` reports them once per
+    run instead), and the skipped files
     are attached to the returned sample's metainfo as ``skipped_files``
     (a list of ``(path, reason)``), so the main process can count them
     across workers and ranks (see :class:`BadFileSummaryHook`). When the
@@ -114,6 +123,11 @@ class ImageFolderDataset(BaseDataset):
             workers, forked or spawned, and ranks on one node share one
             copy instead of each holding the paths. Defaults to True.
     """
+
+    #: Set by :class:`~mmssl.engine.hooks.BadFileSummaryHook` before the
+    #: workers start: it reports each bad file once per run, so workers
+    #: log theirs at DEBUG level only.
+    hook_reports_bad_files = False
 
     def __init__(
         self,
@@ -327,10 +341,13 @@ class ImageFolderDataset(BaseDataset):
     def _record_bad(self, idx: int, path: str, reason: str) -> None:
         if idx not in self._bad:
             self._bad[idx] = reason
+            # a hook that reports each file once per run (from the samples'
+            # skipped_files) makes the per-worker lines repeats: debug only
+            reported = self.hook_reports_bad_files and _in_worker()
             print_log(
                 f'Skipping bad image file {path}: {reason}',
                 'current',
-                level=30,
+                level=10 if reported else 30,
             )
         checked = len(self._bad) + self._n_good
         if (

@@ -7,6 +7,11 @@ import numpy as np
 
 from .dense_data import IGNORE_INDEX
 
+#: Height of the band with the title and the column headings.
+HEADER_HEIGHT = 44
+#: White pixels between the columns.
+GAP = 6
+
 
 def class_colours(num_classes: int) -> np.ndarray:
     """(K + 1, 3) uint8 BGR colours; the last one (black) is ignored."""
@@ -36,8 +41,10 @@ def grid_picture(
     num_classes: int = 0,
     max_depth: float = 10.0,
     cell: int = 128,
+    title: str = '',
 ) -> np.ndarray:
-    """One row per sample: image, ground truth, prediction (BGR uint8).
+    """A header band (``title``; column headings image, ground truth,
+    prediction), then one row per sample (BGR uint8).
 
     Args:
         samples: ``(image BGR, target, prediction)``; targets are class
@@ -58,7 +65,32 @@ def grid_picture(
             cv2.resize(c, (width, cell), interpolation=cv2.INTER_NEAREST)
             for c in [cv2.resize(image, (w, h))] + cells
         ]
-        rows.append(np.concatenate(row, 1))
+        gap = np.full((cell, GAP, 3), 255, np.uint8)  # columns apart
+        rows.append(np.concatenate([row[0], gap, row[1], gap, row[2]], 1))
     width = max(r.shape[1] for r in rows)
     rows = [np.pad(r, ((0, 2), (0, width - r.shape[1]), (0, 0))) for r in rows]
-    return np.concatenate(rows, 0)
+    heading = header_band(
+        width, title, ['image', 'ground truth', 'prediction'], rows[0], cell
+    )
+    return np.concatenate([heading] + rows, 0)
+
+
+def _text(img: np.ndarray, text: str, x: int, y: int) -> None:
+    cv2.putText(
+        img, text, (x, y), cv2.FONT_HERSHEY_SIMPLEX, 0.45, (0, 0, 0), 1,
+        cv2.LINE_AA,
+    )  # fmt: skip
+
+
+def header_band(
+    width: int, title: str, columns: List[str], row: np.ndarray, cell: int
+) -> np.ndarray:
+    """A white band of :data:`HEADER_HEIGHT` pixels: the title, then each
+    column's heading over its first pixel (cells of ``row`` are
+    ``cell`` high and equally wide)."""
+    band = np.full((HEADER_HEIGHT, width, 3), 255, np.uint8)
+    _text(band, title[: max(1, width // 8)], 4, 16)
+    step = (row.shape[1] + GAP) // max(1, len(columns))
+    for i, name in enumerate(columns):
+        _text(band, name, 4 + i * step, 36)
+    return band

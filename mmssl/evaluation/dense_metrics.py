@@ -82,3 +82,26 @@ def mean_metrics(per_image: list) -> Dict[str, float]:
     return {
         k: sum(m[k] for m in per_image) / len(per_image) for k in per_image[0]
     }
+
+
+def majority_class(labels: torch.Tensor, num_classes: int) -> int:
+    """The most frequent class of ``labels`` (ignored pixels left out)."""
+    valid = labels[(labels >= 0) & (labels < num_classes)].long()
+    return int(torch.bincount(valid, minlength=num_classes).argmax())
+
+
+def constant_prediction_conf(conf: torch.Tensor, cls: int) -> torch.Tensor:
+    """The confusion matrix (rows: truth, columns: prediction) of
+    predicting ``cls`` on every pixel that ``conf`` counts."""
+    floor = torch.zeros_like(conf)
+    floor[:, cls] = conf.sum(1)
+    return floor
+
+
+def valid_mean_depth(
+    depths: torch.Tensor, min_depth: float = 1e-3, max_depth: float = 10.0
+) -> float:
+    """Mean of the valid pixels of training depth maps: the floor
+    predicts it everywhere."""
+    valid = (depths > min_depth) & (depths <= max_depth)
+    return float(depths[valid].double().mean()) if valid.any() else 0.0

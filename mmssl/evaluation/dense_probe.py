@@ -26,7 +26,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
-from tqdm import tqdm
+
+from mmssl.utils.progress import progress
 
 from .dense_features import dense_features, to_tensor
 
@@ -108,7 +109,7 @@ def cache_features(
 ) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
     """Features of equal-size images, once: (N, C, h, w) and (N, C)."""
     maps, cls = [], []
-    for i in tqdm(
+    for i in progress(
         range(0, len(images), batch_size), desc='features', leave=False
     ):
         m, c = featurizer(images[i : i + batch_size])
@@ -164,7 +165,7 @@ def train_head(
     head.train()
     losses = []
     n = inputs.shape[0]
-    bar = tqdm(range(settings.iters), desc=desc, leave=False)
+    bar = progress(range(settings.iters), desc=desc, leave=False)
     for _ in bar:
         idx = torch.randint(
             0, n, (min(settings.batch_size, n),), generator=gen

@@ -21,10 +21,15 @@ from typing import Dict, List
 import numpy as np
 import torch
 import torch.nn.functional as F
-from tqdm import tqdm
+
+from mmssl.utils.progress import progress
 
 from .dense_data import read_depth, read_image
-from .dense_metrics import depth_image_metrics, mean_metrics
+from .dense_metrics import (
+    depth_image_metrics,
+    mean_metrics,
+    valid_mean_depth,
+)
 from .dense_probe import (
     Featurizer,
     LinearHead,
@@ -84,7 +89,9 @@ def run_depth_probe(
     """Train on ``train_pairs``, measure on ``val_pairs``.
 
     Returns:
-        dict: ``metrics`` (rmse, abs_rel, delta1), ``lr`` (the head's
+        dict: ``metrics`` (rmse, abs_rel, delta1; ``floor_*`` the same of
+        predicting the training set's mean depth, ``floor_depth``,
+        everywhere), ``lr`` (the head's
         learning rate), ``sweep`` (minus the held-out RMSE of each swept
         learning rate, empty without a sweep), ``losses``, ``samples``
         (``(image, gt depth, predicted depth)``).
@@ -93,7 +100,7 @@ def run_depth_probe(
         raise ValueError(f'depth mode {mode!r}; one of {DEPTH_MODES}')
     torch.manual_seed(settings.seed)
     images, depths = [], []
-    for image_path, depth_path in tqdm(
+    for image_path, depth_path in progress(
         train_pairs, desc='reading', leave=False
     ):
         image = read_image(image_path)
@@ -140,8 +147,9 @@ def run_depth_probe(
         replace(settings, lr=lr),
         'depth probe',
     )
-    per_image, samples = [], []
-    for image_path, depth_path in tqdm(
+    per_image, floor, samples = [], [], []
+    mean_depth = valid_mean_depth(targets, min_depth, max_depth)
+    for image_path, depth_path in progress(
         val_pairs, desc='depth eval', leave=False
     ):
         image = read_image(image_path)
@@ -156,10 +164,17 @@ def run_depth_probe(
             gt.shape,
         )[0]
         per_image.append(depth_image_metrics(pred, gt, min_depth, max_depth))
+        flat = torch.full_like(gt, mean_depth, dtype=torch.float32)
+        floor.append(depth_image_metrics(flat, gt, min_depth, max_depth))
         if len(samples) < keep:
             samples.append((image, gt.numpy(), pred.numpy()))
+    metrics = mean_metrics(per_image)
+    metrics.update(
+        {f'floor_{k}': v for k, v in mean_metrics(floor).items()},
+        floor_depth=mean_depth,
+    )
     return dict(
-        metrics=mean_metrics(per_image),
+        metrics=metrics,
         lr=lr,
         sweep=sweep,
         losses=losses,

@@ -4,7 +4,8 @@ from typing import Callable, Iterable, Sequence
 
 import torch
 from mmengine.dist import is_main_process
-from tqdm import tqdm
+
+from mmssl.utils.progress import progress
 
 
 def pool_features(feats) -> torch.Tensor:
@@ -71,7 +72,7 @@ def extract_features(
         total = len(dataloader)  # type: ignore[arg-type]
     except TypeError:
         total = None
-    bar = tqdm(
+    bar = progress(
         dataloader,
         total=total,
         desc=desc,

@@ -17,10 +17,16 @@ from typing import Dict, List
 import numpy as np
 import torch
 import torch.nn.functional as F
-from tqdm import tqdm
+
+from mmssl.utils.progress import progress
 
 from .dense_data import IGNORE_INDEX, read_image, read_mask
-from .dense_metrics import confusion_matrix, segmentation_metrics
+from .dense_metrics import (
+    confusion_matrix,
+    constant_prediction_conf,
+    majority_class,
+    segmentation_metrics,
+)
 from .dense_probe import (
     Featurizer,
     LinearHead,
@@ -61,7 +67,7 @@ def seg_score(num_classes: int):
 def load_train_set(pairs, crop, num_classes, reduce_zero_label):
     """Training views: images (list of uint8) and labels (N, crop, crop)."""
     images, labels = [], []
-    for image_path, mask_path in tqdm(pairs, desc='reading', leave=False):
+    for image_path, mask_path in progress(pairs, desc='reading', leave=False):
         image = read_image(image_path)
         mask = read_mask(
             mask_path, image.shape, num_classes, reduce_zero_label
@@ -84,7 +90,9 @@ def run_seg_probe(
     """Train the probe on ``train_pairs``, measure it on ``val_pairs``.
 
     Returns:
-        dict: ``metrics`` (mIoU, aAcc, mAcc, IoU.k in percent), ``lr``
+        dict: ``metrics`` (mIoU, aAcc, mAcc, IoU.k in percent; the
+        floor: ``floor_mIoU``/``floor_mAcc`` of predicting the training
+        set's most frequent class, ``floor_class``, everywhere), ``lr``
         (the head's learning rate), ``sweep`` (the held-out mIoU of each
         swept learning rate, empty without a sweep), ``losses`` (per
         step), ``samples`` (the first ``keep`` validation ``(image,
@@ -109,7 +117,9 @@ def run_seg_probe(
     )
     conf = torch.zeros(num_classes, num_classes, dtype=torch.long)
     samples = []
-    for image_path, mask_path in tqdm(val_pairs, desc='seg eval', leave=False):
+    for image_path, mask_path in progress(
+        val_pairs, desc='seg eval', leave=False
+    ):
         image = read_image(image_path)
         mask = torch.from_numpy(
             read_mask(mask_path, image.shape, num_classes, reduce_zero_label)
@@ -125,8 +135,16 @@ def run_seg_probe(
         conf += confusion_matrix(pred, mask, num_classes)
         if len(samples) < keep:
             samples.append((image, mask.numpy(), pred.numpy()))
+    majority = majority_class(labels, num_classes)
+    floor = segmentation_metrics(constant_prediction_conf(conf, majority))
+    metrics = segmentation_metrics(conf)
+    metrics.update(
+        floor_mIoU=floor['mIoU'],
+        floor_mAcc=floor['mAcc'],
+        floor_class=majority,
+    )
     return dict(
-        metrics=segmentation_metrics(conf),
+        metrics=metrics,
         lr=lr,
         sweep=sweep,
         losses=losses,

@@ -1,7 +1,6 @@
 """tools/eval.py, knn_eval.py and test.py refuse what they did not load;
 the dense probes write their figures, JSON and picture."""
 
-import json
 import multiprocessing
 import os
 import os.path as osp
@@ -12,6 +11,8 @@ import numpy as np
 import pytest
 import torch
 
+from mmssl.evaluation.dense_figure import GAP, HEADER_HEIGHT
+from mmssl.evaluation.records import read_metrics
 from mmssl.registry import MODELS
 from mmssl.utils import register_all_modules
 from tests.support.dense_fixtures import write_ade, write_depth_folder
@@ -87,14 +88,16 @@ def test_seg_task_writes_figures_and_headline(tmp_path, capsys):
     assert heldout[chosen] == max(heldout.values())
     assert f'lr {metrics["seg/probe_lr"]:g}: ' in out and '<- chosen' in out
     last = out.strip().splitlines()[-1]
-    assert last == f'seg/mIoU: {metrics["seg/mIoU"]:.2f}'
-    with open(osp.join(work, 'eval_seg.json')) as f:
-        assert json.load(f)['seg/mIoU'] == pytest.approx(metrics['seg/mIoU'])
+    assert last.startswith(f'seg/mIoU: {metrics["seg/mIoU"]:.2f}  [')
+    assert read_metrics(osp.join(work, 'eval_seg.json')) == pytest.approx(
+        metrics
+    )
     import cv2
 
     picture = cv2.imread(osp.join(work, 'eval_seg.png'))
-    assert picture.shape[0] == 3 * (128 + 2)  # 3 val images, one row each
-    assert picture.shape[1] == 3 * 128  # image | truth | prediction
+    # a title band, then 3 val images, one row each
+    assert picture.shape[0] == HEADER_HEIGHT + 3 * (128 + 2)
+    assert picture.shape[1] == 3 * 128 + 2 * GAP  # image | truth | pred
 
 
 def test_seg_task_refuses_checkpoint_and_writes_nothing(
@@ -118,7 +121,9 @@ def test_depth_task_with_pixels_baseline(tmp_path, capsys):
     argv += ['--probe-lr', '0.05', '--n-bins', '32']
     metrics = _eval(argv)
     assert set(metrics) == {
-        'depth/rmse', 'depth/abs_rel', 'depth/delta1', 'depth/probe_lr'
+        'depth/rmse', 'depth/abs_rel', 'depth/delta1', 'depth/probe_lr',
+        'depth/floor_rmse', 'depth/floor_abs_rel', 'depth/floor_delta1',
+        'depth/floor_depth',
     }  # fmt: skip
     assert metrics['depth/probe_lr'] == 0.05  # one lr: no sweep
     out = capsys.readouterr().out
@@ -147,15 +152,20 @@ def test_linear_task_on_labelled_folders(tmp_path, capsys):
          '--work-dir', work]
     )  # fmt: skip
     assert set(metrics) == {
-        'knn/top1', 'knn/top5', 'linear/top1', 'linear/top5'
+        'knn/top1', 'knn/top5', 'linear/top1', 'linear/top5',
+        'knn/floor_top1',
     }  # fmt: skip
+    assert metrics['knn/floor_top1'] == 50.0  # 2 of 4 queries: class a
     out = capsys.readouterr().out
     assert 'RANDOM INIT' in out
-    assert out.strip().splitlines()[-1] == (
-        f'linear/top1: {metrics["linear/top1"]:.2f}'
+    assert (
+        out.strip()
+        .splitlines()[-1]
+        .startswith(f'linear/top1: {metrics["linear/top1"]:.2f}')
     )
-    with open(osp.join(work, 'eval_linear.json')) as f:
-        assert json.load(f) == pytest.approx(metrics)
+    assert read_metrics(osp.join(work, 'eval_linear.json')) == pytest.approx(
+        metrics
+    )
 
 
 FINETUNE = osp.join(
@@ -194,12 +204,15 @@ def test_finetune_task_trains_and_reports_top1(tmp_path, capsys):
     assert metrics['finetune/top1'] in (0.0, 25.0, 50.0, 75.0, 100.0)
     out = capsys.readouterr().out
     assert 'RANDOM INIT' in out
-    assert out.strip().splitlines()[-1] == (
-        f'finetune/top1: {metrics["finetune/top1"]:.2f}'
+    assert (
+        out.strip()
+        .splitlines()[-1]
+        .startswith(f'finetune/top1: {metrics["finetune/top1"]:.2f}')
     )
     assert osp.isfile(osp.join(work, 'epoch_1.pth'))
-    with open(osp.join(work, 'eval_finetune.json')) as f:
-        assert json.load(f) == pytest.approx(metrics)
+    assert read_metrics(osp.join(work, 'eval_finetune.json')) == pytest.approx(
+        metrics
+    )
 
 
 def test_finetune_task_refuses_a_pretraining_config(tmp_path):

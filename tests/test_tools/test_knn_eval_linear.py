@@ -66,7 +66,9 @@ def test_linear_flag_reports_the_probe_of_the_bank_on_the_queries(
         'knn/top5',
         'linear/top1',
         'linear/top5',
+        'knn/floor_top1',  # the bank's majority class for every query
     }
+    assert metrics['knn/floor_top1'] == pytest.approx(100 / 3)
     runner = seen['runner']
     dataset = runner.test_dataloader.dataset
     bank_x, bank_y = _features(runner.model, dataset.bank)

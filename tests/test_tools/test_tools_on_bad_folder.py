@@ -230,7 +230,7 @@ def test_knn_eval_on_bad_folders(bad_folder, capsys):
     assert _corrupt_named(text, osp.join(root, 'train'))
     assert _corrupt_named(text, osp.join(root, 'val'))
     assert 0 <= metrics['knn/top1'] <= 100
-    assert set(metrics) == {'knn/top1', 'knn/top5'}
+    assert set(metrics) == {'knn/top1', 'knn/top5', 'knn/floor_top1'}
 
 
 def test_val_folder_labelled_like_train(tmp_path):

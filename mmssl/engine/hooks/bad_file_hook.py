@@ -72,7 +72,9 @@ class BadFileSummaryHook(Hook):
     Every ``interval`` iterations and at each epoch end, the
     ``skipped_files`` of all ranks are gathered (a small
     ``all_gather_object``; every rank takes part, so none waits), rank 0
-    logs each newly found file once with its reason and a running total,
+    logs each newly found file once with its reason and a running total
+    (nothing when no new file was found; the run's summary gives the
+    count),
     and when the distinct bad files exceed ``max_bad_ratio`` of the
     samples read, every rank raises the same error listing the first few.
 
@@ -99,6 +101,11 @@ class BadFileSummaryHook(Hook):
         self._loaded = checkpoint.get(self.CKPT_KEY)
 
     def before_train(self, runner) -> None:
+        from mmssl.datasets.image_folder import ImageFolderDataset
+
+        # each file once per run, here: the workers (forked after this)
+        # log their skips at DEBUG level only
+        ImageFolderDataset.hook_reports_bad_files = True
         # Only a resume (not ``load_from``) continues the counts; the
         # runner has set the iteration from the checkpoint by now.
         if self._loaded is not None and runner.iter > 0:
@@ -114,15 +121,30 @@ class BadFileSummaryHook(Hook):
             self._sync(runner)
 
     def after_train_epoch(self, runner) -> None:
-        self._sync(runner, summary=True)
+        self._sync(runner)
 
-    def _sync(self, runner, summary: bool = False) -> None:
+    def after_train(self, runner) -> None:
+        from mmssl.datasets.image_folder import ImageFolderDataset
+
+        ImageFolderDataset.hook_reports_bad_files = False
+
+    def summary_line(self) -> Optional[str]:
+        """The count for the run's summary, or None when none was bad."""
+        c = self.counter
+        if not c.bad:
+            return None
+        return (
+            f'{len(c.bad)} bad image file(s) skipped over {c.samples} '
+            f'samples (each warned about once, above)'
+        )
+
+    def _sync(self, runner) -> None:
         fresh = self.counter.sync()
         rank, _ = get_dist_info()
         c = self.counter
         for path, reason in fresh:
             runner.logger.warning(f'Bad image file skipped: {path}: {reason}')
-        if (fresh or summary) and c.bad:
+        if fresh and c.bad:
             runner.logger.warning(
                 f'{len(c.bad)} bad image file(s) skipped so far over '
                 f'{c.samples} samples ({len(c.bad) / max(c.samples, 1):.2%}).'

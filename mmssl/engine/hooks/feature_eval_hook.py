@@ -47,12 +47,19 @@ def kept_modes(model: torch.nn.Module) -> Iterator[None]:
 def build_eval_loader(cfg: dict, seed: int | None = None):
     """A dataloader from ``cfg`` with, unless given, a non-shuffling
     ``DefaultSampler`` (each rank gets its shard, in order) and
-    ``default_collate``. ``cfg['dataset']`` may be a built dataset."""
+    ``default_collate``, its workers capped at the cores available.
+    ``cfg['dataset']`` may be a built dataset."""
     from mmengine.runner import Runner
 
-    cfg = dict(cfg)
+    from mmssl.engine.runner.workers import fit_dataloader_to_machine
+
+    # workers capped at the cores (torch warns about more, once per
+    # loader): a training config's 8 workers on a 2-core machine
+    cfg, _ = fit_dataloader_to_machine(dict(cfg))
     cfg.setdefault('sampler', dict(type='DefaultSampler', shuffle=False))
     cfg.setdefault('collate_fn', dict(type='default_collate'))
+    if not cfg.get('num_workers'):
+        cfg['persistent_workers'] = False
     return Runner.build_dataloader(cfg, seed=seed)
 
 

@@ -107,6 +107,10 @@ class RunSummaryHook(Hook):
             f'{osp.abspath(runner.work_dir)}',
             f'trained on {", ".join(data_roots(train)) or "?"}',
         ]
+        for hook in getattr(runner, 'hooks', []):
+            line = getattr(hook, 'summary_line', lambda: None)()
+            if line:
+                lines.append(line)
         ckpt = _last_checkpoint(runner.work_dir)
         lines.append(f'last checkpoint: {ckpt or "none saved"}')
         if self.metrics:

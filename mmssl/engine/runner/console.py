@@ -32,6 +32,9 @@ QUIET_RECORDS = (
     r'"FileClient" will be deprecated in future',
     r'"HardDiskBackend" is the alias of "LocalBackend"',
     r'Exp name: ',
+    # mmengine's init_weights dumps one record per parameter when the
+    # logger has no file (tools that build a model without a runner)
+    r'\n\S+ - torch\.Size\(',
 )
 
 #: ``(category, message regex)`` of Python warnings that are not shown:
@@ -112,13 +115,21 @@ def warnings_on_rank_zero_only(rank: int) -> None:
         warnings.simplefilter('ignore')
 
 
+def one_line_warning(message, category, filename, lineno, line=None) -> str:
+    """A warning as one line, without the source line Python adds (a
+    ``warnings.warn(`` echoed under every warning of a library)."""
+    return f'{filename}:{lineno}: {category.__name__}: {message}\n'
+
+
 def quiet_known_warnings(rank: Optional[int] = None) -> None:
-    """Hide :data:`QUIET_WARNINGS`; every rank but 0 hides all warnings.
+    """Hide :data:`QUIET_WARNINGS`; every rank but 0 hides all warnings;
+    the warnings shown are one line each (:func:`one_line_warning`).
 
     Args:
         rank (int, optional): This process's rank; default
             :func:`rank_from_env` (the process group may not exist yet).
     """
+    warnings.formatwarning = one_line_warning
     for category, message in QUIET_WARNINGS:
         warnings.filterwarnings('ignore', message=message, category=category)
     warnings_on_rank_zero_only(rank_from_env() if rank is None else rank)

@@ -5,10 +5,10 @@ from typing import Callable, Sequence
 import torch
 from mmengine.dist import is_main_process
 from mmengine.runner import TestLoop, ValLoop
-from tqdm import tqdm
 
 from mmssl.evaluation.feature_extraction import batch_features
 from mmssl.registry import LOOPS
+from mmssl.utils.progress import progress
 
 
 def _feature_samples(
@@ -42,7 +42,7 @@ class _FeatureLoopMixin:
 
     def _run_features(self) -> dict:
         self.runner.model.eval()
-        bar = tqdm(
+        bar = progress(
             self.dataloader,
             desc='kNN features',
             disable=not is_main_process(),

@@ -36,6 +36,7 @@ class RunLifecycleMixin:
             TrainingStopped: A signal stopped training after a save.
         """
         self.acquire_run_lock()
+        self.announce_log_file()
         signal_cfg = self.cfg.get('signal_cfg') or {}
         self.stop_signals = StopSignals(
             signal_cfg.get('signals', DEFAULT_SIGNALS)
@@ -51,8 +52,17 @@ class RunLifecycleMixin:
             self.release_run_lock()
             self.stop_loader_workers()
 
+    def announce_log_file(self) -> None:
+        """Log, once, where the environment and config dumps are (only
+        when a run starts, so that no removed file is named)."""
+        note = getattr(self, '_log_file_note', None)
+        if note:
+            self.logger.info(note)
+            self._log_file_note = None
+
     def val(self) -> dict:
         """Validate; the loader's persistent workers stop afterwards."""
+        self.announce_log_file()
         try:
             return super().val()
         finally:
@@ -60,6 +70,7 @@ class RunLifecycleMixin:
 
     def test(self) -> dict:
         """Test; the loader's persistent workers stop afterwards."""
+        self.announce_log_file()
         try:
             return super().test()
         finally:

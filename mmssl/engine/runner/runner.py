@@ -33,7 +33,11 @@ from .distributed import cpu_model_wrapper_cfg
 from .lifecycle import RunLifecycleMixin
 from .loops import resumable_loop_cfg
 from .sharded_checkpoints import sharded_checkpoints_wanted
-from .workers import fit_dataloader_to_machine
+from .workers import (
+    configured_workers,
+    fit_dataloader_to_machine,
+    fit_threads_to_machine,
+)
 
 __all__ = ['LOOP_STATE_KEY', 'SSLRunner', 'build_runner', 'unique_timestamp']
 
@@ -127,6 +131,11 @@ class SSLRunner(RunLifecycleMixin, CheckpointingMixin, Runner):
         reference DINOv2 training does; False keeps full float32.
 
         mmengine names a run (logger, visualizer, default scope) after the
+        ``env_cfg.threads`` (or ``OMP_NUM_THREADS``) sets torch's CPU
+        threads; without either, a CPU run takes its share of the cores
+        (:func:`~.workers.fit_threads_to_machine`), said in one log line.
+
+        mmengine names a run (logger, visualizer, default scope) after the
         second it started, ``<config>_<YYYYmmdd_HHMMSS>``, and hands back
         the existing instance for a name it has seen: a second run started
         in the same second by the same process (``mmssl.apis.train``
@@ -135,6 +144,12 @@ class SSLRunner(RunLifecycleMixin, CheckpointingMixin, Runner):
         history, so the ranks agree on it.
         """
         quiet_known_warnings()  # before mmengine's setup warns
+        # before mmengine sets OMP_NUM_THREADS for distributed runs: only
+        # the user's (or the launcher's) value counts as chosen
+        self._threads_note = fit_threads_to_machine(
+            workers=configured_workers(self),
+            threads=(env_cfg or {}).get('threads'),
+        )
         super().setup_env(env_cfg)
         quiet_known_warnings(get_rank())
         self._timestamp = unique_timestamp(self._timestamp)
@@ -145,7 +160,14 @@ class SSLRunner(RunLifecycleMixin, CheckpointingMixin, Runner):
         logger = super().build_logger(log_level, log_file, **kwargs)
         if shorten_console(logger):
             path = log_file or osp.join(self._log_dir, f'{self.timestamp}.log')
-            logger.info(f'environment, config and hook order: in {path} only')
+            # said when the run starts (train/val/test): a failed start or
+            # a dry run removes the file and must not point at it
+            self._log_file_note = (
+                f'environment, config and hook order: in {path} only'
+            )
+        note = getattr(self, '_threads_note', None)
+        if note:
+            logger.info(note)
         return logger
 
     @classmethod

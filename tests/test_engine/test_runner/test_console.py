@@ -133,3 +133,15 @@ def test_workers_capped_at_the_cores_and_no_pinning_without_cuda():
         )
     )
     assert loader.num_workers == available_cpus()
+
+
+def test_warnings_shown_as_one_line_without_their_source(monkeypatch):
+    """dist_train.sh echoed ``warnings.warn(`` under every warning."""
+    from mmssl.engine.runner.console import quiet_known_warnings
+
+    monkeypatch.setattr(warnings, 'formatwarning', warnings.formatwarning)
+    monkeypatch.setattr(warnings, 'filters', list(warnings.filters))
+    quiet_known_warnings(0)
+    # Python's own format adds line 1 of this file (its docstring)
+    text = warnings.formatwarning('take care', UserWarning, __file__, 1)
+    assert text == f'{__file__}:1: UserWarning: take care\n'

@@ -1,0 +1,133 @@
+"""One line for a user error, value typos included: the bad value, the
+nearest valid ones, exit 2, no traceback, no folders left behind."""
+
+import os.path as osp
+
+import pytest
+import torch
+
+from mmssl.apis.errors import config_build_error, find_config_value
+from tests.support.dense_fixtures import write_ade
+from tests.support.tools import ROOT, load_tool
+
+DEMO = osp.join(ROOT, 'configs/dinov2/dinov2_vit-tiny-p4_1xb64-10e_demo.py')
+CPU = osp.join(
+    ROOT, 'configs/dinov2/dinov2_vit-tiny-p14_1xb16-10e_custom-cpu.py'
+)
+TYPO = ['--cfg-options', 'model.backbone.arch=tiyn']
+SAID = "error: model.backbone.arch='tiyn': Unknown arch 'tiyn'; choose from "
+FIX = "did you mean 'tiny'? (--cfg-options model.backbone.arch=tiny)"
+
+
+def _one_error_line(err):
+    lines = [x for x in err.splitlines() if x.strip()]
+    assert 'Traceback' not in err
+    assert len([x for x in lines if x.startswith('error:')]) == 1
+    return next(x for x in lines if x.startswith('error:'))
+
+
+def test_build_error_names_key_value_and_nearest():
+    cfg = dict(model=dict(backbone=dict(type='ViT', arch='smal')))
+    try:
+        try:
+            raise AssertionError("Arch smal is not in default archs {'small'}")
+        except AssertionError as inner:
+            raise AssertionError(f'class `ViT` in mod.x: {inner}') from inner
+    except AssertionError as exc:
+        error = config_build_error(exc, cfg)
+    assert str(error) == (
+        "model.backbone.arch='smal': Arch smal is not in default archs "
+        "{'small'}; did you mean 'small'? (--cfg-options "
+        'model.backbone.arch=small)'
+    )
+    assert error.exit_code == 2
+    assert find_config_value(cfg, 'nothing of it here') is None
+
+
+def test_train_value_typo_is_one_line(tmp_path, capsys):
+    work = tmp_path / 'work'
+    with pytest.raises(SystemExit) as exit_:
+        load_tool('train.py').main([DEMO, '--work-dir', str(work)] + TYPO)
+    assert exit_.value.code == 2
+    out, err = capsys.readouterr()
+    line = _one_error_line(err)
+    assert line.startswith(SAID) and line.endswith(FIX)
+    assert not work.exists()  # the failed start left no folder
+    assert '.log only' not in out + err  # names no removed log file
+
+
+def test_train_value_typo_with_debug_shows_the_traceback(tmp_path):
+    with pytest.raises(Exception, match="Unknown arch 'tiyn'"):
+        load_tool('train.py').main(
+            [DEMO, '--work-dir', str(tmp_path / 'w'), '--debug'] + TYPO
+        )
+
+
+def test_eval_seg_value_typo_is_one_line(tmp_path, capsys):
+    data = write_ade(tmp_path / 'ade', 2, 1)
+    work = tmp_path / 'work'
+    argv = [DEMO, '--task', 'seg', '--data', data, '--work-dir', str(work)]
+    with pytest.raises(SystemExit) as exit_:
+        load_tool('eval.py').main(argv + ['--num-classes', '2'] + TYPO)
+    assert exit_.value.code == 2
+    line = _one_error_line(capsys.readouterr().err)
+    assert line.startswith(SAID) and line.endswith(FIX)
+    assert not work.exists()
+
+
+def test_eval_knn_names_flags_eval_has(tmp_path, capsys):
+    tool = load_tool('eval.py')
+    with pytest.raises(SystemExit) as exit_:
+        tool.main([CPU, '--task', 'knn', '--work-dir', str(tmp_path / 'w')])
+    message = str(exit_.value.code)
+    assert '--data ROOT' in message and '--train-folder' not in message
+    with pytest.raises(SystemExit) as exit_:
+        tool.main([DEMO, '--task', 'knn', '--data', str(tmp_path / 'no'),
+                   '--work-dir', str(tmp_path / 'w')])  # fmt: skip
+    assert exit_.value.code == 2
+    line = _one_error_line(capsys.readouterr().err)
+    assert line.startswith(f'error: {tmp_path / "no" / "train"} is not')
+    assert 'ROOT/train/<class>/<image>' in line
+    assert not (tmp_path / 'w').exists()
+
+
+def test_rank_refuses_a_checkpoint_before_computing(
+    tmp_path, monkeypatch, capsys
+):
+    """The mismatch is found before any feature is computed (it took
+    45 s of random-init features before)."""
+    import mmssl.apis.rank_eval as rank_eval
+
+    def no_features(*args, **kwargs):
+        raise AssertionError('features computed before the check')
+
+    monkeypatch.setattr(rank_eval, '_features', no_features)
+    ckpt = str(tmp_path / 'other.pth')
+    torch.save(dict(state_dict={'teacher.backbone.x': torch.ones(3)}), ckpt)
+    folder = tmp_path / 'imgs'
+    folder.mkdir()
+    import cv2
+    import numpy as np
+
+    for i in range(3):
+        cv2.imwrite(str(folder / f'{i}.png'), np.zeros((8, 8, 3), np.uint8))
+    with pytest.raises(SystemExit, match='does not hold the backbone'):
+        load_tool('eval.py').main(
+            [DEMO, '--task', 'rank', '--data', str(folder), '--checkpoint',
+             ckpt, '--work-dir', str(tmp_path / 'w')]
+        )  # fmt: skip
+    assert not (tmp_path / 'w').exists()
+
+
+def test_test_tool_value_typo_is_one_line(tmp_path, capsys):
+    ckpt = tmp_path / 'w.pth'
+    torch.save(dict(state_dict={}), ckpt)
+    work = tmp_path / 'work'
+    with pytest.raises(SystemExit) as exit_:
+        load_tool('test.py').run(
+            [DEMO, str(ckpt), '--work-dir', str(work)] + TYPO
+        )
+    assert exit_.value.code == 2
+    line = _one_error_line(capsys.readouterr().err)
+    assert line.startswith(SAID) and line.endswith(FIX)
+    assert not work.exists()
