@@ -23,6 +23,9 @@ def pack_inputs(d: dict, where: str, report: MigrationReport) -> dict:
     keys = list(d.get('algorithm_keys', [])) + list(
         d.get('pseudo_label_keys', [])
     )
+    if 'mask' in keys:  # PackInputs packs 'mask' itself, as a tensor
+        keys.remove('mask')
+        report.change(where, "PackInputs packs 'mask' without algorithm_keys")
     if keys:
         out['algorithm_keys'] = keys
     if 'meta_keys' in d:
