@@ -22,7 +22,7 @@ train_pipeline = [
         padding_mode='reflect',
     ),
     dict(type='torchvision/RandomHorizontalFlip', p=0.5),
-    dict(type='ToNumpy', to_rgb=True),
+    dict(type='ToNumpy', to_bgr=True),
     dict(type='PackInputs'),
 ]
 train_dataloader = dict(dataset=dict(pipeline=train_pipeline))

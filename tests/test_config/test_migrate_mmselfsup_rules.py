@@ -114,9 +114,11 @@ def test_rotation_and_relative_loc_transforms():
     assert steps == [
         dict(type='ToPIL', to_rgb=False),
         dict(type='torchvision/RandomRotation', degrees=2),
-        dict(type='ToNumpy', to_rgb=False),
+        dict(type='ToNumpy', to_bgr=False),
         dict(type='RelativeLocPatches', patch_size=64),
     ]
+    (to_numpy,), _ = _pipeline(dict(type='mmcls.ToNumpy', to_rgb=True))
+    assert to_numpy == dict(type='ToNumpy', to_bgr=True)
 
 
 @pytest.mark.parametrize(

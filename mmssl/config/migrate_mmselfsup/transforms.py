@@ -104,7 +104,7 @@ def random_rotation(d: dict, where: str, report: MigrationReport) -> list:
     return [
         dict(type='ToPIL', to_rgb=False),
         dict(type='torchvision/RandomRotation', **args),
-        dict(type='ToNumpy', to_rgb=False),
+        dict(type='ToNumpy', to_bgr=False),
     ]
 
 
@@ -124,6 +124,15 @@ def patch_labels(d: dict, where: str, report: MigrationReport) -> dict:
         '(the 64-pixel patch of a 3x3 grid, as MMSelfSup drew it)',
     )
     return dict(type='RelativeLocPatches', patch_size=64)
+
+
+def to_numpy(d: dict, where: str, report: MigrationReport) -> dict:
+    """MMClassification 1.0's ToNumpy(to_rgb) converted RGB back to BGR:
+    mmpretrain's ToNumpy calls it ``to_bgr``."""
+    if 'to_rgb' not in d:
+        return d
+    report.change(where, 'ToNumpy(to_rgb) -> ToNumpy(to_bgr)')
+    return _rename_args(d, dict(to_rgb='to_bgr'))
 
 
 def mae_crop(d: dict, where: str, report: MigrationReport) -> dict:
@@ -149,4 +158,5 @@ TRANSFORM_RULES = {
     'RotationWithLabels': rotation_labels,
     'RandomPatchWithLabels': patch_labels,
     'MAERandomResizedCrop': mae_crop,
+    'ToNumpy': to_numpy,
 }
