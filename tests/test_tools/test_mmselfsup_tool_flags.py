@@ -81,3 +81,18 @@ def test_browse_dataset_takes_mmselfsup_flags(capsys):
     assert '--show-interval ignored' in capsys.readouterr().out
     args = tool.parse_args(['c.py', '--output-dir', 'out'])
     assert args.output_dir == 'out' and not args.not_show
+
+
+def test_tsne_max_num_class_keeps_the_first_classes():
+    import torch
+    from mmpretrain.structures import DataSample
+
+    tool = load_tool('analysis_tools/visualize_tsne.py')
+    args = tool.parse_args(['cfg.py', '--max-num-class', '2'])
+    samples = [DataSample().set_gt_label(c) for c in (0, 2, 1, 3)]
+    samples.append(DataSample())  # unlabelled: kept, label -1
+    feats = torch.arange(10.0).view(5, 2)
+    out, labels, src = tool.as_arrays(feats, samples, [0, 0, 1, 1, 1], args)
+    assert labels.tolist() == [0, 1, -1]
+    assert out.tolist() == [[0, 1], [4, 5], [8, 9]]
+    assert src.tolist() == [0, 1, 1]

@@ -304,6 +304,25 @@ def make_feature_fn(model, args):
     return feature_fn
 
 
+def as_arrays(feats, samples, src_ids, args) -> tuple:
+    """Features, labels (-1: none) and source ids as numpy arrays, only
+    the classes below ``--max-num-class`` when given."""
+    labels = np.array(
+        [
+            int(s.gt_label.reshape(-1)[0]) if 'gt_label' in s else -1
+            for s in samples
+        ]
+    )
+    src = np.array(src_ids)
+    feats = feats.float().numpy()
+    if args.max_num_class is not None:
+        from mmssl.visualization.tsne import first_classes
+
+        keep = first_classes(labels, args.max_num_class)
+        feats, labels, src = feats[keep], labels[keep], src[keep]
+    return feats, labels, src
+
+
 def main(argv=None) -> dict:
     args = parse_args(argv)
     check_mmselfsup_flags(args)
@@ -329,19 +348,7 @@ def main(argv=None) -> dict:
         model, loader, feature_fn, desc='t-SNE features'
     )
     feats, samples, src_ids = drop_stand_ins(feats, samples, src_ids)
-    labels = np.array(
-        [
-            int(s.gt_label.reshape(-1)[0]) if 'gt_label' in s else -1
-            for s in samples
-        ]
-    )
-    src = np.array(src_ids)
-    feats = feats.float().numpy()
-    if args.max_num_class is not None:
-        from mmssl.visualization.tsne import first_classes
-
-        keep = first_classes(labels, args.max_num_class)
-        feats, labels, src = feats[keep], labels[keep], src[keep]
+    feats, labels, src = as_arrays(feats, samples, src_ids, args)
     os.makedirs(args.work_dir, exist_ok=True)
     emb = run_tsne(
         feats, args.perplexity, args.n_iter, args.seed, **tsne_options(args)

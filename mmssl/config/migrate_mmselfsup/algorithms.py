@@ -127,71 +127,71 @@ def _meta_keys_with_index(pipeline: list, report: MigrationReport) -> None:
             step.pop('algorithm_keys', None)
 
 
-def clustering_hooks(cfg: dict, report: MigrationReport) -> None:
+def _deepcluster_hook(hook: dict, model: dict, where, report) -> dict:
     """DeepClusterHook(extract_dataloader, clustering=Kmeans(k, pca_dim))
-    and ODCHook -> mmssl's hooks, which take the extraction pipeline."""
+    -> DeepClusterHook(extract_pipeline, num_classes, pca_dim)."""
+    loader = hook.get('extract_dataloader', {})
+    clustering = hook.get('clustering', {})
+    pca = clustering.get('pca_dim', 256)
+    report.change(
+        where,
+        'DeepClusterHook(extract_dataloader, clustering=Kmeans) -> '
+        'DeepClusterHook(extract_pipeline, num_classes, pca_dim)',
+    )
+    if hook.get('reweight'):
+        report.cannot(where, 'reweight=True: mmssl samples clusters uniformly')
+    return dict(
+        type='DeepClusterHook',
+        extract_pipeline=loader.get('dataset', {}).get('pipeline'),
+        num_classes=clustering.get('k', model.get('num_classes')),
+        pca_dim=None if pca in (-1, None) else pca,
+        interval=hook.get('interval', 1),
+        batch_size=loader.get('batch_size', 128),
+        num_workers=loader.get('num_workers', 0),
+    )
+
+
+def _odc_hook(hook: dict, model: dict, extract, where, report) -> dict:
+    """ODCHook -> mmssl's ODCHook(extract_pipeline, intervals); its
+    ``reweight_pow`` moves to the model."""
+    keep = ('centroids_update_interval', 'deal_with_small_clusters_interval')
+    if 'reweight_pow' in hook:
+        model['reweight_pow'] = hook['reweight_pow']
+    known = keep + ('type', 'reweight', 'reweight_pow')
+    gone = [k for k in hook if k not in known]
+    report.change(
+        where,
+        'ODCHook -> ODCHook(extract_pipeline, ...); reweight_pow '
+        f'-> model.reweight_pow; dropped {gone}',
+    )
+    out = dict(type='ODCHook', extract_pipeline=extract)
+    out.update({k: hook[k] for k in keep if k in hook})
+    return out
+
+
+def clustering_hooks(cfg: dict, report: MigrationReport) -> None:
+    """The clustering and memory-bank algorithms' hooks and packed keys."""
     model = cfg.get('model', {})
     kind = model.get('type')
     if kind not in ('DeepCluster', 'ODC', 'NPID'):
         return
     dataset = cfg.get('train_dataloader', {}).get('dataset', {})
     _meta_keys_with_index(dataset.get('pipeline'), report)
-    hooks, new = cfg.get('custom_hooks', []), []
-    extract = None
+    hooks, new, extract = cfg.get('custom_hooks', []), [], None
     for i, hook in enumerate(hooks):
         where = f'custom_hooks[{i}]'
-        if hook.get('type') == 'DeepClusterHook':
+        if hook.get('type') == 'DeepClusterHook' and kind == 'ODC':
             loader = hook.get('extract_dataloader', {})
             extract = loader.get('dataset', {}).get('pipeline')
-            clustering = hook.get('clustering', {})
-            if kind == 'ODC':
-                report.change(
-                    where,
-                    'DeepClusterHook (initial clustering) dropped: '
-                    "mmssl's ODCHook clusters at the start itself",
-                )
-                continue
-            pca = clustering.get('pca_dim', 256)
-            new.append(
-                dict(
-                    type='DeepClusterHook',
-                    extract_pipeline=extract,
-                    num_classes=clustering.get('k', model.get('num_classes')),
-                    pca_dim=None if pca in (-1, None) else pca,
-                    interval=hook.get('interval', 1),
-                    batch_size=loader.get('batch_size', 128),
-                    num_workers=loader.get('num_workers', 0),
-                )
-            )
             report.change(
                 where,
-                'DeepClusterHook(extract_dataloader, clustering=Kmeans) -> '
-                'DeepClusterHook(extract_pipeline, num_classes, pca_dim)',
+                'DeepClusterHook (initial clustering) dropped: '
+                "mmssl's ODCHook clusters at the start itself",
             )
-            if hook.get('reweight'):
-                report.cannot(
-                    where, 'reweight=True: mmssl samples clusters uniformly'
-                )
+        elif hook.get('type') == 'DeepClusterHook':
+            new.append(_deepcluster_hook(hook, model, where, report))
         elif hook.get('type') == 'ODCHook':
-            keep = (
-                'centroids_update_interval',
-                'deal_with_small_clusters_interval',
-            )
-            odc_hook = dict(type='ODCHook', extract_pipeline=extract)
-            odc_hook.update({k: hook[k] for k in keep if k in hook})
-            new.append(odc_hook)
-            if 'reweight_pow' in hook:
-                model['reweight_pow'] = hook['reweight_pow']
-            gone = [
-                k
-                for k in hook
-                if k not in keep + ('type', 'reweight', 'reweight_pow')
-            ]
-            report.change(
-                where,
-                'ODCHook -> ODCHook(extract_pipeline, ...); reweight_pow '
-                f'-> model.reweight_pow; dropped {gone}',
-            )
+            new.append(_odc_hook(hook, model, extract, where, report))
         else:
             new.append(hook)
     if hooks:
