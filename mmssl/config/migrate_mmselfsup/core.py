@@ -88,7 +88,10 @@ def _runtime(cfg: Dict[str, Any], report: MigrationReport) -> None:
         log['type'] = 'UnresolvedLogProcessor'
     if cfg.get('randomness') is None:
         cfg['randomness'] = dict(seed=None)
-        report.change('randomness', 'None -> dict(seed=None)')
+        report.change(
+            'randomness',
+            "not set -> dict(seed=None) (mmengine's default: a random seed)",
+        )
     vis = cfg.get('visualizer')
     if isinstance(vis, dict) and 'name' in vis:
         vis.pop('name')  # one name per process; mmengine picks it
