@@ -322,7 +322,9 @@ def _clustering_cfg(algo):
         default_scope='mmselfsup',
         model=dict(type=algo, head=dict(type='ClsHead', num_classes=7)),
         train_dataloader=dict(
-            sampler=dict(type='DeepClusterSampler'),
+            sampler=dict(
+                type='DeepClusterSampler', shuffle=True, replace=True
+            ),
             dataset=dict(
                 type='DeepClusterImageNet',
                 pipeline=[
@@ -356,7 +358,7 @@ def _clustering_cfg(algo):
 def test_deepcluster_and_odc_hooks():
     out, _ = migrate_cfg_dict(_clustering_cfg('DeepCluster'))
     loader = out['train_dataloader']
-    assert loader['sampler']['type'] == 'ClusterUniformSampler'
+    assert loader['sampler'] == dict(type='ClusterUniformSampler')
     assert loader['dataset']['type'] == 'ImageNet'
     (pack,) = loader['dataset']['pipeline']
     assert pack == dict(
@@ -373,6 +375,8 @@ def test_deepcluster_and_odc_hooks():
     assert hook['extract_pipeline'][-1]['type'] == 'PackInputs'
     assert out['model']['num_classes'] == 7
     out, _ = migrate_cfg_dict(_clustering_cfg('ODC'))
+    sampler = out['train_dataloader']['sampler']
+    assert sampler == dict(type='DefaultSampler', shuffle=True)
     (hook,) = out['custom_hooks']  # the initial clustering is ODCHook's
     assert hook['type'] == 'ODCHook'
     assert hook['centroids_update_interval'] == 5

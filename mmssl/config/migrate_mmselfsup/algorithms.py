@@ -169,14 +169,43 @@ def _odc_hook(hook: dict, model: dict, extract, where, report) -> dict:
     return out
 
 
+def _cluster_sampler(loader: dict, kind: str, report) -> None:
+    """DeepClusterSampler(shuffle, replace): DeepCluster's draws clusters
+    uniformly (mmssl's ClusterUniformSampler, always shuffled); ODC
+    reweights its loss instead, over a plain shuffled sampler."""
+    sampler = loader.get('sampler')
+    if not isinstance(sampler, dict):
+        return
+    if sampler.get('type') != 'ClusterUniformSampler':
+        return
+    where = 'train_dataloader.sampler'
+    if kind == 'ODC':
+        loader['sampler'] = dict(type='DefaultSampler', shuffle=True)
+        report.change(
+            where,
+            "DeepClusterSampler -> DefaultSampler(shuffle=True) (mmssl's "
+            'ODC reweights the loss by cluster size: model.reweight_pow)',
+        )
+        return
+    gone = [k for k in sampler if k not in ('type', 'seed')]
+    loader['sampler'] = {k: v for k, v in sampler.items() if k not in gone}
+    if gone:
+        report.change(
+            where,
+            f'ClusterUniformSampler: dropped {gone} (it always shuffles, '
+            'drawing clusters uniformly)',
+        )
+
+
 def clustering_hooks(cfg: dict, report: MigrationReport) -> None:
     """The clustering and memory-bank algorithms' hooks and packed keys."""
     model = cfg.get('model', {})
     kind = model.get('type')
     if kind not in ('DeepCluster', 'ODC', 'NPID'):
         return
-    dataset = cfg.get('train_dataloader', {}).get('dataset', {})
-    _meta_keys_with_index(dataset.get('pipeline'), report)
+    loader = cfg.get('train_dataloader', {})
+    _meta_keys_with_index(loader.get('dataset', {}).get('pipeline'), report)
+    _cluster_sampler(loader, kind, report)
     hooks, new, extract = cfg.get('custom_hooks', []), [], None
     for i, hook in enumerate(hooks):
         where = f'custom_hooks[{i}]'
