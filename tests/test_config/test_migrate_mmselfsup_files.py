@@ -184,3 +184,19 @@ def test_migrated_config_builds_dataset_sample_and_model(
     assert torch.isfinite(losses['loss'])
     # MMSelfSup's ResNet kept its last block's BN unzeroed
     assert model.backbone.layer4[-1].bn2.weight.abs().sum() > 0
+
+
+def test_train_tool_names_the_migration_in_one_line(
+    mmselfsup_configs, tmp_path, capsys
+):
+    tool = load_tool('train.py')
+    src = osp.join(
+        mmselfsup_configs, 'simclr', 'simclr_resnet18_1xb2-2e_in1k.py'
+    )
+    with pytest.raises(SystemExit) as info:
+        tool.main([src, '--work-dir', str(tmp_path / 'w')])
+    assert info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert "default_scope='mmselfsup'" in err[0]
+    assert f'tools/misc/migrate_mmselfsup.py {src} -o' in err[0]
