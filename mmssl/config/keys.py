@@ -61,6 +61,32 @@ CONVENTIONAL_VARIABLES = frozenset(
 )
 
 
+#: Keys whose nearest known name would point the wrong way.
+HINTS = {
+    'optimizer': 'The optimizer goes inside the wrapper: `optim_wrapper = '
+    "dict(type='OptimWrapper', optimizer=dict(...))`; a top-level "
+    '`optimizer` is read by nobody (an MMSelfSup config? run '
+    'tools/misc/migrate_mmselfsup.py).',
+}
+
+
+def check_not_mmselfsup(cfg, filename: Optional[str] = None) -> None:
+    """Refuse an MMSelfSup 1.x config (``default_scope='mmselfsup'``)
+    with the one command that converts it.
+
+    Raises:
+        UnknownConfigKeyError: Naming the migration tool.
+    """
+    if cfg.get('default_scope') != 'mmselfsup':
+        return
+    name = filename or 'CONFIG'
+    raise UnknownConfigKeyError(
+        f"{name} is an MMSelfSup 1.x config (default_scope='mmselfsup'); "
+        f'convert it first: python tools/misc/migrate_mmselfsup.py {name} '
+        '-o NEW_CONFIG.py (docs/en/migrate_mmselfsup.md)'
+    )
+
+
 #: mmengine's ``{{$NAME:default}}`` placeholder for an environment variable
 _ENV_PLACEHOLDER = re.compile(r'\{\{[\'"]?\s*\$(\w+)\s*:\s*(.*?)\s*[\'"]?\}\}')
 
@@ -172,7 +198,7 @@ def check_top_level_keys(
     where = f' in {filename}' if filename else ''
     lines = [
         f'Unknown top-level config key `{key}`{where}. '
-        + _suggest(key, KNOWN_TOP_LEVEL_KEYS, [])
+        + (HINTS.get(key) or _suggest(key, KNOWN_TOP_LEVEL_KEYS, []))
         for key in unknown
     ]
     lines.append(

@@ -42,7 +42,7 @@ from mmssl.registry import LOG_PROCESSORS
 
 from .derived_sizes import resolve_model_sizes
 from .diff import _flatten
-from .keys import check_top_level_keys
+from .keys import check_not_mmselfsup, check_top_level_keys
 from .run_length import resolve_run_fractions
 
 UNRESOLVED_MESSAGE = (
@@ -106,7 +106,9 @@ def resolve(
             be resolved.
     """
     if check_keys:
-        check_top_level_keys(list(cfg.keys()), getattr(cfg, 'filename', None))
+        filename = getattr(cfg, 'filename', None)
+        check_not_mmselfsup(cfg, filename)
+        check_top_level_keys(list(cfg.keys()), filename)
     notes = []
     fractions = resolve_run_fractions(cfg)
     if fractions:

@@ -71,11 +71,16 @@ def run_tsne(
     perplexity: float = 30.0,
     n_iter: int = 1000,
     seed: int = 0,
+    **tsne_kwargs,
 ) -> np.ndarray:
-    """2-D t-SNE embedding of ``feats`` (N, C) -> (N, 2).
+    """t-SNE embedding of ``feats`` (N, C) -> (N, n_components).
 
     The perplexity is lowered to ``(N - 1) / 3`` for small N, as t-SNE
     needs more samples than about three times the perplexity.
+    ``tsne_kwargs`` (``n_components``, ``early_exaggeration``,
+    ``learning_rate``, ``n_iter_without_progress``, ``init``) go to
+    scikit-learn's ``TSNE``; defaults: 2 components, ``init='pca'``,
+    ``learning_rate='auto'``.
     """
     from sklearn.manifold import TSNE
 
@@ -92,7 +97,17 @@ def run_tsne(
     )
     params = inspect.signature(TSNE).parameters
     kwargs['max_iter' if 'max_iter' in params else 'n_iter'] = max(n_iter, 250)
+    kwargs.update({k: v for k, v in tsne_kwargs.items() if v is not None})
     return TSNE(**kwargs).fit_transform(feats.astype(np.float32))
+
+
+def first_classes(labels: np.ndarray, max_num_class: int) -> np.ndarray:
+    """Mask of the samples whose label is below ``max_num_class``
+    (MMSelfSup's ``--max-num-class``: the first classes only); unlabelled
+    samples (-1) are kept."""
+    if max_num_class < 1:
+        raise ValueError(f'--max-num-class must be >= 1, got {max_num_class}.')
+    return labels < max_num_class
 
 
 def plot_embedding(

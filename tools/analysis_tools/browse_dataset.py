@@ -1,7 +1,11 @@
 """Save pictures of what the model sees: every crop of N samples.
 
-    python tools/analysis_tools/browse_dataset.py CONFIG --output-dir DIR
+    python tools/analysis_tools/browse_dataset.py CONFIG [--output-dir DIR]
         [-n N] [--data-root DIR ...] [--cfg-options k=v ...]
+
+MMSelfSup's ``--not-show`` and ``--show-interval`` are accepted (pictures
+are always saved, never shown); ``--output-dir`` defaults to
+``work_dirs/<config name>/browse_dataset``.
 
 One PNG per sample: global crops on the first row (with the iBOT mask
 drawn over masked patches when the pipeline makes masks), local crops on
@@ -107,7 +111,12 @@ def parse_args(argv=None) -> argparse.Namespace:
 
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('config')
-    parser.add_argument('--output-dir', required=True)
+    parser.add_argument(
+        '--output-dir',
+        default=None,
+        help='folder for the pictures (default: '
+        'work_dirs/<config name>/browse_dataset)',
+    )
     parser.add_argument('-n', '--num', type=int, default=8)
     parser.add_argument(
         '--data-root',
@@ -119,8 +128,31 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument(
         '--rgb', action='store_true', help='pipeline output is already RGB'
     )
+    # MMSelfSup 1.x's flags: mmssl always saves pictures, never opens a
+    # window, so these two are accepted and change nothing.
+    parser.add_argument(
+        '--not-show',
+        action='store_true',
+        help='accepted (MMSelfSup): pictures are saved, never shown',
+    )
+    parser.add_argument(
+        '--show-interval',
+        type=float,
+        default=None,
+        help='accepted (MMSelfSup): pictures are saved, never shown',
+    )
     add_cfg_options_arguments(parser)
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.output_dir is None:
+        stem = osp.splitext(osp.basename(args.config))[0]
+        args.output_dir = osp.join('work_dirs', stem, 'browse_dataset')
+    if args.show_interval is not None:
+        print(
+            'browse_dataset: --show-interval ignored: pictures are saved '
+            f'to {args.output_dir}, not shown',
+            flush=True,
+        )
+    return args
 
 
 def build_dataset(cfg, data_root=None):

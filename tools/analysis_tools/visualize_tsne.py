@@ -6,6 +6,13 @@
         [--feature cls|pooled|stage:K] [--color-by label|source] \
         [--img-size S]
 
+MMSelfSup's flags work too: ``--vis-stage backbone`` (the only stage:
+mmssl embeds backbone features, chosen with ``--feature``),
+``--max-num-class N`` (samples of labels below N), ``--deterministic``,
+``--n-components``, ``--early-exaggeration``, ``--learning-rate``,
+``--n-iter-without-progress`` and ``--init`` (scikit-learn's TSNE); the
+work dir defaults to ``work_dirs/<config name>/tsne``.
+
 Data: the config's ``test_dataloader`` (else ``val_dataloader``); for a
 ``KNNDataset`` the ``query`` split by default (``bank`` or ``all``), or
 one or more image folders given with ``--data-root`` (labels from their
@@ -35,7 +42,10 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('config', help='config file')
     parser.add_argument('--checkpoint', help='checkpoint of the algorithm')
-    parser.add_argument('--work-dir', required=True, help='output folder')
+    parser.add_argument(
+        '--work-dir',
+        help='output folder (default: work_dirs/<config name>/tsne)',
+    )
     parser.add_argument(
         '--dataset-split',
         '--split',
@@ -77,9 +87,73 @@ def parse_args(argv=None):
     parser.add_argument('--batch-size', type=int, default=64)
     parser.add_argument('--device', default='cpu')
     parser.add_argument('--seed', type=int, default=0)
+    _add_mmselfsup_arguments(parser)
     add_trusted_argument(parser)
     add_cfg_options_arguments(parser)
     return parser.parse_args(argv)
+
+
+def _add_mmselfsup_arguments(parser) -> None:
+    """MMSelfSup 1.x's visualize_tsne.py flags."""
+    parser.add_argument(
+        '--vis-stage',
+        default='backbone',
+        help="backbone only (MMSelfSup's neck/pre_logits: no counterpart; "
+        'choose backbone features with --feature)',
+    )
+    parser.add_argument(
+        '--max-num-class',
+        type=int,
+        default=None,
+        help='embed only samples whose label is below N',
+    )
+    parser.add_argument(
+        '--deterministic',
+        action='store_true',
+        help='deterministic torch algorithms for the feature pass',
+    )
+    parser.add_argument('--n-components', type=int, default=2, choices=[2, 3])
+    parser.add_argument('--early-exaggeration', type=float, default=None)
+    parser.add_argument(
+        '--learning-rate',
+        default=None,
+        help="a number, or 'auto' (the default)",
+    )
+    parser.add_argument('--n-iter-without-progress', type=int, default=None)
+    parser.add_argument(
+        '--init', default=None, choices=['pca', 'random'], help='default pca'
+    )
+
+
+def check_mmselfsup_flags(args) -> None:
+    """Stop at MMSelfSup flag values mmssl has no counterpart for; fill
+    the default work dir; apply ``--deterministic``."""
+    if args.vis_stage != 'backbone':
+        sys.exit(
+            f'error: --vis-stage {args.vis_stage} has no mmssl '
+            'counterpart: t-SNE embeds backbone features; pick them with '
+            '--feature cls|pooled|stage:K (or --backbone-path MODULE).'
+        )
+    if args.work_dir is None:
+        stem = osp.splitext(osp.basename(args.config))[0]
+        args.work_dir = osp.join('work_dirs', stem, 'tsne')
+    if args.learning_rate not in (None, 'auto'):
+        args.learning_rate = float(args.learning_rate)
+    if args.deterministic:
+        import torch
+
+        torch.use_deterministic_algorithms(True, warn_only=True)
+
+
+def tsne_options(args) -> dict:
+    """scikit-learn TSNE arguments given on the command line."""
+    return dict(
+        n_components=args.n_components,
+        early_exaggeration=args.early_exaggeration,
+        learning_rate=args.learning_rate,
+        n_iter_without_progress=args.n_iter_without_progress,
+        init=args.init,
+    )
 
 
 def folder_dataset_cfgs(roots, img_size: int, loader=None) -> list:
@@ -230,8 +304,28 @@ def make_feature_fn(model, args):
     return feature_fn
 
 
+def as_arrays(feats, samples, src_ids, args) -> tuple:
+    """Features, labels (-1: none) and source ids as numpy arrays, only
+    the classes below ``--max-num-class`` when given."""
+    labels = np.array(
+        [
+            int(s.gt_label.reshape(-1)[0]) if 'gt_label' in s else -1
+            for s in samples
+        ]
+    )
+    src = np.array(src_ids)
+    feats = feats.float().numpy()
+    if args.max_num_class is not None:
+        from mmssl.visualization.tsne import first_classes
+
+        keep = first_classes(labels, args.max_num_class)
+        feats, labels, src = feats[keep], labels[keep], src[keep]
+    return feats, labels, src
+
+
 def main(argv=None) -> dict:
     args = parse_args(argv)
+    check_mmselfsup_flags(args)
     from mmssl.apis import init_model
     from mmssl.checkpoint import exit_on_untrusted, trust_from_args
     from mmssl.config.cli import load_tool_config
@@ -254,16 +348,11 @@ def main(argv=None) -> dict:
         model, loader, feature_fn, desc='t-SNE features'
     )
     feats, samples, src_ids = drop_stand_ins(feats, samples, src_ids)
-    labels = np.array(
-        [
-            int(s.gt_label.reshape(-1)[0]) if 'gt_label' in s else -1
-            for s in samples
-        ]
-    )
-    src = np.array(src_ids)
-    feats = feats.float().numpy()
+    feats, labels, src = as_arrays(feats, samples, src_ids, args)
     os.makedirs(args.work_dir, exist_ok=True)
-    emb = run_tsne(feats, args.perplexity, args.n_iter, args.seed)
+    emb = run_tsne(
+        feats, args.perplexity, args.n_iter, args.seed, **tsne_options(args)
+    )
     np.save(osp.join(args.work_dir, 'features.npy'), feats)
     np.save(osp.join(args.work_dir, 'labels.npy'), labels)
     np.save(osp.join(args.work_dir, 'sources.npy'), src)

@@ -5,6 +5,7 @@ from .mae3d import MAE3D
 from .mff_features import MFFFullImage
 from .npid import NPID
 from .odc import ODC, ODCMemory
+from .pixmim import PixMIM
 from .relative_loc import RelativeLoc
 from .rotation_pred import RotationPred
 from .simclr3d import SimCLR3D
@@ -20,6 +21,7 @@ __all__ = [
     'NPID',
     'ODC',
     'ODCMemory',
+    'PixMIM',
     'RelativeLoc',
     'RotationPred',
     'SparKFullImage',
