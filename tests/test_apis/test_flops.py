@@ -37,8 +37,8 @@ def test_tiny_vit_by_hand():
 def _counted_attention_flops(heads: int, tokens: int, dims: int) -> int:
     """What this torch's FlopCounterMode counts for one attention call.
 
-    torch up to 2.14 has no count for the CPU kernel of
-    ``scaled_dot_product_attention`` (0); later versions count its two
+    torch 2.14 has no count for the CPU kernel of
+    ``scaled_dot_product_attention`` (0); torch 2.15 counts its two
     matmuls, scores and weighted values: 4 T^2 C.
     """
     q = torch.randn(1, heads, tokens, dims // heads)
