@@ -1,7 +1,8 @@
 """mmssl: an OpenMMLab-style toolbox for self-supervised visual pretraining.
 
-Importing mmssl checks that the installed mmengine, mmcv and mmpretrain are
-versions mmssl supports, and says what to install when they are not.
+Importing mmssl checks that the installed torch, torchvision, mmengine, mmcv
+and mmpretrain are versions mmssl supports, and says what to install when
+they are not.
 """
 
 import warnings
@@ -29,6 +30,10 @@ _REQUIRED = {
         'onedl': (('onedl-mmpretrain',), '1.3.0', '1.4.0'),
     },
 }
+
+# torch and torchvision: the floors of requirements/runtime.txt (minimum
+# inclusive, no maximum); pip must pick them as a matching pair.
+_TORCH_MIN = {'torch': '2.6.0', 'torchvision': '0.21.0'}
 
 
 def _digits(version: str) -> tuple:
@@ -89,13 +94,35 @@ def _check_module(
     return stack, None
 
 
+def _check_torch(version_of: Callable[[str], str | None]) -> list[str]:
+    """Problems with torch and torchvision, each naming the fix."""
+    pair = ' '.join(f'"{dist}>={low}"' for dist, low in _TORCH_MIN.items())
+    problems = []
+    for dist, low in _TORCH_MIN.items():
+        version = version_of(dist)
+        if version is None:
+            problems.append(
+                f'{dist} is not installed: pip install {pair} '
+                '(the CPU build: docs/en/get_started.md)'
+            )
+        elif _digits(version) < _digits(low):
+            problems.append(
+                f'{dist} {version} is not supported by mmssl {__version__} '
+                f'(needs >={low}): pip install --upgrade {pair}'
+            )
+    return problems
+
+
 def check_dependencies(
     version_of: Callable[[str], str | None] | None = None,
 ) -> str:
-    """Check mmengine, mmcv and mmpretrain; name the fix when one is off.
+    """Check torch, torchvision, mmengine, mmcv and mmpretrain; name the
+    fix when one is off.
 
-    Each must be installed once, in the supported range of its stack, and
-    all three from the same stack (OpenMMLab releases or OneDL forks).
+    torch and torchvision must be at least the floors of
+    ``requirements/runtime.txt``. mmengine, mmcv and mmpretrain must each
+    be installed once, in the supported range of its stack, and all three
+    from the same stack (OpenMMLab releases or OneDL forks).
 
     Args:
         version_of (Callable, optional): Maps a distribution name to its
@@ -110,7 +137,7 @@ def check_dependencies(
             it.
     """
     version_of = version_of or _installed_version
-    problems, stack_of = [], {}
+    problems, stack_of = _check_torch(version_of), {}
     for module in _REQUIRED:
         stack, problem = _check_module(module, version_of)
         if problem:

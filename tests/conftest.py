@@ -18,6 +18,33 @@ else:
     os.environ.setdefault('OMP_NUM_THREADS', '2')
 
 
+# The versions a run tested, printed under pytest's own header line, so a
+# CI log or a bug report says what pip resolved (README, "Tested versions").
+HEADER_DISTRIBUTIONS = (
+    'torch',
+    'torchvision',
+    'mmengine',
+    'mmcv-lite',
+    'mmcv',
+    'mmpretrain',
+    'onedl-mmengine',
+    'onedl-mmcv',
+    'onedl-mmpretrain',
+)
+
+
+def pytest_report_header(config) -> str:
+    from importlib import metadata
+
+    found = []
+    for name in HEADER_DISTRIBUTIONS:
+        try:
+            found.append(f'{name}-{metadata.version(name)}')
+        except metadata.PackageNotFoundError:
+            pass
+    return 'mmssl stack: ' + ', '.join(found)
+
+
 @pytest.fixture(autouse=True)
 def _restore_torch_threads():
     """Give every test the thread count it started with: tools run

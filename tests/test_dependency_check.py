@@ -1,13 +1,24 @@
 """The mmengine/mmcv/mmpretrain check run by ``import mmssl``."""
 
+import os.path as osp
+import re
 from importlib import metadata
 
 import pytest
 
 import mmssl
 
-OPENMMLAB = {'mmengine': '0.10.7', 'mmcv-lite': '2.2.0', 'mmpretrain': '1.2.0'}
+ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
+
+TORCH = {'torch': '2.14.1+cu130', 'torchvision': '0.29.1'}
+OPENMMLAB = {
+    **TORCH,
+    'mmengine': '0.10.7',
+    'mmcv-lite': '2.2.0',
+    'mmpretrain': '1.2.0',
+}
 ONEDL = {
+    **TORCH,
     'onedl-mmengine': '0.10.12',
     'onedl-mmcv': '2.3.6',
     'onedl-mmpretrain': '1.3.6',
@@ -44,7 +55,7 @@ def test_the_installed_stack_is_found():
 
 
 def test_missing_and_unsupported_name_the_fix():
-    text = _problems({'mmcv-lite': '0.1.0', 'mmpretrain': '1.2.0'})
+    text = _problems({**TORCH, 'mmcv-lite': '0.1.0', 'mmpretrain': '1.2.0'})
     assert (
         'mmengine is not installed: pip install "mmengine>=0.10.0,<1.0.0" '
         'or "onedl-mmengine>=0.10.8,<1.0.0"'
@@ -90,3 +101,45 @@ def test_mixed_stacks_are_refused():
         'mmpretrain from openmmlab)'
     ) in text
     assert 'requirements/mminstall-onedl.txt' in text
+
+
+def test_torch_missing_or_too_old_names_the_pair():
+    pair = '"torch>=2.6.0" "torchvision>=0.21.0"'
+    text = _problems({**OPENMMLAB, 'torch': None})
+    assert f'torch is not installed: pip install {pair}' in text
+    assert 'docs/en/get_started.md' in text  # where the CPU build is
+    assert text.count('\n  ') == 1  # torchvision 0.29.1 is fine
+    text = _problems({**OPENMMLAB, 'torch': '2.5.1+cpu'})
+    assert (
+        f'torch 2.5.1+cpu is not supported by mmssl {mmssl.__version__} '
+        f'(needs >=2.6.0): pip install --upgrade {pair}'
+    ) in text
+    text = _problems({**OPENMMLAB, 'torchvision': '0.20.1'})
+    assert 'torchvision 0.20.1 is not supported' in text
+    assert text.count('\n  ') == 1
+    # the floors themselves, with local version labels, are accepted
+    floor = {**OPENMMLAB, 'torch': '2.6.0+cpu', 'torchvision': '0.21.0'}
+    assert _check(floor) == 'openmmlab'
+
+
+def _floors(rel: str) -> dict:
+    """``name>=X`` lines of a requirement file: {name: X}."""
+    with open(osp.join(ROOT, rel)) as f:
+        found = re.findall(r'^([A-Za-z0-9_.-]+)>=([0-9.]+)', f.read(), re.M)
+    return dict(found)
+
+
+def test_checked_ranges_are_the_requirement_files():
+    """import mmssl checks the floors pip installs (setup.py reads these
+    files), so a raised floor is raised in both places."""
+    runtime = _floors('requirements/runtime.txt')
+    for dist, low in mmssl._TORCH_MIN.items():
+        assert mmssl._digits(runtime[dist]) == mmssl._digits(low), dist
+    for rel, stack in [
+        ('requirements/mminstall.txt', 'openmmlab'),
+        ('requirements/mminstall-onedl.txt', 'onedl'),
+    ]:
+        floors = _floors(rel)
+        for specs in mmssl._REQUIRED.values():
+            dists, low, _ = specs[stack]
+            assert floors[dists[0]] == low, (rel, dists[0])

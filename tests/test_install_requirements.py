@@ -87,3 +87,27 @@ def test_same_variant_as_the_mm_stack(dist):
     theirs = _names(r.split(';')[0] for r in requires) & OPENCV
     ours = _names(_read('requirements/runtime.txt')) & OPENCV
     assert theirs <= ours, (dist, theirs, ours)
+
+
+def test_min_versions_script_finds_one_floor_per_package():
+    """tools/dev/min_versions.sh pins each of its PACKAGES to the one
+    ``name>=X`` line of the files setup.py reads; a package without one
+    (or with two) would leave it unpinned or break the script."""
+    with open(osp.join(ROOT, 'tools', 'dev', 'min_versions.sh')) as f:
+        script = f.read()
+    packages = re.search(r"^PACKAGES='([^']+)'", script, re.M).group(1)
+    assert packages.split() == [
+        'torch',
+        'torchvision',
+        'mmengine',
+        'mmcv-lite',
+        'mmpretrain',
+        'pytest',
+    ]
+    files = ['requirements/runtime.txt', 'requirements/mminstall.txt']
+    files.append('requirements/tests.txt')
+    assert all(rel in script for rel in files)
+    lines = [line.strip() for rel in files for line in _read(rel)]
+    for name in packages.split():
+        floors = [x for x in lines if re.match(rf'{name}>=[0-9]', x)]
+        assert len(floors) == 1, (name, floors)

@@ -28,8 +28,25 @@ def test_quick_start_files_exist():
 def test_ci_runs_the_readme_test_command():
     test_cmd = _quick_start_commands()[1]
     with open(osp.join(ROOT, '.ci', 'run')) as f:
-        ci = f.read()
-    assert test_cmd in ci.splitlines()
+        lines = [line.strip() for line in f]
+    assert test_cmd in lines
+    # ... in a virtual environment it makes afresh (what a new user gets),
+    # the last command, so pytest's exit status is the script's
+    assert lines.index(test_cmd) == len(lines) - 1
+    steps = [
+        'venv="${MMSSL_CI_VENV:-.ci/venv}"',
+        'rm -rf "$venv"',
+        '-m venv "$venv"',
+        'source "$venv/bin/activate"',
+    ]
+    at = [
+        next(i for i, line in enumerate(lines) if step in line)
+        for step in steps
+    ]
+    assert at == sorted(at) and at[-1] < lines.index(test_cmd), at
+    assert 'set -euo pipefail' in lines
+    with open(osp.join(ROOT, '.gitignore')) as f:
+        assert '/.ci/venv/' in f.read().split()  # never committed
 
 
 def test_quick_start_shows_the_cpu_install_next_to_the_default():
