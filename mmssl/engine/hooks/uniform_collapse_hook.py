@@ -174,8 +174,13 @@ class UniformCollapseHook(Hook):
         return loss_key, last(loss_key), last('dino_target_entropy')
 
     def _weight(self) -> float:
+        """The DINO term's weight; 0 (no loss check, the entropy alone)
+        when the local pairs are weighted apart (``dino_local``): the
+        loss is then not ln K at the fixed point."""
         keys = getattr(self._model, 'weight_keys', {})
         weights = getattr(self._model, 'loss_weights', {})
+        if weights.get('dino_local', 1.0) != 1.0:
+            return 0.0
         return float(weights.get(keys.get('dino_cls', 'dino_cls'), 1.0))
 
 

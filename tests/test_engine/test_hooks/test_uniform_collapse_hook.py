@@ -92,6 +92,11 @@ def test_healthy_or_weighted_loss_does_not_warn(warnings):
     hook = UniformCollapseHook(patience=2, begin=0, interval=1)
     _feed(hook, [0.5 * LN_256] * 3, name='w1', model=_model(weight=1.0))
     assert len(warnings) == 1  # 0.5 ln K with weight 1 is not stuck
+    local = _model()
+    local.loss_weights['dino_local'] = 0.5  # the loss is not ln K then
+    hook = UniformCollapseHook(patience=2, begin=0, interval=1)
+    _feed(hook, [LN_256] * 3, name='w2', model=local)
+    assert len(warnings) == 1
 
 
 def test_target_entropy_alone_warns_and_other_models_are_skipped(warnings):
