@@ -72,7 +72,7 @@ def test_stuck_loss_warns_once_with_the_numbers_and_the_guide(warnings):
     assert f'loss_dino {LN_256 * 1.019:.4f}' in text
     assert "teacher's targets are uniform" in text
     assert 'learns nothing' in text
-    assert 'n_prototypes' in text and 'teacher_temp' in text
+    assert "centering='centering'" in text and 'temperature' in text
     assert 'docs/en/loss_not_decreasing.md' in text
     assert hook.warning == text
     runner.cfg = {}
