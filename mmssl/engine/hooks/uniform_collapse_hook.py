@@ -18,7 +18,9 @@ GUIDE = 'docs/en/loss_not_decreasing.md'
 KNOBS = (
     "EMA centering with a sharp teacher: centering='centering' in the DINO "
     '(and iBOT) loss and a teacher temperature of 0.01 '
-    '(TeacherTempWarmupHook warmup_temp and temp)',
+    '(TeacherTempWarmupHook warmup_temp and temp); on the digits demos the '
+    'loss falls, then climbs back or oscillates, so judge the run by kNN or '
+    'RankMe too',
 )
 NOT_ALONE = (
     'fewer prototypes, a sharper or slower teacher, a lower lr or larger '
