@@ -18,6 +18,7 @@ from .teacher_ema_hook import TeacherEMAHook
 from .teacher_temp_warmup_hook import TeacherTempWarmupHook
 from .time_log_hook import TimeLogHook
 from .train_speed_hook import TrainSpeedHook
+from .uniform_collapse_hook import UniformCollapseHook
 from .warm_start_hook import WarmStartHook
 
 __all__ = [
@@ -43,5 +44,6 @@ __all__ = [
     'TeacherTempWarmupHook',
     'TimeLogHook',
     'TrainSpeedHook',
+    'UniformCollapseHook',
     'WarmStartHook',
 ]

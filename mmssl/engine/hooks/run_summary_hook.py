@@ -85,6 +85,17 @@ def _logged_rankme(runner) -> Optional[tuple]:
     return (float(values[0]), float(values[-1])) if len(values) else None
 
 
+def _collapse_warnings(runner) -> List[str]:
+    """The warnings kept by the run's hooks (``UniformCollapseHook``'s
+    ``warning``: the DINO loss at its fixed point ln K)."""
+    found = []
+    for hook in getattr(runner, 'hooks', None) or []:
+        warning = getattr(hook, 'warning', None)
+        if isinstance(warning, str) and warning:
+            found.append(f'warning: {warning}')
+    return found
+
+
 @HOOKS.register_module()
 class RunSummaryHook(Hook):
     """After training: the work dir, the last checkpoint and each metric
@@ -119,6 +130,7 @@ class RunSummaryHook(Hook):
                 for k, v in self.metrics.items()
             )
             lines.append(f'{values} on {describe_val_data(cfg)}')
+            lines += _collapse_warnings(runner)
         else:
             lines.append('no validation metric (no validation ran)')
             rank = _logged_rankme(runner)
@@ -127,6 +139,7 @@ class RunSummaryHook(Hook):
                     f'rank/rankme {rank[1]:.2f} (first logged {rank[0]:.2f},'
                     ' RankMeHook) on images of the training data'
                 )
+            lines += _collapse_warnings(runner)
             lines.append(
                 f'judge it: python tools/eval.py {config_copy(runner)} '
                 f'--checkpoint {ckpt or "CKPT"} --task rank (no labels '

@@ -281,6 +281,8 @@ class SSLRunner(RunLifecycleMixin, CheckpointingMixin, Runner):
             dict(type='LogIntervalHook'),
             dict(type='TimeLogHook'),
             dict(type='RunSummaryHook'),
+            # DINO family only: warns once when loss_dino sits at ln K
+            dict(type='UniformCollapseHook'),
             dict(
                 type='PreemptionHook',
                 every_minutes=self.cfg.get('checkpoint_every_minutes'),

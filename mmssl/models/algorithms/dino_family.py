@@ -109,7 +109,12 @@ class DINOFamily(EMATeacherSelfSupervisor):
         return bool(self.pack_crops)
 
     def loss(self, inputs: List[Tensor], data_samples) -> Dict[str, Tensor]:
-        """Weighted terms ``dict(loss_<key>=...)`` of one training step.
+        """Weighted terms ``dict(loss_<key>=...)`` of one training step,
+        plus two log-only values (not summed into the loss), the mean
+        entropies relative to ln K of the teacher's DINO targets
+        (``dino_target_entropy``) and of the student's predictions
+        (``dino_student_entropy``): 1 at the uniform fixed point
+        (``UniformCollapseHook``).
 
         Args:
             inputs (list[Tensor]): Views (B, C, h, w), or volumes
@@ -148,14 +153,14 @@ class DINOFamily(EMATeacherSelfSupervisor):
             s_cls,
             masked_tokens(s_patch, masks, index),
         )
-        terms = dict(
-            dino_cls=self.dino_loss(
-                s_logits.view(-1, b, s_logits.shape[-1]),  # (V, B, K)
-                t_logits.view(g, b, -1),  # (G, B, K)
-                temp,
-                local_weight=self.loss_weights.get('dino_local', 1.0),
-            )
+        dino, stats = self.dino_loss(
+            s_logits.view(-1, b, s_logits.shape[-1]),  # (V, B, K)
+            t_logits.view(g, b, -1),  # (G, B, K)
+            temp,
+            local_weight=self.loss_weights.get('dino_local', 1.0),
+            return_stats=True,
         )
+        terms = dict(dino_cls=dino)
         if 'ibot_patch' in self.terms:
             terms['ibot_patch'] = self.ibot_loss(
                 s_patch_logits, t_patch_logits, masks, temp, index=index
@@ -166,7 +171,10 @@ class DINOFamily(EMATeacherSelfSupervisor):
         if 'gram' in self.terms:
             terms['gram'] = self._gram_term(s_patch, global_x, gram_x)
         keys, w = self.weight_keys, self.loss_weights
-        return {f'loss_{keys[k]}': w[keys[k]] * v for k, v in terms.items()}
+        out = {f'loss_{keys[k]}': w[keys[k]] * v for k, v in terms.items()}
+        # log-only (no 'loss' in the name: logged, not summed), / ln K
+        out.update({f'dino_{name}': v for name, v in stats.items()})
+        return out
 
     def _heads(self, heads, cls: Tensor, patches: Optional[Tensor]):
         """CLS and masked-patch logits (one call when the head is shared)."""

@@ -1,5 +1,8 @@
 """DINO cross-entropy between student and teacher views."""
 
+import math
+from typing import Dict, Optional, Tuple, Union
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor
@@ -58,7 +61,8 @@ class DINOLoss(TeacherCentering):
         teacher_logits: Tensor,
         teacher_temp: float,
         local_weight: float = 1.0,
-    ) -> Tensor:
+        return_stats: bool = False,
+    ) -> Union[Tensor, Tuple[Tensor, Dict[str, Tensor]]]:
         """Compute the loss.
 
         Args:
@@ -67,9 +71,13 @@ class DINOLoss(TeacherCentering):
             teacher_temp (float): Teacher temperature.
             local_weight (float): Factor of the local-view pairs.
                 Defaults to 1.0.
+            return_stats (bool): Also return the mean entropies of the
+                teacher's targets and of the student's predictions
+                (:func:`relative_entropy`). Defaults to False.
 
         Returns:
-            Tensor: Scalar loss.
+            Tensor: Scalar loss; with ``return_stats`` a tuple (loss,
+            ``dict(target_entropy=..., student_entropy=...)``).
         """
         num_g, batch, k = teacher_logits.shape
         num_v = student_logits.shape[0]
@@ -100,4 +108,41 @@ class DINOLoss(TeacherCentering):
         if local_weight != 1.0:
             w[:, num_g:] = local_weight
         w[:, :num_g].fill_diagonal_(0.0)
-        return (ce * w).sum() / num_terms
+        loss = (ce * w).sum() / num_terms
+        if not return_stats:
+            return loss
+        with torch.no_grad():
+            stats = dict(
+                target_entropy=relative_entropy(targets),
+                student_entropy=relative_entropy(log_probs.exp(), log_probs),
+            )
+        return loss, stats
+
+
+def relative_entropy(
+    probs: Tensor, log_probs: Optional[Tensor] = None
+) -> Tensor:
+    """Mean entropy of distributions over K classes, divided by ln K.
+
+    ``mean_rows(-sum_k p_k ln p_k) / ln K``: 1 for uniform rows (the
+    fixed point of the DINO loss, where it equals ln K), 0 for one-hot
+    rows. A device tensor: reading it is left to the logger (no host
+    sync in the training step).
+
+    Args:
+        probs (Tensor): (..., K) rows that sum to 1.
+        log_probs (Tensor, optional): Their logarithms, when at hand
+            (more exact for tiny probabilities). Defaults to None.
+
+    Returns:
+        Tensor: Scalar in [0, 1] (float32).
+    """
+    k = probs.shape[-1]
+    if k < 2:
+        raise ValueError(f'Entropy relative to ln K needs K >= 2, got {k}.')
+    probs = probs.float()
+    if log_probs is None:
+        plogp = torch.special.xlogy(probs, probs)  # 0 ln 0 = 0
+    else:
+        plogp = probs * log_probs.float()
+    return -plogp.sum(dim=-1).mean() / math.log(k)
