@@ -286,7 +286,12 @@ def snapshot(model, losses, to_theirs):
         }
 
     out = dict(
-        losses={k: v.detach().clone() for k, v in losses.items()},
+        # loss terms only: the logged entropies are no loss term
+        losses={
+            k: v.detach().clone()
+            for k, v in losses.items()
+            if k.startswith('loss')
+        },
         student=to_theirs(
             {
                 k: v
