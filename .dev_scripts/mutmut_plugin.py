@@ -1,4 +1,4 @@
-"""pytest plugin that ``tools/dev/mutation_test.py`` loads inside mutmut.
+"""pytest plugin that ``.dev_scripts/mutation_test.py`` loads inside mutmut.
 
 The script copies this file to the root of its temporary copy, from where
 mutmut copies it into ``mutants/`` (``also_copy``), and adds

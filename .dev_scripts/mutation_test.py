@@ -3,10 +3,10 @@
 Usage::
 
     pip install -r requirements/dev.txt
-    python tools/dev/mutation_test.py                    # every module below
-    python tools/dev/mutation_test.py koleo centering    # by name or path
-    python tools/dev/mutation_test.py --list             # the mapping
-    python tools/dev/mutation_test.py mmssl/x.py \\
+    python .dev_scripts/mutation_test.py                  # every module below
+    python .dev_scripts/mutation_test.py koleo centering  # by name or path
+    python .dev_scripts/mutation_test.py --list           # the mapping
+    python .dev_scripts/mutation_test.py mmssl/x.py \\
         --map mmssl/x.py=tests/test_x.py,tests/test_y.py::test_z
 
 It prints, per module: mutants, killed, survived, timeout, no tests, other
@@ -38,7 +38,7 @@ What mutmut 3 needs, and how this script provides it (mutmut 3.8):
   bodies are mutated (module constants, class attributes and non-literal
   default arguments are not), and a function with any decorator other than
   ``@staticmethod``/``@classmethod`` is skipped entirely. In the copy,
-  ``mmssl/analysis/lift_decorators.py`` rewrites ``@torch.no_grad()`` and a few
+  ``mmssl_dev/lift_decorators.py`` rewrites ``@torch.no_grad()`` and a few
   other pure decorators into ``f = deco(f_lifted)``, so that Sinkhorn-Knopp,
   the centre update and the checkpoint context managers are mutated too;
   their mutants are named ``..._lifted__mutmut_N``.
@@ -75,10 +75,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from mmssl.analysis import mutation_report as report
-from mmssl.analysis.lift_decorators import lift_source
+from mmssl_dev import mutation_report as report
+from mmssl_dev.lift_decorators import lift_source
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 
 LOSS_TESTS = ('tests/test_models/test_losses/test_*.py',)
 ALGO_TESTS = (
@@ -148,7 +148,7 @@ MODULE_TESTS: dict[str, tuple[str, ...]] = {
     'mmssl/evaluation/metrics/knn_accuracy.py': KNN_TESTS,
 }
 PYTEST_ARGS = ['-p', 'no:unraisableexception', '-p', 'no:cacheprovider']
-PLUGIN = 'mutmut_plugin'  # tools/dev/mutmut_plugin.py, copied to the root
+PLUGIN = 'mutmut_plugin'  # .dev_scripts/mutmut_plugin.py, copied to the root
 
 
 class SetupError(Exception):
@@ -238,7 +238,7 @@ def check_paths(mapping, root: Path) -> dict[str, list[str]]:
     if problems:
         raise SetupError(
             'missing paths (moved? update MODULE_TESTS in '
-            'tools/dev/mutation_test.py or pass --map MODULE=TESTS):\n  '
+            '.dev_scripts/mutation_test.py or pass --map MODULE=TESTS):\n  '
             + '\n  '.join(problems)
         )
     return resolved

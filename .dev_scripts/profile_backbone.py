@@ -3,11 +3,11 @@
 against the reference DINOv2 backbone, for finding where one side is slower.
 
 It uses the shapes and builders of ``benchmark_vs_reference.py``
-(:mod:`mmssl.analysis.speed_vs_reference`) and
+(:mod:`mmssl_dev.speed_vs_reference`) and
 prints, for each side, the ops with the most self device time (CUDA) or
 self CPU time (CPU), after ``--warmup`` untimed passes::
 
-    python tools/dev/profile_backbone.py --reference-root /tmp/dinov2ref \\
+    python .dev_scripts/profile_backbone.py --reference-root /tmp/dinov2ref \\
         --device cuda --batch 32 --amp
 """
 
@@ -16,8 +16,8 @@ import contextlib
 
 import torch
 
-from mmssl.analysis.reference_dinov2 import load_reference
-from mmssl.analysis.speed_vs_reference import backbone_fns
+from mmssl_dev.reference_dinov2 import load_reference
+from mmssl_dev.speed_vs_reference import backbone_fns
 
 
 def main(argv=None):

@@ -29,7 +29,7 @@ The markdown table between ``<!-- zoo-table:DATASET -->`` and
 JSON: every default demo gets a row, "not measured yet" where nothing
 was.
 
-    python tools/analysis_tools/zoo_report.py --dataset shapes --linear \\
+    python .dev_scripts/zoo_report.py --dataset shapes --linear \\
         configs/simclr/simclr_resnet18-w16_1xb64-10e_demo.py
 
 On shapes a demo's sibling ``*_shapes_demo.py`` (its shapes recipe) is
@@ -50,7 +50,7 @@ import sys
 import time
 from typing import Dict, List, Optional
 
-from mmssl.analysis.zoo_probes import (  # noqa: F401
+from mmssl_dev.zoo_probes import (  # noqa: F401
     FROZEN,
     PROBES,
     ROOT,
@@ -59,7 +59,7 @@ from mmssl.analysis.zoo_probes import (  # noqa: F401
     memory_options,
     probe_config,
 )
-from mmssl.analysis.zoo_table import (  # noqa: F401
+from mmssl_dev.zoo_table import (  # noqa: F401
     NOT_MEASURED,
     table,
     write_table,
@@ -279,7 +279,7 @@ def measure(config: str, args, row: Dict, save) -> None:
 
 def command(config: str, args) -> str:
     """The command line that reproduces one row."""
-    parts = ['python tools/analysis_tools/zoo_report.py', config]
+    parts = ['python .dev_scripts/zoo_report.py', config]
     parts += ['--dataset', args.dataset]
     if args.linear:
         parts.append('--linear')

@@ -1,6 +1,6 @@
 """Measure the dense-probe column of the model zoo.
 
-    python tools/analysis_tools/dense_zoo.py CONFIG [CONFIG ...] \\
+    python .dev_scripts/dense_zoo.py CONFIG [CONFIG ...] \\
         --data data/dense [--work-dir DIR] [--results FILE]
 
 For each dense demo config (``configs/*/*_dense_demo.py``), one after the
@@ -19,7 +19,7 @@ import os
 import os.path as osp
 import shlex
 
-from mmssl.analysis.dense_zoo import TABLE_HEAD, markdown_row, measure
+from mmssl_dev.dense_zoo import TABLE_HEAD, markdown_row, measure
 
 
 def parse_args(argv=None) -> argparse.Namespace:

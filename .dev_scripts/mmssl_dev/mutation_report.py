@@ -1,4 +1,4 @@
-"""Config, result and report helpers of ``tools/dev/mutation_test.py``."""
+"""Config, result and report helpers of ``.dev_scripts/mutation_test.py``."""
 
 import datetime
 import json
@@ -142,7 +142,7 @@ def run_meta(root: Path, argv) -> dict:
     now = datetime.datetime.now(datetime.timezone.utc)
     return dict(
         date=now.strftime('%Y-%m-%d %H:%M UTC'),
-        command='python tools/dev/mutation_test.py ' + ' '.join(argv[1:]),
+        command='python .dev_scripts/mutation_test.py ' + ' '.join(argv[1:]),
         commit=git('rev-parse', '--short', 'HEAD'),
         dirty=bool(git('status', '--porcelain', '--untracked-files=no')),
         mutmut=mutmut_version,

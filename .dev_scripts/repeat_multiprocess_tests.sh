@@ -2,9 +2,9 @@
 # Run the multi-process tests (spawned gloo ranks, subprocess launchers,
 # the one-node SLURM, crash and preemption tests) N times in a row and
 # print one line per run: the flake hunt of docs/en/contributing.md.
-#   bash tools/dev/repeat_multiprocess_tests.sh [N=5] [extra pytest args]
+#   bash .dev_scripts/repeat_multiprocess_tests.sh [N=5] [extra pytest args]
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/.."
 N=${1:-5}
 shift || true
 FILES=(

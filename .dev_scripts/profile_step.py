@@ -8,7 +8,7 @@ heads, Sinkhorn-Knopp, DINO / iBOT / KoLeo losses, gradient clipping,
 optimizer, EMA), the backward pass, and the ops with the most self CPU
 time. Times are summed over ``--passes`` steps after ``--warmup`` ones::
 
-    OMP_NUM_THREADS=1 python tools/dev/profile_step.py \\
+    OMP_NUM_THREADS=1 python .dev_scripts/profile_step.py \\
         --reference-root /tmp/dinov2ref --passes 2
 """
 
@@ -19,19 +19,19 @@ import os.path as osp
 import torch
 from torch.profiler import record_function
 
-from mmssl.analysis.reference_dinov2 import (
+from mmssl_dev.reference_dinov2 import (
     init_single_process_group,
     load_reference,
 )
-from mmssl.analysis.speed_vs_reference import recipe_config, step_fns
-from mmssl.analysis.step_phases import (
+from mmssl_dev.speed_vs_reference import recipe_config, step_fns
+from mmssl_dev.step_phases import (
     label_mmssl,
     label_reference,
     wrapper_label,
 )
 
 #: The repository's configs/ (the mmssl side runs its DINOv2 recipe).
-CONFIGS = osp.abspath(osp.join(osp.dirname(__file__), '..', '..', 'configs'))
+CONFIGS = osp.abspath(osp.join(osp.dirname(__file__), '..', 'configs'))
 
 
 #: ``obj.attr`` wrapped in ``record_function(name)``.

@@ -4,9 +4,9 @@ A refactor of config files (moving a block into a ``_base_`` file,
 inheriting instead of restating) must leave what ``Config.fromfile`` gives
 unchanged. Dump before the edit, compare after it::
 
-    python tools/dev/resolved_configs.py dump /tmp/before.pkl configs
+    python .dev_scripts/resolved_configs.py dump /tmp/before.pkl configs
     # ... edit configs ...
-    python tools/dev/resolved_configs.py compare /tmp/before.pkl configs
+    python .dev_scripts/resolved_configs.py compare /tmp/before.pkl configs
 
 ``compare`` prints one line per config whose resolved dict changed (the
 differing dotted keys, via :func:`mmssl.config.diff._flatten`), one

@@ -5,10 +5,10 @@
 # crash or out-of-memory does not cost the rest; a global budget
 # (BUDGET seconds, default 470) skips what no longer fits.
 #
-#   bash tools/dev/gpu_checks.sh [OUT_DIR] [DINOV2_REFERENCE_ROOT]
+#   bash .dev_scripts/gpu_checks.sh [OUT_DIR] [DINOV2_REFERENCE_ROOT]
 #
 # Before the lease, on a machine with network:
-#   bash tools/dev/gpu_wheels.sh --reference   # .gpu_wheels/ and .gpu_ref/
+#   bash .dev_scripts/gpu_wheels.sh --reference   # .gpu_wheels/ and .gpu_ref/
 # and carry both (gitignored) folders with the tree. This script installs
 # the wheels offline, then mmssl itself (editable, no dependencies).
 #
@@ -75,7 +75,7 @@ if [ -n "${SKIP_INSTALL:-}" ]; then
 elif [ -d .gpu_wheels ]; then
     # names, not files: what is installed already stays as it is
     $PY -m pip install --quiet --no-index --no-deps --find-links .gpu_wheels \
-        $(bash tools/dev/gpu_wheels.sh --list) 2>&1 | tail -n 3
+        $(bash .dev_scripts/gpu_wheels.sh --list) 2>&1 | tail -n 3
     if ! $PY -c 'import mmengine, mmcv, mmpretrain' 2>/dev/null; then
         # a read-only environment: the wheels into a folder of their own
         $PY -m pip install --quiet --no-index --no-deps --no-compile \
@@ -93,7 +93,7 @@ $PY -c "import torch, mmengine, mmcv, mmpretrain, mmssl; print('torch', torch.__
 echo "setup: $SECONDS s" | tee -a "$SUMMARY"
 
 T="-m pytest -n 0 -p no:cacheprovider -q -rs"
-VS="tools/analysis_tools/benchmark_vs_reference.py --reference-root $REF --device cuda"
+VS=".dev_scripts/benchmark_vs_reference.py --reference-root $REF --device cuda"
 step sync_debug 75 $PY $T tests/test_cuda/test_host_syncs_cuda.py
 if [ -n "$REF" ]; then
     step ref_bf16 100 $PY $VS --batch 32 --repeats 8 --warmup 3 --amp \

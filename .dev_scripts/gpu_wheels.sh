@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Gather, on a machine WITH network, what tools/dev/gpu_checks.sh installs
+# Gather, on a machine WITH network, what .dev_scripts/gpu_checks.sh installs
 # on a GPU machine WITHOUT network (Python 3.12, torch, no mm* packages):
 #
-#   bash tools/dev/gpu_wheels.sh [DEST] [--reference]
+#   bash .dev_scripts/gpu_wheels.sh [DEST] [--reference]
 #
 # DEST (default .gpu_wheels/, gitignored) gets pure-Python wheels usable on
 # Python 3.12: mmengine, mmcv-lite, mmpretrain and the small packages they
@@ -17,7 +17,7 @@
 #
 # Carry both folders to the GPU machine with the tree, e.g. the device
 # tool's `carry: [".gpu_wheels", ".gpu_ref"]` (a few MiB), then run
-#   bash tools/dev/gpu_checks.sh OUT_DIR
+#   bash .dev_scripts/gpu_checks.sh OUT_DIR
 # which installs them offline (pip --no-index --find-links .gpu_wheels)
 # and finds .gpu_ref by itself.
 #
@@ -25,7 +25,7 @@
 # for Python 3.12; the imports then run with this machine's Python):
 #   pip install --no-index --no-deps --find-links .gpu_wheels \
 #       --python-version 3.12 --only-binary=:all: \
-#       --target /tmp/wheeltest $(bash tools/dev/gpu_wheels.sh --list)
+#       --target /tmp/wheeltest $(bash .dev_scripts/gpu_wheels.sh --list)
 #   PYTHONPATH=/tmp/wheeltest python -c 'import mmengine, mmcv, mmpretrain'
 set -euo pipefail
 

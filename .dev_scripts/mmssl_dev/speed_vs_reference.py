@@ -1,15 +1,15 @@
 # Copyright (c) mmssl contributors. All rights reserved.
 """The mmssl side of the speed comparisons against the reference DINOv2
-code, and their interleaved timing (``tools/analysis_tools/
-benchmark_vs_reference.py``, ``tools/dev/profile_backbone.py``,
-``tools/dev/profile_step.py``).
+code, and their interleaved timing (``.dev_scripts/
+benchmark_vs_reference.py``, ``.dev_scripts/profile_backbone.py``,
+``.dev_scripts/profile_step.py``).
 
 Builders take the tool's parsed arguments (``batch``, ``seed``,
 ``device``, ``drop_path``, ``step_drop_path``, ``variants``,
 ``drop_path_mode``, ``compile_backend``, optionally ``arch`` and
 ``with_cp``) and, for the whole step, the path of the mmssl config
 (:func:`recipe_config`); the reference side comes from
-:mod:`mmssl.analysis.reference_dinov2`.
+:mod:`mmssl_dev.reference_dinov2`.
 """
 
 import contextlib
@@ -20,7 +20,7 @@ import time
 
 import torch
 
-from mmssl.analysis.reference_dinov2 import ReferenceStep, reference_vit
+from mmssl_dev.reference_dinov2 import ReferenceStep, reference_vit
 
 #: mmssl rows of the comparison (``--variants``).
 VARIANTS = (
@@ -72,7 +72,7 @@ def with_cp(args):
 
 
 def arch_of(args):
-    """``'small'`` or ``'large'`` (tools/dev/profile_*.py: small)."""
+    """``'small'`` or ``'large'`` (.dev_scripts/profile_*.py: small)."""
     return getattr(args, 'arch', 'small')
 
 
@@ -188,7 +188,7 @@ def build_mmssl_step(args, config, variant='plain', mode=CONFIG_MODE):
         wrapper.update_params(loss)
         model.update_teacher(0.992)
 
-    run.model, run.wrapper = model, wrapper  # for tools/dev/profile_step.py
+    run.model, run.wrapper = model, wrapper  # for .dev_scripts/profile_step.py
     return run, cfg.model.backbone.drop_path_rate
 
 

@@ -12,8 +12,8 @@ where a launch-bound step loses time before a GPU is at hand. On the
 CPU torch's AdamW loops over parameters where on CUDA it uses foreach
 kernels, so compare the optimizer row on a GPU only::
 
-    python tools/analysis_tools/count_kernels.py --reference-root .gpu_ref
-    python tools/analysis_tools/count_kernels.py --reference-root .gpu_ref \\
+    python .dev_scripts/count_kernels.py --reference-root .gpu_ref
+    python .dev_scripts/count_kernels.py --reference-root .gpu_ref \\
         --variants plain packed --batch 2 --ops 'student backbone'
 """
 
@@ -23,16 +23,16 @@ import types
 
 import torch
 
-from mmssl.analysis.reference_dinov2 import (
+from mmssl_dev.reference_dinov2 import (
     init_single_process_group,
     load_reference,
 )
-from mmssl.analysis.speed_vs_reference import (
+from mmssl_dev.speed_vs_reference import (
     CONFIG_MODE,
     recipe_config,
     step_fns,
 )
-from mmssl.analysis.step_phases import (
+from mmssl_dev.step_phases import (
     KernelCounter,
     label_mmssl,
     label_reference,
@@ -40,7 +40,7 @@ from mmssl.analysis.step_phases import (
 )
 
 #: The repository's configs/ (the mmssl side runs its DINOv2 recipe).
-CONFIGS = osp.abspath(osp.join(osp.dirname(__file__), '..', '..', 'configs'))
+CONFIGS = osp.abspath(osp.join(osp.dirname(__file__), '..', 'configs'))
 
 
 def parse_args(argv=None):

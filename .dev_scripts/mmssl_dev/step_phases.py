@@ -3,10 +3,10 @@
 and a count of the kernels each phase launches.
 
 ``label_mmssl`` and ``label_reference`` wrap the methods of the two steps
-of :mod:`mmssl.analysis.speed_vs_reference` (teacher and student backbone
+of :mod:`mmssl_dev.speed_vs_reference` (teacher and student backbone
 and head, Sinkhorn-Knopp, the DINO, iBOT and KoLeo losses, gradient
 clipping, EMA) with a context per phase: ``torch.profiler``'s
-``record_function`` in ``tools/dev/profile_step.py``, a phase stack for
+``record_function`` in ``.dev_scripts/profile_step.py``, a phase stack for
 :class:`KernelCounter`. A ViT-S step at batch 32 on an H100/H200 runs at
 a few percent of the card's peak: it waits on kernel launches, so their
 number, which the CPU counts exactly, is what to bring down there.
@@ -67,7 +67,7 @@ def label_mmssl(model, wrapper, label: Label) -> None:
 
 def label_reference(step, label: Label) -> None:
     """Phases of the reference's DINOv2 step
-    (:class:`~mmssl.analysis.reference_dinov2.ReferenceStep`)."""
+    (:class:`~mmssl_dev.reference_dinov2.ReferenceStep`)."""
     for side in ('teacher', 'student'):
         for part in ('backbone', 'head'):
             label(step.__dict__[side][part], 'forward', f'{side} {part}')

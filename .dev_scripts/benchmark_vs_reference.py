@@ -37,15 +37,15 @@ variants need ``--warmup`` of at least 2 (the first calls compile; a
 
 Example::
 
-    python tools/analysis_tools/benchmark_vs_reference.py \\
+    python .dev_scripts/benchmark_vs_reference.py \\
         --reference-root /tmp/dinov2ref --repeats 10
-    python tools/analysis_tools/benchmark_vs_reference.py \\
+    python .dev_scripts/benchmark_vs_reference.py \\
         --reference-root /tmp/dinov2ref --repeats 6 --warmup 3 \\
         --variants plain compile packed compile+packed --clock cpu
-    python tools/analysis_tools/benchmark_vs_reference.py \\
+    python .dev_scripts/benchmark_vs_reference.py \\
         --reference-root /tmp/dinov2ref --repeats 8 --clock cpu \\
         --drop-path-mode static bernoulli fixed fixed_stochastic
-    python tools/analysis_tools/benchmark_vs_reference.py \\
+    python .dev_scripts/benchmark_vs_reference.py \\
         --reference-root /tmp/dinov2ref --device cuda --batch 32 --amp
 """
 
@@ -54,11 +54,12 @@ import os.path as osp
 
 import torch
 
-from mmssl.analysis.reference_dinov2 import (
+from mmssl.models.utils.drop_path import DROP_PATH_MODES
+from mmssl_dev.reference_dinov2 import (
     init_single_process_group,
     load_reference,
 )
-from mmssl.analysis.speed_vs_reference import (
+from mmssl_dev.speed_vs_reference import (
     CONFIG_MODE,
     VARIANTS,
     arch_of,
@@ -71,10 +72,9 @@ from mmssl.analysis.speed_vs_reference import (
     step_flops,
     step_fns,
 )
-from mmssl.models.utils.drop_path import DROP_PATH_MODES
 
 #: The repository's configs/ (the mmssl side runs its DINOv2 recipe).
-CONFIGS = osp.abspath(osp.join(osp.dirname(__file__), '..', '..', 'configs'))
+CONFIGS = osp.abspath(osp.join(osp.dirname(__file__), '..', 'configs'))
 
 
 def parse_args(argv=None):

@@ -18,7 +18,7 @@ The rewrite is applied to the temporary copy only, never to the worktree.
 
 Usage (a check on one file; prints the rewritten source)::
 
-    python -m mmssl.analysis.lift_decorators mmssl/models/losses/centering.py
+    python -m mmssl_dev.lift_decorators mmssl/models/losses/centering.py
 """
 
 import sys
