@@ -23,7 +23,7 @@ STATS = 'mutmut-stats.json'
 
 def pytest_configure(config) -> None:
     try:
-        from mmssl.utils import register_all_modules
+        from mmssl.setup_env import register_all_modules
     except ImportError:  # moved: tests still work, only slower
         return
     register_all_modules()

@@ -89,7 +89,7 @@ def multichannel_data_root(tmp_path_factory) -> str:
 
 @pytest.fixture(scope='session', autouse=True)
 def _register_modules():
-    from mmssl.utils import register_all_modules
+    from mmssl.setup_env import register_all_modules
 
     register_all_modules()
 

@@ -108,7 +108,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 def main(argv=None) -> dict:
     from mmssl.config.cli import load_tool_config
     from mmssl.evaluation.dense_figure import grid_picture
-    from mmssl.utils import register_all_modules
+    from mmssl.setup_env import register_all_modules
 
     args = parse_args(argv)
     register_all_modules()

@@ -114,7 +114,7 @@ def main(argv=None) -> dict:
     from mmssl.config.reading import load_config_file
     from mmssl.engine.runner import build_runner, setup_distributed_cfg
     from mmssl.engine.runner.lifecycle import WorkDirTidy
-    from mmssl.utils import register_all_modules
+    from mmssl.setup_env import register_all_modules
 
     register_all_modules()
     if not osp.isfile(args.config):

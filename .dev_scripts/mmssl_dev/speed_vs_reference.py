@@ -151,7 +151,7 @@ def build_mmssl_step(args, config, variant='plain', mode=CONFIG_MODE):
     from mmpretrain.structures import DataSample
 
     from mmssl.registry import MODELS
-    from mmssl.utils import register_all_modules
+    from mmssl.setup_env import register_all_modules
 
     register_all_modules()
     cfg = Config.fromfile(config)

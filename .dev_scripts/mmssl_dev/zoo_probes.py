@@ -33,7 +33,7 @@ def has_batchnorm(cfg_file: str) -> bool:
 
     from mmssl.evaluation.bn_recalibration import batchnorm_layers
     from mmssl.registry import MODELS
-    from mmssl.utils import register_all_modules
+    from mmssl.setup_env import register_all_modules
 
     register_all_modules()
     backbone = Config.fromfile(osp.join(ROOT, cfg_file)).model.backbone
@@ -66,7 +66,7 @@ def memory_options(cfg_file: str, train_root: str) -> List[str]:
     from mmengine.config import Config
 
     from mmssl.registry import DATASETS
-    from mmssl.utils import register_all_modules
+    from mmssl.setup_env import register_all_modules
 
     cfg = Config.fromfile(osp.join(ROOT, cfg_file))
     if 'num_samples' not in cfg.model:

@@ -15,7 +15,7 @@ from mmengine.config import Config
 from mmengine.dataset import Compose
 
 from mmssl.registry import TRANSFORMS
-from mmssl.utils import register_all_modules
+from mmssl.setup_env import register_all_modules
 from tests.support.tools import load_dev_script
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))

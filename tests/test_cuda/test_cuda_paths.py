@@ -15,7 +15,7 @@ import torch
 from mmpretrain.structures import DataSample
 
 from mmssl.registry import MODELS
-from mmssl.utils import register_all_modules
+from mmssl.setup_env import register_all_modules
 
 pytestmark = pytest.mark.skipif(
     not torch.cuda.is_available(), reason='needs a CUDA device'

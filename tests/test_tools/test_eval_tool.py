@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from mmssl.registry import MODELS
-from mmssl.utils import register_all_modules
+from mmssl.setup_env import register_all_modules
 from tests.support.dense_fixtures import write_ade, write_depth_folder
 from tests.support.tools import ROOT, load_tool
 

@@ -31,8 +31,8 @@ class KNNEvalHook(FeatureEvalHook):
     used by DINO (https://arxiv.org/abs/2104.14294): features of a labelled
     ``bank`` split vote for the class of each ``query`` sample. Features
     come from the teacher's backbone when the model has one (a ``teacher``,
-    see :data:`mmssl.utils.model_parts.TEACHER_BACKBONE_PATHS`), otherwise
-    from ``model(inputs, mode='tensor')`` (the algorithm's
+    see :data:`mmssl.checkpoint.state_dict.TEACHER_BACKBONE_PATHS`),
+    otherwise from ``model(inputs, mode='tensor')`` (the algorithm's
     ``extract_feat``), pooled to one vector per image.
 
     Dataloaders are built lazily at the first evaluation and reused. Each

@@ -8,7 +8,7 @@ import torch.nn.functional as F
 
 from mmssl.models.algorithms.dino_parts import global_masks
 from mmssl.registry import MODELS
-from mmssl.utils import register_all_modules
+from mmssl.setup_env import register_all_modules
 
 pytest.importorskip('monai')
 register_all_modules()

@@ -18,7 +18,7 @@ from mmssl.models.layers.drop_path import (
     keep_indices,
 )
 from mmssl.registry import MODELS
-from mmssl.utils import register_all_modules
+from mmssl.setup_env import register_all_modules
 from tests.support.steps import Recorder
 
 MODES = ('fixed', 'fixed_stochastic')
