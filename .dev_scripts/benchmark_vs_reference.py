@@ -54,7 +54,7 @@ import os.path as osp
 
 import torch
 
-from mmssl.models.utils.drop_path import DROP_PATH_MODES
+from mmssl.models.layers.drop_path import DROP_PATH_MODES
 from mmssl_dev.reference_dinov2 import (
     init_single_process_group,
     load_reference,

@@ -89,10 +89,7 @@ ALGO_TESTS = (
     # ema_teacher.init_weights applies model.warm_start
     'tests/test_models/test_algorithms/test_warm_start_algorithms.py',
 )
-KNN_TESTS = (
-    'tests/test_evaluation/test_knn.py',
-    'tests/test_engine/test_hooks/test_knn_eval_hook.py',
-)
+KNN_TESTS = ('tests/test_evaluation/test_knn.py',)
 # The one place that says which tests guard which module. Entries are paths,
 # globs or pytest node ids, relative to the repository root.
 MODULE_TESTS: dict[str, tuple[str, ...]] = {

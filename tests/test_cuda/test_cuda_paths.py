@@ -233,7 +233,7 @@ def test_drop_path_subset_attention_needs_no_cudnn_plans():
     # made bf16 drop path 0.4 ten times slower on an H200.
     import torch.nn.functional as F
 
-    from mmssl.models.layers.drop_path import drop_add_residual
+    from tests.support.steps import drop_add_residual
 
     def branch(t):  # (B, T, 64) -> attention over T with 4 heads
         q = t.unflatten(-1, (4, 16)).transpose(1, 2)

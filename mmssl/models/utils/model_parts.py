@@ -4,7 +4,7 @@ Teacher-student and momentum methods keep two copies of the backbone. The
 one users want for evaluation and transfer is the teacher (DINO, iBOT,
 DINOv2) or the momentum encoder (BYOL, MoCo), which DINO (Caron et al.
 2021, https://arxiv.org/abs/2104.14294) showed to be the better one. The
-rules below are shared by the tools and :class:`KNNEvalHook` so they agree;
+rules below are shared by the tools and the evaluation hooks so they agree;
 the same paths find the backbone in a state dict
 (:func:`mmssl.checkpoint.find_backbone_prefix`).
 """

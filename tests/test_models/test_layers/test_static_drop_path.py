@@ -8,12 +8,15 @@ import torch
 
 from mmssl.models.layers import DINOBlock
 from mmssl.models.layers.drop_path import (
-    drop_add_residual,
     static_keep,
     static_keep_count,
 )
 from mmssl_dev.step_phases import KernelCounter
-from tests.support.steps import HostSyncCounter, Recorder
+from tests.support.steps import (
+    HostSyncCounter,
+    Recorder,
+    drop_add_residual,
+)
 
 
 @pytest.mark.parametrize(
