@@ -11,7 +11,6 @@ FILES=(
     tests/test_datasets/test_distributed_bad_files.py
     tests/test_dist_helpers.py
     tests/test_engine/test_dist_correctness.py
-    tests/test_engine/test_hooks/test_knn_eval_hook.py
     tests/test_launch/test_launch_env.py
     tests/test_engine/test_optimizers/test_nan_guard.py
     tests/test_engine/test_runner/test_preemption.py
