@@ -31,7 +31,8 @@ setup(
     description='Self-supervised visual pretraining toolbox (OpenMMLab style)',
     long_description=open(osp.join(HERE, 'README.md')).read(),
     long_description_content_type='text/markdown',
-    packages=find_packages(exclude=('configs', 'tools', 'tests', 'docs')),
+    # the product only: no tests, tools or development scripts
+    packages=find_packages(include=['mmssl', 'mmssl.*']),
     include_package_data=True,
     python_requires='>=3.10',
     install_requires=parse_requirements('runtime')

@@ -4,7 +4,7 @@ Every registry mmengine defines has a child here. Where mmpretrain has a
 child of its own, ours is a child of mmpretrain's, so a config with
 ``default_scope='mmssl'`` finds mmssl classes first, then mmpretrain's,
 then mmengine's. A child registry does not import its parents' modules:
-:func:`mmssl.utils.register_all_modules` does that.
+:func:`mmssl.setup_env.register_all_modules` does that.
 """
 
 from mmengine.registry import FUNCTIONS as MMENGINE_FUNCTIONS
@@ -214,7 +214,7 @@ VISBACKENDS = Registry(
 FUNCTIONS = Registry(
     'function',
     parent=MMENGINE_FUNCTIONS,
-    locations=['mmssl.utils', 'mmssl.config'],
+    locations=['mmssl.config', 'mmssl.datasets'],
 )
 
 INFERENCERS = Registry(

@@ -1,10 +1,16 @@
 """Shared fixtures: the demo dataset, made once per test session."""
 
 import os
+import sys
 
 import pytest
 
-from tests.support.tools import load_tool
+from tests.support.tools import DEV_SCRIPTS, load_tool
+
+# The development scripts' shared code (.dev_scripts/mmssl_dev) is not
+# installed: its tests import it from beside the scripts, as they do.
+if DEV_SCRIPTS not in sys.path:
+    sys.path.append(DEV_SCRIPTS)
 
 # Keep torch from fighting over the CI machine's two cores: one thread per
 # pytest-xdist worker (pyproject.toml runs two), two without workers. The
@@ -110,7 +116,7 @@ def multichannel_data_root(tmp_path_factory) -> str:
 
 @pytest.fixture(scope='session', autouse=True)
 def _register_modules():
-    from mmssl.utils import register_all_modules
+    from mmssl.setup_env import register_all_modules
 
     register_all_modules()
 

@@ -1,6 +1,8 @@
 """The user guides (README.md, docs/en/*.md) stay guides: no dates and no
-commit ids in their text (the history of runs lives under docs/dev/), and
-model_zoo.md has no wall of prose (no paragraph over about 8 lines)."""
+commit ids in their text (the history of runs lives under docs/dev/), they
+speak in the present tense (no "was", "former", "not run yet"), the README
+carries no hand-refreshed test count, and model_zoo.md has no wall of
+prose (no paragraph over about 8 lines)."""
 
 import glob
 import math
@@ -23,6 +25,16 @@ COMMIT = re.compile(r'\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b')
 # (``dinov3_vits16_pretrain_lvd1689m-08c60483.pth``, publish_model.py)
 FILE_HASH = re.compile(r'-[0-9a-f]{8}\.(pth|safetensors)\b')
 
+# words of a log or a changelog; a guide says what is (quoted program
+# output in code is exempt)
+HISTORY = re.compile(
+    r'\b(was|were|former|formerly|previously|no longer|not run yet'
+    r'|has not run|have not run)\b',
+    re.IGNORECASE,
+)
+# a count of tests that someone has to refresh by hand
+TEST_COUNT = re.compile(r'\b\d+ (tests )?(passed|skipped)\b')
+
 MAX_LINES = 8  # of at most 80 characters
 WIDTH = 80
 
@@ -34,6 +46,26 @@ def log_marks(text: str) -> list:
         marks += [(number, m) for m in DATE.findall(line)]
         marks += [(number, m) for m in COMMIT.findall(FILE_HASH.sub('', line))]
     return marks
+
+
+def prose_lines(text: str):
+    """(line number, line) outside code fences, inline code removed."""
+    fenced = False
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.strip().startswith('```'):
+            fenced = not fenced
+            continue
+        if not fenced:
+            yield number, re.sub(r'`[^`]*`', '', line)
+
+
+def history_marks(text: str) -> list:
+    """Past-tense and changelog words of the prose, as (line, word)."""
+    return [
+        (number, m.group(0))
+        for number, line in prose_lines(text)
+        for m in HISTORY.finditer(line)
+    ]
 
 
 def paragraphs(text: str) -> list:
@@ -110,6 +142,42 @@ def test_guide_has_no_dates_or_commit_ids(doc):
         f'{doc} reads like a log: {marks[:10]}; move the history to '
         'docs/dev/ and keep the current figure with its command'
     )
+
+
+def test_history_words_are_found_outside_code_only():
+    text = (
+        'It was measured here; the former preset.\n'
+        '`x was y` in code\n```\nan error: it was not allowed\n```\n'
+        'It has not run yet. RankMe, no longer rising. Washington, wasp.\n'
+    )
+    assert history_marks(text) == [
+        (1, 'was'),
+        (1, 'former'),
+        (6, 'has not run'),
+        (6, 'no longer'),
+    ]
+    assert TEST_COUNT.search('2098 tests passed and 26 skipped')
+    assert not TEST_COUNT.search('the counts of passed and skipped tests')
+
+
+@pytest.mark.parametrize('doc', GUIDES)
+def test_guide_speaks_in_the_present_tense(doc):
+    with open(osp.join(ROOT, doc), encoding='utf-8') as f:
+        marks = history_marks(f.read())
+    assert not marks, (
+        f'{doc} tells history: {marks[:10]}; say what is (the current '
+        'figure and its command) and move the story to docs/dev/'
+    )
+
+
+def test_readme_says_how_to_measure_the_suite_not_its_count():
+    with open(osp.join(ROOT, 'README.md'), encoding='utf-8') as f:
+        text = f.read()
+    assert not TEST_COUNT.findall(text), (
+        'the README carries a test count to refresh by hand; say how to '
+        'measure it (docs/dev/test_suite_timings.md keeps the figures)'
+    )
+    assert 'time' in text and '--durations' in text
 
 
 def test_model_zoo_has_no_long_paragraph():

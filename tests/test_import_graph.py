@@ -2,10 +2,11 @@
 
 The graph is read from the source with ``ast`` (imports inside functions
 count too): a node is a subpackage or top-level module of mmssl
-(``mmssl.config``, ``mmssl.registry``, ...), an edge an import from one
-to another. The one allowed way back up is ``register_all_modules``
-(mmssl/utils/setup_env.py), which imports every package so that the
-registries fill.
+(``mmssl.config``, ``mmssl.registry``, ``mmssl.setup_env``, ...), an
+edge an import from one to another. Nothing is exempt:
+``register_all_modules`` (mmssl/setup_env.py) imports every package and
+sits on top, next to ``apis``; below it, config finds classes through
+the registries' lazy ``locations`` instead of importing them.
 """
 
 import ast
@@ -14,9 +15,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / 'mmssl'
-#: register_all_modules imports every package, and anything may call it.
-ALLOWED = {'mmssl/utils/setup_env.py'}
-EXEMPT = ('mmssl.utils.setup_env', 'mmssl.utils.register_all_modules')
 
 
 def _module_name(path: Path) -> str:
@@ -45,12 +43,7 @@ def _imported(path: Path) -> set:
             else:
                 target = node.module or ''
             found.update(f'{target}.{a.name}' for a in node.names)
-    return {
-        m
-        for m in found
-        if (m == 'mmssl' or m.startswith('mmssl.'))
-        and not m.startswith(EXEMPT)
-    }
+    return {m for m in found if m == 'mmssl' or m.startswith('mmssl.')}
 
 
 def _node(module: str) -> str:
@@ -68,8 +61,6 @@ def import_graph(package: Path = PACKAGE) -> dict:
     graph = {}
     for path in sorted(package.rglob('*.py')):
         rel = path.relative_to(ROOT).as_posix()
-        if rel in ALLOWED:
-            continue
         src = _node(_module_name(path))
         for module in _imported(path):
             dst = _node(module)
@@ -130,7 +121,8 @@ def test_registry_and_launch_import_nothing_of_mmssl_above():
     graph = import_graph()
     assert set(graph.get('registry', {})) == set()
     assert set(graph.get('launch', {})) == set()
-    assert 'apis' not in graph.get('config', {})
+    above_config = {'apis', 'setup_env', 'engine', 'evaluation', 'models'}
+    assert not set(graph.get('config', {})) & above_config
 
 
 def test_the_check_sees_a_cycle(tmp_path):
@@ -139,8 +131,8 @@ def test_the_check_sees_a_cycle(tmp_path):
         'a': 'from mmssl.b import x\n',
         'b': 'def f():\n    from ..a import y\n',
         'c': 'import mmssl.a\n',
-        'd': 'from mmssl.utils import register_all_modules\n',
-        'utils': 'from mmssl import d\n',
+        'd': 'from mmssl.setup_env import register_all_modules\n',
+        'setup_env': 'from mmssl import d\n',
     }.items():
         (pkg / sub).mkdir(parents=True)
         (pkg / sub / '__init__.py').write_text(text)
@@ -150,5 +142,6 @@ def test_the_check_sees_a_cycle(tmp_path):
         graph = import_graph(pkg)
     finally:
         ROOT = old
-    assert cycles(graph) == [['a', 'b']]  # d <-> utils is allowed
+    # no exemption: a package importing setup_env, the top, is a cycle too
+    assert cycles(graph) == [['a', 'b'], ['d', 'setup_env']]
     assert osp.basename(graph['c']['a'][0]) == '__init__.py'

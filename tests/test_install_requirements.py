@@ -90,7 +90,7 @@ def test_same_variant_as_the_mm_stack(dist):
 
 
 def test_min_versions_script_finds_one_floor_per_package():
-    """tools/dev/min_versions.sh pins each of its PACKAGES to the one
+    """.dev_scripts/min_versions.sh pins each of its PACKAGES to the one
     ``name>=X`` line of the files setup.py reads; a package without one
     (or with two) would leave it unpinned or break the script."""
     with open(osp.join(ROOT, 'tools', 'dev', 'min_versions.sh')) as f:

@@ -31,7 +31,7 @@ def snapshot():
 
 before = snapshot()
 import mmssl
-from mmssl.utils import register_all_modules
+from mmssl.setup_env import register_all_modules
 register_all_modules()
 from mmssl.config.reading import load_config_file
 cfg = load_config_file(

@@ -288,7 +288,7 @@ def main(argv=None) -> dict:
     from mmssl.engine.runner.console import shorten_console
     from mmssl.engine.runner.workers import fit_threads_to_machine
     from mmssl.evaluation.records import headline, run_record, write_result
-    from mmssl.utils import register_all_modules
+    from mmssl.setup_env import register_all_modules
 
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parse_args(argv)

@@ -126,7 +126,7 @@ def main(argv=None) -> dict:
     from mmssl.engine.runner import build_runner, setup_distributed_cfg
     from mmssl.engine.runner.lifecycle import WorkDirTidy
     from mmssl.engine.runner.workers import set_threads_in_cfg
-    from mmssl.utils import register_all_modules
+    from mmssl.setup_env import register_all_modules
 
     register_all_modules()
     if not osp.isfile(args.config):

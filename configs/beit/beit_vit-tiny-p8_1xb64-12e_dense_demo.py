@@ -3,7 +3,7 @@
 # 800 64 px scenes of data/dense/images/training (no labels), 12 epochs (12
 # iterations each, about 3 CPU minutes). No kNN during training (the scenes
 # have no image label); judge it with the frozen segmentation probe:
-#   python tools/analysis_tools/dense_zoo.py \
+#   python .dev_scripts/dense_zoo.py \
 #       configs/beit/beit_vit-tiny-p8_1xb64-12e_dense_demo.py \
 #       --data data/dense
 _base_ = ['./beit_vit-tiny-p8_1xb64-4e_shapes_demo.py']

@@ -3,7 +3,7 @@
 # the 800 64 px scenes of data/dense/images/training (no labels), 20 epochs (12
 # iterations each, about 3 CPU minutes). No kNN during training (the scenes
 # have no image label); judge it with the frozen segmentation probe:
-#   python tools/analysis_tools/dense_zoo.py \
+#   python .dev_scripts/dense_zoo.py \
 #       configs/beitv2/beitv2_vit-tiny-p8_1xb64-20e_dense_demo.py \
 #       --data data/dense
 _base_ = ['./beitv2_vit-tiny-p8_1xb64-4e_shapes_demo.py']

@@ -3,7 +3,7 @@
 # 800 64 px scenes of data/dense/images/training (no labels), 18 epochs (12
 # iterations each, about 3 CPU minutes). No kNN during training (the scenes
 # have no image label); judge it with the frozen segmentation probe:
-#   python tools/analysis_tools/dense_zoo.py \
+#   python .dev_scripts/dense_zoo.py \
 #       configs/cae/cae_vit-tiny-p8_1xb64-18e_dense_demo.py \
 #       --data data/dense
 _base_ = ['./cae_vit-tiny-p8_1xb64-16e_shapes_demo.py']

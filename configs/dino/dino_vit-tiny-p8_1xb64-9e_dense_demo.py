@@ -4,7 +4,7 @@
 # alone (CLS distillation, no masked-patch loss). The DINO digits demo is a
 # ResNet; this is the ViT recipe of the paper at demo size. Judge it with the
 # frozen segmentation probe:
-#   python tools/analysis_tools/dense_zoo.py \
+#   python .dev_scripts/dense_zoo.py \
 #       configs/dino/dino_vit-tiny-p8_1xb64-9e_dense_demo.py --data data/dense
 _base_ = ['../ibot/ibot_vit-tiny-p8_1xb64-9e_dense_demo.py']
 

@@ -5,7 +5,7 @@
 # each, about 3 CPU minutes; the Gram anchoring, which starts at iteration 110,
 # is not reached). No kNN during training (the scenes have no image label);
 # judge it with the frozen segmentation probe:
-#   python tools/analysis_tools/dense_zoo.py \
+#   python .dev_scripts/dense_zoo.py \
 #       configs/dinov3/dinov3_vit-tiny-p8_1xb64-8e_dense_demo.py \
 #       --data data/dense
 _base_ = ['./dinov3_vit-tiny-p4_1xb64-10e_demo.py']

@@ -4,7 +4,7 @@
 # (no labels), 60 epochs (12 iterations each, about 3 CPU minutes). No kNN
 # during training (the scenes have no image label); judge it with the frozen
 # segmentation probe:
-#   python tools/analysis_tools/dense_zoo.py \
+#   python .dev_scripts/dense_zoo.py \
 #       configs/eva/eva-mae-style_vit-tiny-p8_1xb64-60e_dense_demo.py \
 #       --data data/dense
 _base_ = ['./eva-mae-style_vit-tiny-p8_1xb64-40e_shapes_demo.py']

@@ -4,7 +4,7 @@
 # of data/dense/images/training (no labels), 9 epochs (12 iterations each,
 # about 3 CPU minutes). No kNN during training (the scenes have no image
 # label); judge it with the frozen segmentation probe:
-#   python tools/analysis_tools/dense_zoo.py \
+#   python .dev_scripts/dense_zoo.py \
 #       configs/ibot/ibot_vit-tiny-p8_1xb64-9e_dense_demo.py \
 #       --data data/dense
 _base_ = ['./ibot_vit-tiny-p4_1xb64-10e_demo.py']

@@ -6,7 +6,7 @@
 # reads HiViT's last stage, an 8x8 map (no CLS token). No kNN during
 # training (the scenes have no image label); judge it with the frozen
 # segmentation probe:
-#   python tools/analysis_tools/dense_zoo.py \
+#   python .dev_scripts/dense_zoo.py \
 #       configs/itpn/itpn-pixel_hivit-tiny-p8_1xb64-32e_dense_demo.py \
 #       --data data/dense
 _base_ = [

@@ -3,7 +3,7 @@
 # 800 64 px scenes of data/dense/images/training (no labels), 36 epochs (12
 # iterations each, about 3 CPU minutes). No kNN during training (the scenes
 # have no image label); judge it with the frozen segmentation probe:
-#   python tools/analysis_tools/dense_zoo.py \
+#   python .dev_scripts/dense_zoo.py \
 #       configs/maskfeat/maskfeat_vit-tiny-p8_1xb64-36e_dense_demo.py \
 #       --data data/dense
 _base_ = ['./maskfeat_vit-tiny-p8_1xb64-40e_shapes_demo.py']

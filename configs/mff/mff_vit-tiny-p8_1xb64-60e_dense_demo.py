@@ -3,7 +3,7 @@
 # statistics, no validation) with the outputs of layers 1 and 3 fused, as
 # the MFF digits demo, 60 epochs (12 iterations each, about 3 CPU minutes).
 # Judge it with the frozen segmentation probe:
-#   python tools/analysis_tools/dense_zoo.py \
+#   python .dev_scripts/dense_zoo.py \
 #       configs/mff/mff_vit-tiny-p8_1xb64-60e_dense_demo.py --data data/dense
 _base_ = ['../mae/mae_vit-tiny-p8_1xb64-40e_dense_demo.py']
 

@@ -5,7 +5,7 @@
 # is hierarchical (stride 32): the probe reads its last stage, a 2x2 map
 # at 64 px, so it can only place coarse blobs. No kNN during training (the
 # scenes have no image label); judge it with the frozen segmentation probe:
-#   python tools/analysis_tools/dense_zoo.py \
+#   python .dev_scripts/dense_zoo.py \
 #       configs/mixmim/mixmim_mixmim-tiny_1xb64-20e_dense_demo.py \
 #       --data data/dense
 _base_ = ['./mixmim_mixmim-tiny_1xb64-4e_demo.py']

@@ -5,7 +5,7 @@
 # hierarchical: the probe reads its last stage, a 4x4 map at 64 px. No kNN
 # during training (the scenes have no image label); judge it with the frozen
 # segmentation probe:
-#   python tools/analysis_tools/dense_zoo.py \
+#   python .dev_scripts/dense_zoo.py \
 #       configs/simmim/simmim_swin-tiny-w4-p8_1xb64-100e_dense_demo.py \
 #       --data data/dense
 _base_ = ['./simmim_swin-tiny-w4-p8_1xb64-40e_shapes_demo.py']

@@ -217,7 +217,7 @@ def run_knn(args, counts: dict = None) -> dict:
     from mmssl.config.cli import load_tool_config
     from mmssl.engine.runner import build_runner
     from mmssl.engine.runner.workers import set_threads_in_cfg
-    from mmssl.utils import register_all_modules
+    from mmssl.setup_env import register_all_modules
 
     register_all_modules()
     cfg = load_tool_config(args.config, args.cfg_options, args.allow_new_keys)

@@ -56,7 +56,7 @@ def init_model(
     )
     from mmssl.config import load_config
     from mmssl.registry import MODELS
-    from mmssl.utils import register_all_modules
+    from mmssl.setup_env import register_all_modules
 
     register_all_modules()
     cfg = (

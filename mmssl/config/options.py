@@ -93,8 +93,9 @@ def default_type_resolver(type_name: Any) -> List[type]:
     """Classes registered as ``type_name`` in any mmssl registry.
 
     mmssl registries are children of mmpretrain's (themselves of
-    mmengine's), so lookups fall back to those. Call
-    ``register_all_modules()`` first.
+    mmengine's), so lookups fall back to those. Each registry and its
+    parents are filled from their lazy ``locations`` first, so nothing
+    needs to be imported (or registered) before the lookup.
 
     Args:
         type_name (str | type): The ``type`` value of a config dict.
@@ -114,12 +115,25 @@ def default_type_resolver(type_name: Any) -> List[type]:
     for value in vars(registries).values():
         if isinstance(value, Registry):
             try:
+                _import_locations(value)
                 obj = value.get(type_name)
             except Exception:  # a registry may fail to import a scope
                 obj = None
             if obj is not None and obj not in found:
                 found.append(obj)
     return found
+
+
+def _import_locations(registry) -> None:
+    """Import the modules of ``registry`` and of its parents.
+
+    mmengine imports a registry's ``locations`` on its first lookup, but
+    a child's lookup only reads its parents' tables and never imports
+    their modules (mmpretrain's transforms, say).
+    """
+    while registry is not None:
+        registry.import_from_location()
+        registry = registry.parent
 
 
 def accepted_arguments(obj: Any) -> Set[str]:

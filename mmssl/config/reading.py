@@ -138,10 +138,6 @@ def load_config(
     if not osp.isfile(config):
         raise FileNotFoundError(f'Config file not found: {config}')
     cfg = load_config_file(config)
-    if cfg_options:
-        from mmssl.utils.setup_env import register_all_modules
-
-        register_all_modules()  # the key check looks classes up
     for note in merge_cfg_options(cfg, cfg_options, allow_new_keys):
         print_log(note, logger='current', level=30)
     return cfg

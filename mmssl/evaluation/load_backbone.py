@@ -49,7 +49,7 @@ from mmssl.checkpoint.warm_start import (
     detect_format,
     read_weights,
 )
-from mmssl.utils.model_parts import find_backbone
+from mmssl.models.utils.model_parts import find_backbone
 
 #: Share of the backbone tensors that must load (as ``warm_start``).
 MIN_MATCH = 0.95

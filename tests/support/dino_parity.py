@@ -1,6 +1,6 @@
 """mmssl's side of the DINOv2 full-step parity test.
 
-``tools/dev/record_reference_steps.py`` records N steps of
+``.dev_scripts/record_reference_steps.py`` records N steps of
 facebookresearch/dinov2 (weights after each step, loss terms) in a
 fixture; :func:`run_mmssl_steps` runs the same N steps with mmssl's own
 pieces, built from the DINOv2 recipe's configs: the model, the

@@ -1,6 +1,6 @@
 """mmssl's side of the DINOv3 full-step parity test.
 
-``tools/dev/record_dinov3_steps.py`` records N steps of
+``.dev_scripts/record_dinov3_steps.py`` records N steps of
 facebookresearch/dinov3 (Gram off, and Gram on) in a fixture;
 :func:`run_dinov3_steps` runs them with mmssl's own pieces, built from the
 DINOv3 demo recipe (configs/dinov3/dinov3_vit-tiny-p4_1xb64-10e_demo.py,

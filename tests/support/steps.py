@@ -1,6 +1,7 @@
 """Helpers of the drop-path and host-sync tests: a branch that records its
-batch sizes, a counter of the aten ops that read a device value on the
-host, and a multi-crop batch of the DINOv2 digits demo."""
+batch sizes, one residual through the blocks' own stochastic-depth code,
+a counter of the aten ops that read a device value on the host, and a
+multi-crop batch of the DINOv2 digits demo."""
 
 import collections
 
@@ -11,6 +12,11 @@ from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from mmssl.datasets.block_mask_collate import block_mask_collate
+from mmssl.models.layers.token_packing import (
+    TokenGroups,
+    draw_keep,
+    packed_residual,
+)
 
 #: aten ops whose result needs a value from the device on the host
 HOST_VALUE_OPS = (
@@ -39,6 +45,27 @@ class Recorder(nn.Module):
     def forward(self, x):
         self.sizes.append(x.shape[0])
         return self.lin(x)
+
+
+def drop_add_residual(
+    x, branch, drop_prob, training, generator=None, mode='bernoulli'
+):
+    """``x + drop_path(branch(x))`` for ``x`` (B, ...), through the code a
+    block runs (:func:`draw_keep` then :func:`packed_residual`, one group
+    of B samples): ``branch`` sees the kept samples only, (k, ...)."""
+    if not training:
+        return x + branch(x)
+    shape = x.shape[1:]
+    tokens = shape[:-1].numel()  # rows per sample
+    groups = TokenGroups(((x.shape[0], tokens),))
+    gens = None if generator is None else [generator]
+    keep = draw_keep(groups, drop_prob, 'below', x.device, x.dtype, gens, mode)
+
+    def rows_branch(rows, layout):  # (k*T, C) -> (k, ...) -> (k*T, C)
+        return branch(rows.view(-1, *shape)).reshape(rows.shape)
+
+    out = packed_residual(x.reshape(-1, shape[-1]), rows_branch, groups, keep)
+    return out.view(x.shape)
 
 
 class HostSyncCounter(TorchDispatchMode):

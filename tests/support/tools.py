@@ -1,4 +1,5 @@
-"""Import a tool script by path (tools/ is not a package)."""
+"""Import a tool or development script by path (tools/ and .dev_scripts/
+are not packages)."""
 
 import contextlib
 import importlib.util
@@ -7,6 +8,8 @@ import sys
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 CONFIGS = osp.join(ROOT, 'tests', 'data', 'configs')
+# development scripts and their shared code (mmssl_dev), never installed
+DEV_SCRIPTS = osp.join(ROOT, '.dev_scripts')
 
 
 @contextlib.contextmanager
@@ -20,15 +23,21 @@ def _script_folder_first(folder: str):
         sys.path.remove(folder)
 
 
-def load_tool(rel_path: str):
-    """Import ``tools/<rel_path>`` as a module named ``tool_<name>``."""
-    path = osp.join(ROOT, 'tools', rel_path)
+def load_tool(rel_path: str, folder: str = osp.join(ROOT, 'tools')):
+    """Import ``<folder>/<rel_path>`` (``tools/`` unless told) as a module
+    named ``tool_<name>``."""
+    path = osp.join(folder, rel_path)
     name = 'tool_' + osp.splitext(osp.basename(path))[0]
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     with _script_folder_first(osp.dirname(path)):
         spec.loader.exec_module(module)
     return module
+
+
+def load_dev_script(name: str):
+    """Import ``.dev_scripts/<name>`` as :func:`load_tool` does a tool."""
+    return load_tool(name, DEV_SCRIPTS)
 
 
 def tiny_config(name: str) -> str:

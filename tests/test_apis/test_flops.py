@@ -14,7 +14,7 @@ from mmssl.apis.flops import (
 )
 from mmssl.datasets.block_mask_collate import batch_mask_bound
 from mmssl.registry import MODELS
-from mmssl.utils import register_all_modules
+from mmssl.setup_env import register_all_modules
 
 DEMO = 'configs/dinov2/dinov2_vit-tiny-p4_1xb64-10e_demo.py'
 

@@ -15,7 +15,6 @@ ROOMS = [
     'mmssl.evaluation',
     'mmssl.launch',
     'mmssl.models',
-    'mmssl.utils',
     'mmssl.visualization',
 ]
 

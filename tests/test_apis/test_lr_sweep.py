@@ -8,7 +8,7 @@ import pytest
 from mmengine.config import Config
 
 from mmssl.apis.lr_sweep import _split_cfg, sweep_linear_probe
-from mmssl.utils import register_all_modules
+from mmssl.setup_env import register_all_modules
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 PROBE = osp.join(

@@ -63,7 +63,7 @@ def _run(case: dict) -> dict:
 
 
 def main(cases_file: str, results_file: str) -> None:
-    import mmssl.utils  # noqa: F401  (import-time patching happens here)
+    import mmssl.setup_env  # noqa: F401  (as the tools import it first)
     from tests.test_checkpoint.payload import register_unsafe_scheme
 
     register_unsafe_scheme('')

@@ -6,7 +6,7 @@ from torch import nn
 
 from mmssl.checkpoint import load_pretrained
 from mmssl.registry import MODELS
-from mmssl.utils import register_all_modules
+from mmssl.setup_env import register_all_modules
 
 ARCH = dict(embed_dims=32, num_layers=2, num_heads=2, feedforward_channels=64)
 TABLE = 'rel_pos_bias.relative_position_bias_table'

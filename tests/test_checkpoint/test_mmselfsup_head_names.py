@@ -12,7 +12,7 @@ from mmssl.checkpoint import load_pretrained
 from mmssl.config import load_config_file
 from mmssl.config.derived_sizes import resolve_model_sizes
 from mmssl.registry import MODELS
-from mmssl.utils import register_all_modules
+from mmssl.setup_env import register_all_modules
 
 CONFIGS = (
     'configs/rotation_pred/rotation-pred_resnet18-w16_1xb64-4e_demo.py',

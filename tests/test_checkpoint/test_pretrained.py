@@ -152,7 +152,7 @@ def test_payload_refused_by_load_pretrained_and_initializer(
 
 def _resnet18(init_cfg=None):
     from mmssl.registry import MODELS
-    from mmssl.utils import register_all_modules
+    from mmssl.setup_env import register_all_modules
 
     register_all_modules()
     return MODELS.build(

@@ -16,7 +16,7 @@ import torch
 from mmssl.checkpoint.warm_start import WarmStartError
 from mmssl.config.reading import load_config_file
 from mmssl.registry import MODELS
-from mmssl.utils import register_all_modules
+from mmssl.setup_env import register_all_modules
 from tests.support.dinov3_ref import (
     PATCH,
     make_hub_state_dict,

@@ -157,7 +157,7 @@ def test_migrated_config_builds_dataset_sample_and_model(
     mmselfsup_configs, tmp_path
 ):
     from mmssl.registry import DATASETS, MODELS
-    from mmssl.utils import register_all_modules
+    from mmssl.setup_env import register_all_modules
 
     register_all_modules()
     migrate_path(mmselfsup_configs, str(tmp_path / 'out') + os.sep)

@@ -15,7 +15,7 @@ from mmssl.config import (
     resolve,
 )
 from mmssl.engine.runner import SSLRunner, build_runner
-from mmssl.utils import register_all_modules
+from mmssl.setup_env import register_all_modules
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 DEMO = osp.join(ROOT, 'configs/simclr/simclr_resnet18-w16_1xb64-10e_demo.py')

@@ -11,7 +11,7 @@ from mmengine.hooks import Hook
 
 from mmssl.engine.runner import build_runner
 from mmssl.registry import MODELS
-from mmssl.utils import register_all_modules
+from mmssl.setup_env import register_all_modules
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 FINETUNE = osp.join(ROOT, 'configs', 'benchmarks', 'finetune')

@@ -9,7 +9,7 @@ from mmengine.config import Config
 
 from mmssl.apis.flops import dino_step_flops
 from mmssl.registry import MODELS
-from mmssl.utils import register_all_modules
+from mmssl.setup_env import register_all_modules
 
 PRESETS = {
     'configs/dinov2/dinov2_vit-b14_1xb64-100e_custom.py': ('base', False),

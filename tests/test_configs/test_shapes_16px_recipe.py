@@ -15,8 +15,8 @@ from mmengine.config import Config
 from mmengine.dataset import Compose
 
 from mmssl.registry import TRANSFORMS
-from mmssl.utils import register_all_modules
-from tests.support.tools import load_tool
+from mmssl.setup_env import register_all_modules
+from tests.support.tools import load_dev_script
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 DEMOS = {  # digits demo -> its shapes sibling
@@ -61,7 +61,7 @@ def test_views_and_knn_images_are_16px_and_the_knn_sees_everything(
 
 @pytest.mark.parametrize('digits_demo', sorted(DEMOS))
 def test_zoo_report_trains_the_16px_recipe_for_the_shapes_row(digits_demo):
-    zoo_report = load_tool('analysis_tools/zoo_report.py')
+    zoo_report = load_dev_script('zoo_report.py')
 
     assert zoo_report.resolve(digits_demo, 'shapes') == {
         'config': DEMOS[digits_demo],

@@ -15,7 +15,7 @@ import torch
 from mmpretrain.structures import DataSample
 
 from mmssl.registry import MODELS
-from mmssl.utils import register_all_modules
+from mmssl.setup_env import register_all_modules
 
 # logged with the loss terms, not summed (UniformCollapseHook)
 DINO_LOGGED = {'dino_target_entropy', 'dino_student_entropy'}
@@ -239,7 +239,7 @@ def test_drop_path_subset_attention_needs_no_cudnn_plans():
     # made bf16 drop path 0.4 ten times slower on an H200.
     import torch.nn.functional as F
 
-    from mmssl.models.layers.drop_path import drop_add_residual
+    from tests.support.steps import drop_add_residual
 
     def branch(t):  # (B, T, 64) -> attention over T with 4 heads
         q = t.unflatten(-1, (4, 16)).transpose(1, 2)

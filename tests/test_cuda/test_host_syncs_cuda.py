@@ -18,7 +18,7 @@ from mmengine.logging import MessageHub
 from mmengine.optim import build_optim_wrapper
 
 from mmssl.registry import MODELS
-from mmssl.utils import register_all_modules
+from mmssl.setup_env import register_all_modules
 from tests.support.steps import demo_batch
 
 pytestmark = pytest.mark.skipif(

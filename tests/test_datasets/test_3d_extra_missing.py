@@ -23,7 +23,7 @@ class Block:  # an environment without the [3d] and [multichannel] extras
 sys.meta_path.insert(0, Block())
 import mmssl, mmssl.datasets, mmssl.models  # noqa: E401
 from mmssl.registry import DATASETS, MODELS, TRANSFORMS
-from mmssl.utils import register_all_modules
+from mmssl.setup_env import register_all_modules
 register_all_modules()
 assert 'monai' not in sys.modules and 'tifffile' not in sys.modules
 for registry, cfg in [

@@ -12,7 +12,7 @@ def _worker(rank, world, init_method, root, out):
     from torch.utils.data import DataLoader
 
     from mmssl.engine.hooks import BadFileCounter
-    from mmssl.utils import register_all_modules
+    from mmssl.setup_env import register_all_modules
 
     register_all_modules()
     from mmssl.datasets import ImageFolderDataset

@@ -4,15 +4,15 @@ with facebookresearch/dinov3.
 
 The fixture (tests/data/parity/dinov2_steps.pt) holds 5 steps of the
 reference's own training step, recorded by
-tools/dev/record_reference_steps.py from a checkout (its commit is in the
+.dev_scripts/record_reference_steps.py from a checkout (its commit is in the
 fixture's metadata): the weights after each step and the loss terms, in
 float64 on the CPU. The 5 steps cross the end of the frozen last layer
 (2 iterations), of the teacher-temperature warm-up (2) and of the lr
 warm-up (4), with gradient clipping active in every student module.
-tools/dev/record_dino_v1_steps.py records the DINO v1 fixture
+.dev_scripts/record_dino_v1_steps.py records the DINO v1 fixture
 (dino_v1_steps.pt) the same way: per-tensor clipping, dropped last-layer
 gradients in epoch 0, the teacher temperature per epoch, centring.
-tools/dev/record_dinov3_steps.py records the DINOv3 fixtures
+.dev_scripts/record_dinov3_steps.py records the DINOv3 fixtures
 (dinov3_steps.pt, dinov3_gram_steps.pt): 4 steps of dinov3's SSLMetaArch
 with separate DINO and iBOT heads, per-module clipping, the zero-lr
 freeze, and with --gram the Gram term and its refreshed Gram teacher.
@@ -39,7 +39,7 @@ TOL = 1e-6
 
 
 def _load(path):
-    from mmssl.utils import register_all_modules
+    from mmssl.setup_env import register_all_modules
 
     register_all_modules()
     return torch.load(path, weights_only=False)

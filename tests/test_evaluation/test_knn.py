@@ -189,7 +189,7 @@ def test_gathered_knn_results_do_not_carry_batch_storage():
     assert size < 64 * 1024, size
 
 
-# Added to kill the mutants that survived tools/dev/mutation_test.py (see
+# Added to kill the mutants that survived .dev_scripts/mutation_test.py (see
 # docs/dev/mutation_testing.md).
 def _unit_rows(x):
     return x / x.norm(dim=1, keepdim=True)

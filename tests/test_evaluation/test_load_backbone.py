@@ -11,7 +11,7 @@ from mmssl.evaluation.load_backbone import (
     load_backbone_weights,
 )
 from mmssl.registry import MODELS
-from mmssl.utils import register_all_modules
+from mmssl.setup_env import register_all_modules
 
 
 def _vit(width=32, seed=0, patch=8):

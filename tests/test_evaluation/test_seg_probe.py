@@ -205,7 +205,7 @@ def test_dense_features_of_mae_style_vits_cover_every_patch(vit_type):
 
     from mmssl.evaluation.dense_features import dense_features
     from mmssl.registry import MODELS
-    from mmssl.utils import register_all_modules
+    from mmssl.setup_env import register_all_modules
 
     register_all_modules()
     torch.manual_seed(0)
@@ -238,7 +238,7 @@ def test_dense_features_of_mixmim_are_its_last_stage_before_the_pool():
     the last stage's map, whose mean is that vector."""
     from mmssl.evaluation.dense_features import dense_features
     from mmssl.registry import MODELS
-    from mmssl.utils import register_all_modules
+    from mmssl.setup_env import register_all_modules
 
     register_all_modules()
     torch.manual_seed(0)

@@ -83,7 +83,7 @@ def test_mfu_from_the_config_crops(capsys):
     from types import SimpleNamespace
 
     from mmssl.apis.flops import dino_step_flops
-    from mmssl.utils import register_all_modules
+    from mmssl.setup_env import register_all_modules
 
     register_all_modules()
     cfg = Config.fromfile(DEMO)

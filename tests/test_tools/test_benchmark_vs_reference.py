@@ -1,14 +1,14 @@
-"""tools/analysis_tools/benchmark_vs_reference.py over
-mmssl.analysis.speed_vs_reference: one mmssl row per (variant, drop-path
+""".dev_scripts/benchmark_vs_reference.py over
+mmssl_dev.speed_vs_reference: one mmssl row per (variant, drop-path
 mode), each model built with its mode."""
 
 import pytest
 from torch import nn
 
-from mmssl.analysis import speed_vs_reference as svr
-from tests.support.tools import load_tool
+from mmssl_dev import speed_vs_reference as svr
+from tests.support.tools import load_dev_script
 
-bvr = load_tool('analysis_tools/benchmark_vs_reference.py')
+bvr = load_dev_script('benchmark_vs_reference.py')
 
 
 def test_rows_and_names_per_drop_path_mode():

@@ -1,11 +1,11 @@
-"""tools/analysis_tools/count_kernels.py over mmssl.analysis.step_phases:
+""".dev_scripts/count_kernels.py over mmssl_dev.step_phases:
 kernels per phase, views left out, the backward pass apart."""
 
 import torch
 from torch import nn
 
-from mmssl.analysis.step_phases import KernelCounter, wrapper_label
-from tests.support.tools import load_tool
+from mmssl_dev.step_phases import KernelCounter, wrapper_label
+from tests.support.tools import load_dev_script
 
 
 def test_counts_kernels_per_phase_and_backward_apart():
@@ -33,7 +33,7 @@ def test_counts_kernels_per_phase_and_backward_apart():
 
 
 def test_arguments():
-    tool = load_tool('analysis_tools/count_kernels.py')
+    tool = load_dev_script('count_kernels.py')
     args = tool.parse_args(['--reference-root', 'r'])
     assert args.variants == ['plain', 'packed'] and args.batch == 2
     args = tool.parse_args(

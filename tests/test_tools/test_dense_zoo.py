@@ -1,4 +1,4 @@
-"""tools/analysis_tools/dense_zoo.py: a dense demo's row, trained vs
+""".dev_scripts/dense_zoo.py: a dense demo's row, trained vs
 random init, with its commands and a JSON file."""
 
 import json
@@ -6,12 +6,12 @@ import os.path as osp
 
 import pytest
 
-from mmssl.analysis.dense_zoo import (
+from mmssl_dev.dense_zoo import (
     commands,
     data_fingerprint,
     last_epoch_checkpoint,
 )
-from tests.support.tools import ROOT, load_tool
+from tests.support.tools import ROOT, load_dev_script, load_tool
 
 MAE = 'configs/mae/mae_vit-tiny-p8_1xb64-40e_dense_demo.py'
 
@@ -54,7 +54,7 @@ def test_one_epoch_row_and_json(tmp_path, capsys, monkeypatch):
     data = str(tmp_path / 'dense')
     load_tool('misc/make_dense_dataset.py').write(data, 16, 8)
     results = str(tmp_path / 'rows.json')
-    tool = load_tool('analysis_tools/dense_zoo.py')
+    tool = load_dev_script('dense_zoo.py')
     tool.main(
         [MAE, '--data', data, '--work-dir', str(tmp_path / 'w')]
         + ['--results', results, '--train-options', 'train_cfg.max_epochs=1']
@@ -84,7 +84,7 @@ def test_one_epoch_row_and_json(tmp_path, capsys, monkeypatch):
 def test_a_failing_config_is_reported_and_the_tool_exits_non_zero(
     tmp_path, capsys
 ):
-    tool = load_tool('analysis_tools/dense_zoo.py')
+    tool = load_dev_script('dense_zoo.py')
     with pytest.raises(SystemExit, match='failed: configs/no_such.py'):
         tool.main(
             ['configs/no_such.py', '--data', str(tmp_path)]

@@ -38,7 +38,7 @@ def _seg_floor(root):
 def ckpt(tmp_path_factory):
     from mmssl.config import load_config
     from mmssl.registry import MODELS
-    from mmssl.utils import register_all_modules
+    from mmssl.setup_env import register_all_modules
 
     register_all_modules()
     torch.manual_seed(3)

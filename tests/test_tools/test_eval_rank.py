@@ -14,7 +14,7 @@ from mmssl.evaluation import pool_features
 from mmssl.evaluation.rank import evenly_spaced, rank_metrics
 from mmssl.evaluation.records import read_metrics
 from mmssl.registry import MODELS
-from mmssl.utils import register_all_modules
+from mmssl.setup_env import register_all_modules
 from tests.support.tools import ROOT, load_tool
 
 DEMO = osp.join(ROOT, 'configs/dinov2/dinov2_vit-tiny-p4_1xb64-10e_demo.py')

@@ -95,7 +95,7 @@ def test_knn_cli_records_the_run_and_keeps_both(folders, tmp_path, capsys):
     it measured; the headline once, naming data and weights."""
     from mmssl.config import load_config
     from mmssl.registry import MODELS
-    from mmssl.utils import register_all_modules
+    from mmssl.setup_env import register_all_modules
 
     register_all_modules()
     torch.manual_seed(1)

@@ -14,7 +14,7 @@ import torch
 from mmssl.evaluation.dense_figure import GAP, HEADER_HEIGHT
 from mmssl.evaluation.records import read_metrics
 from mmssl.registry import MODELS
-from mmssl.utils import register_all_modules
+from mmssl.setup_env import register_all_modules
 from tests.support.dense_fixtures import write_ade, write_depth_folder
 from tests.support.tools import ROOT, load_tool
 

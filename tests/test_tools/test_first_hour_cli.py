@@ -117,7 +117,7 @@ def test_missing_test_data_is_one_line_and_leaves_no_work_dir(tmp_path):
     the command that makes it, exit 2, no timestamped folders."""
     from mmssl.config import load_config
     from mmssl.registry import MODELS
-    from mmssl.utils import register_all_modules
+    from mmssl.setup_env import register_all_modules
 
     register_all_modules()
     model = MODELS.build(load_config(osp.join(ROOT, DEMO)).model)

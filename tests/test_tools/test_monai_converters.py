@@ -120,7 +120,7 @@ def test_swinunetr_pretrain_checkpoint_exports_the_encoder(tmp_path):
     """A SwinUNETRPretrain checkpoint (backbone., neck., rot_head.,
     decoder. keys) exports its encoder only, strict in MONAI's class."""
     from mmssl.registry import MODELS
-    from mmssl.utils import register_all_modules
+    from mmssl.setup_env import register_all_modules
 
     register_all_modules()
     torch.manual_seed(0)

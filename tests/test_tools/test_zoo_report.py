@@ -1,4 +1,4 @@
-"""tools/analysis_tools/zoo_report.py: measures demos, writes the table."""
+""".dev_scripts/zoo_report.py: measures demos, writes the table."""
 
 import json
 import os
@@ -7,9 +7,9 @@ import shutil
 
 import pytest
 
-from tests.support.tools import load_tool
+from tests.support.tools import load_dev_script, load_tool
 
-zoo = load_tool('analysis_tools/zoo_report.py')
+zoo = load_dev_script('zoo_report.py')
 MAE = 'configs/mae/mae_vit-tiny-p4_1xb64-4e_demo.py'
 
 

@@ -108,7 +108,7 @@ def build_mmssl(cache_dir=None, max_side=None):
     """LoadImageRobust + MultiCrop (same recipe) + PackInputs."""
     from mmcv.transforms import Compose
 
-    from mmssl.utils import register_all_modules
+    from mmssl.setup_env import register_all_modules
 
     register_all_modules()
     load = dict(type='LoadImageRobust')

@@ -208,7 +208,7 @@ def main(argv=None):
     import cv2
 
     cv2.setNumThreads(1)  # one core per DataLoader worker, like PIL
-    from mmssl.utils import register_all_modules
+    from mmssl.setup_env import register_all_modules
 
     register_all_modules()
     from mmssl.datasets.transforms import MultiCrop

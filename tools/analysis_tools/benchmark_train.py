@@ -215,7 +215,7 @@ def main(argv=None):
 
     from mmssl.engine.hooks import TrainSpeedHook
     from mmssl.engine.runner import build_runner
-    from mmssl.utils import register_all_modules
+    from mmssl.setup_env import register_all_modules
 
     cuda = torch.cuda.is_available()
     register_all_modules()

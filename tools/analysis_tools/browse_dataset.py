@@ -224,7 +224,7 @@ def _quiet_dataset_skips() -> None:
 def main(argv=None):
     args = parse_args(argv)
     from mmssl.config.cli import load_tool_config
-    from mmssl.utils import register_all_modules
+    from mmssl.setup_env import register_all_modules
 
     register_all_modules()
     cfg = load_tool_config(args.config, args.cfg_options, args.allow_new_keys)

@@ -101,7 +101,7 @@ def main(argv=None) -> str:
     )
     from mmssl.config.cli import load_tool_config
     from mmssl.registry import MODELS
-    from mmssl.utils import register_all_modules
+    from mmssl.setup_env import register_all_modules
 
     register_all_modules()
     out = []

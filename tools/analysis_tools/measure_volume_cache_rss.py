@@ -152,7 +152,7 @@ def main(argv: Optional[List[str]] = None) -> dict:
     import monai.transforms  # noqa: F401
 
     import mmssl.datasets  # noqa: F401
-    from mmssl.utils import register_all_modules
+    from mmssl.setup_env import register_all_modules
 
     register_all_modules()
     work = a.work_dir or tempfile.mkdtemp(prefix='rss3d_')

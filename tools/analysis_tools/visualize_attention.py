@@ -172,7 +172,7 @@ def main(argv=None) -> dict:
     from mmssl.checkpoint import exit_on_untrusted, trust_from_args
     from mmssl.config.cli import load_tool_config
     from mmssl.evaluation.folders import config_loader
-    from mmssl.utils import find_backbone
+    from mmssl.models.utils import find_backbone
     from mmssl.visualization.attention import _last_block
     from mmssl.visualization.images import (
         list_images,

@@ -281,7 +281,7 @@ def sample_loader(sources, args):
 def make_feature_fn(model, args):
     """``fn(model, inputs) -> (B, C)`` from the backbone to evaluate."""
     from mmssl.checkpoint import TEACHER_BACKBONE_PATHS
-    from mmssl.utils import find_backbone
+    from mmssl.models.utils import find_backbone
     from mmssl.visualization.tsne import select_features
 
     backbone, path = (

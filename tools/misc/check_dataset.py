@@ -70,7 +70,7 @@ def _check(path):
 
 def collect(target: str, cfg_options=None, allow_new_keys=False):
     """(paths, loader config) for a config file or a folder."""
-    from mmssl.utils import register_all_modules
+    from mmssl.setup_env import register_all_modules
 
     register_all_modules()
     from mmssl.registry import DATASETS

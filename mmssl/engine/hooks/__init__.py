@@ -6,7 +6,6 @@ from .deepcluster_hook import DeepClusterHook
 from .dist_loss_average_hook import DistLossAverageHook
 from .freeze_last_layer_hook import FreezeLastLayerHook
 from .gram_teacher_hook import GramTeacherHook
-from .knn_eval_hook import KNNEvalHook
 from .log_interval_hook import LogIntervalHook
 from .loss_weight_schedule_hook import LossWeightScheduleHook
 from .odc_hook import ODCHook
@@ -32,7 +31,6 @@ __all__ = [
     'DistLossAverageHook',
     'FreezeLastLayerHook',
     'GramTeacherHook',
-    'KNNEvalHook',
     'LogIntervalHook',
     'LossWeightScheduleHook',
     'ODCHook',

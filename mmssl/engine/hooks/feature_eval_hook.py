@@ -15,7 +15,8 @@ import torch
 from mmengine.dist import collect_results, get_backend, get_world_size
 from mmengine.hooks import Hook
 
-from mmssl.utils.model_parts import TEACHER_BACKBONE_PATHS, find_backbone
+from mmssl.checkpoint.state_dict import TEACHER_BACKBONE_PATHS
+from mmssl.models.utils.model_parts import find_backbone
 
 _CLS_KEYS = ('x_norm_clstoken', 'cls_token', 'cls', 'x')
 
@@ -85,7 +86,7 @@ class FeatureEvalHook(Hook):
             evaluate (its output is pooled); overrides the automatic
             choice.
         prefer_teacher (bool): Use the teacher's backbone when there is
-            one (:data:`mmssl.utils.model_parts.TEACHER_BACKBONE_PATHS`),
+            one (:data:`mmssl.checkpoint.state_dict.TEACHER_BACKBONE_PATHS`),
             otherwise ``model(inputs, mode='tensor')``.
         eval_before_train (bool): Also evaluate before training starts
             (the random-init baseline).

@@ -76,9 +76,9 @@ class RankMeHook(FeatureEvalHook):
     ``pipeline`` in its config replaced by :func:`eval_pipeline`: resize,
     centre crop at :func:`eval_img_size` of the config, the config's
     multi-channel loader if it has one); ``max_images`` evenly spaced ones
-    are used, the same at every evaluation. Features and ranks are as in
-    :class:`KNNEvalHook`: the teacher's backbone when there is one, each
-    rank extracts its shard, rank 0 computes. Logs ``rank/rankme``,
+    are used, the same at every evaluation. Features and ranks are those
+    of :class:`FeatureEvalHook`: the teacher's backbone when there is one,
+    each rank extracts its shard, rank 0 computes. Logs ``rank/rankme``,
     ``rank/rankme_fraction``, ``rank/spread`` and ``rank/time`` to the
     message hub and every visualizer backend, and warns when RankMe is
     below :data:`COLLAPSE_RANKME` after training started and not rising

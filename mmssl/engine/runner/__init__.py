@@ -12,10 +12,9 @@ from .distributed import (
 from .feature_loops import FeatureTestLoop, FeatureValLoop
 from .loops import ResumableEpochBasedTrainLoop, ResumableIterBasedTrainLoop
 from .preemption import PreemptionHook, TrainingStopped, exit_status
-from .runner import CPUAwareRunner, SSLRunner, build_runner
+from .runner import SSLRunner, build_runner
 
 __all__ = [
-    'CPUAwareRunner',
     'FeatureTestLoop',
     'FeatureValLoop',
     'ResumableEpochBasedTrainLoop',

@@ -7,8 +7,8 @@ from mmengine.dist import is_main_process
 from mmengine.runner import TestLoop, ValLoop
 
 from mmssl.evaluation.feature_extraction import batch_features
+from mmssl.evaluation.progress import progress
 from mmssl.registry import LOOPS
-from mmssl.utils.progress import progress
 
 
 def _feature_samples(

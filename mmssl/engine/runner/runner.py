@@ -373,11 +373,6 @@ class SSLRunner(RunLifecycleMixin, CheckpointingMixin, Runner):
         return super().build_train_loop(resumable_loop_cfg(loop))
 
 
-# Older configs and tools name the CPU-aware runner; it is SSLRunner.
-RUNNERS.register_module(name='CPUAwareRunner', module=SSLRunner)
-CPUAwareRunner = SSLRunner
-
-
 def _fit_to_machine(dataloader):
     """:func:`~.workers.fit_dataloader_to_machine`, its note logged."""
     from mmengine.logging import print_log

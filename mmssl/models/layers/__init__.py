@@ -7,7 +7,6 @@ from .block import DINOBlock, draw_layer_keeps
 from .drop_path import (
     DROP_PATH_MODES,
     DROP_PATH_SCHEDULES,
-    drop_add_residual,
     drop_path_rates,
 )
 from .ffn import FFN_TYPES, build_ffn, swiglu_hidden_dims
@@ -30,7 +29,6 @@ __all__ = [
     'apply_rope',
     'build_ffn',
     'draw_layer_keeps',
-    'drop_add_residual',
     'drop_path_rates',
     'pack_tokens',
     'swiglu_hidden_dims',

@@ -41,7 +41,7 @@ In every mode the result equals ``x + branch(x)`` in expectation.
 
 import contextlib
 import math
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor
@@ -278,96 +278,10 @@ def static_draws(
     return order, weight, counts
 
 
-def _static_residual(
-    x: Tensor,
-    branch: Callable[[Tensor], Tensor],
-    drop_prob: float,
-    generator: Optional[torch.Generator],
-) -> Tensor:
-    """``drop_add_residual`` of the ``'static'`` mode: k rows, always."""
-    idx, weight = static_keep(x.shape[0], drop_prob, x.device, generator)
-    residual = branch(x.index_select(0, idx))  # (k, ...)
-    weight = weight.view(-1, *([1] * (x.dim() - 1))).to(residual.dtype)
-    return torch.index_add(x, 0, idx, (residual * weight).to(x.dtype))
-
-
-def drop_add_residual(
-    x: Tensor,
-    branch: Callable[[Tensor], Tensor],
-    drop_prob: float,
-    training: bool,
-    generator: Optional[torch.Generator] = None,
-    mode: str = 'bernoulli',
-) -> Tensor:
-    """``x + drop_path(branch(x))`` computing ``branch`` on kept rows only.
-
-    Args:
-        x (Tensor): Input (B, ...); ``branch`` maps it to the same shape.
-        branch (Callable): The residual branch; it sees a batch of the kept
-            samples only (possibly empty).
-        drop_prob (float): Probability of dropping a sample's branch.
-        training (bool): Drop only in training; otherwise ``x + branch(x)``.
-        generator (torch.Generator, optional): RNG for the keep mask.
-        mode (str): One of :data:`DROP_PATH_MODES` (module docstring).
-            Defaults to ``'bernoulli'``.
-
-    Returns:
-        Tensor: Same shape as ``x``. Dropped rows are ``x`` unchanged (their
-        gradient flows only through the identity); kept rows are
-        ``x + branch(x) / (1 - drop_prob)`` (``'bernoulli'``) or
-        ``x + branch(x) * B / k`` (fixed-count modes) or ``x + branch(x)
-        * w`` with ``w`` of :func:`static_keep` (``'static'``).
-    """
-    if not training or drop_prob == 0.0:
-        return x + branch(x)
-    if mode == 'static':
-        return _static_residual(x, branch, drop_prob, generator)
-    if mode != 'bernoulli':
-        return _fixed_count_residual(x, branch, drop_prob, generator, mode)
-    keep_prob = 1.0 - drop_prob
-    rand = torch.rand(
-        x.shape[0], device=x.device, **generator_kwargs(generator)
-    )
-    keep = rand < keep_prob  # (B,), Bernoulli(keep_prob)
-    idx = keep.nonzero().squeeze(1)  # (B_kept,)
-    if idx.numel() == x.shape[0]:
-        return torch.add(x, branch(x), alpha=1.0 / keep_prob)
-    # An empty subset still runs the branch (on zero rows) so that every
-    # parameter stays in the graph, which DDP without
-    # find_unused_parameters requires.
-    with subset_attention_backends(x):
-        residual = branch(x.index_select(0, idx))  # (B_kept, ...)
-    return torch.index_add(
-        x, 0, idx, residual.to(x.dtype), alpha=1.0 / keep_prob
-    )
-
-
-def _fixed_count_residual(
-    x: Tensor,
-    branch: Callable[[Tensor], Tensor],
-    drop_prob: float,
-    generator: Optional[torch.Generator],
-    mode: str,
-) -> Tensor:
-    """``drop_add_residual`` of the fixed-count modes: k from the host,
-    the subset drawn on the device."""
-    batch = x.shape[0]
-    count = keep_count(batch, drop_prob, check_drop_path_mode(mode), generator)
-    if count == batch:  # scale B / k = 1
-        return x + branch(x)
-    idx = keep_indices(batch, count, x.device, generator)  # (k,)
-    with subset_attention_backends(x):
-        residual = branch(x.index_select(0, idx))  # (k, ...)
-    return torch.index_add(
-        x, 0, idx, residual.to(x.dtype), alpha=batch / count
-    )
-
-
 __all__ = [
     'DROP_PATH_MODES',
     'DROP_PATH_SCHEDULES',
     'check_drop_path_mode',
-    'drop_add_residual',
     'drop_path_rates',
     'generator_kwargs',
     'keep_count',

@@ -304,10 +304,9 @@ def draw_keep(
         groups (TokenGroups): The layout; group g draws B_g numbers.
         drop_prob (float): Drop probability; 0 gives None (keep all).
         rule (str): For ``mode='bernoulli'``: ``'below'``: kept where
-            ``u < 1 - p``
-            (:func:`~mmssl.models.layers.drop_path.drop_add_residual`);
-            ``'floor'``: kept where ``floor(1 - p + u) == 1`` with ``u`` in
-            ``dtype`` (mmcv's ``DropPath``). The same draws as the block's
+            ``u < 1 - p``; ``'floor'``: kept where
+            ``floor(1 - p + u) == 1`` with ``u`` in ``dtype`` (mmcv's
+            ``DropPath``). The same draws as the block's
             own forward give the same decisions.
         device (torch.device): Where to draw.
         dtype (torch.dtype): The tokens' dtype (``'floor'`` draws in it).

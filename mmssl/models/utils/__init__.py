@@ -3,6 +3,7 @@ from .data_preprocessors import (
     MultiChannelDataPreprocessor,
     TwoNormOrSingleDataPreprocessor,
 )
+from .model_parts import find_backbone
 from .target_generators import (
     FloatHOGGenerator,
     PatchHOGGenerator,
@@ -15,6 +16,7 @@ from .target_generators import (
 
 __all__ = [
     'compile_blocks',
+    'find_backbone',
     'TwoNormOrSingleDataPreprocessor',
     'MultiChannelDataPreprocessor',
     'FloatHOGGenerator',

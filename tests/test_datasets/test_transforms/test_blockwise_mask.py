@@ -78,7 +78,7 @@ def test_stack_contract_after_packing():
     assert masks.shape == (2, 2, 4, 4) and masks.dtype == torch.bool
 
 
-# Added to kill the mutants that survived tools/dev/mutation_test.py (see
+# Added to kill the mutants that survived .dev_scripts/mutation_test.py (see
 # docs/dev/mutation_testing.md). The block rule is driven by scripted draws:
 # ``uniform(low, high)`` returns ``low + f * (high - low)`` for the next
 # scripted fraction ``f`` (and fails when the script is used up, so any

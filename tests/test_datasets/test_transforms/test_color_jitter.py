@@ -12,7 +12,7 @@ from mmssl.config.reading import load_config_file
 from mmssl.datasets.transforms import HueSafeColorJitter
 from mmssl.datasets.transforms.color_jitter import adjust_hue
 from mmssl.registry import TRANSFORMS
-from mmssl.utils import register_all_modules
+from mmssl.setup_env import register_all_modules
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.dirname(__file__))))
 

@@ -202,7 +202,7 @@ def test_trust_checkpoint_config_key(monkeypatch):
     ]
 
 
-# Added to kill the mutants that survived tools/dev/mutation_test.py (see
+# Added to kill the mutants that survived .dev_scripts/mutation_test.py (see
 # docs/dev/mutation_testing.md).
 class _FakeRunner:
     """What ``_save_checkpoint_with_step`` uses of a runner.

@@ -183,7 +183,7 @@ def test_freeze_last_layer_needs_params():
         )
 
 
-# Added to kill the mutants that survived tools/dev/mutation_test.py (see
+# Added to kill the mutants that survived .dev_scripts/mutation_test.py (see
 # docs/dev/mutation_testing.md).
 def test_teacher_ema_edges_wrapped_model_and_messages():
     from mmssl.engine.hooks.teacher_ema_hook import cosine_momentum

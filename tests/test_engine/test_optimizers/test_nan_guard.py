@@ -154,7 +154,7 @@ def test_nan_on_one_rank_skips_the_step_on_every_rank(tmp_path):
             torch.testing.assert_close(got.double(), want, atol=1e-6, rtol=0)
 
 
-# Added to kill the mutants that survived tools/dev/mutation_test.py (see
+# Added to kill the mutants that survived .dev_scripts/mutation_test.py (see
 # docs/dev/mutation_testing.md).
 def test_skip_decided_by_the_all_reduced_flag(monkeypatch):
     """A finite loss here but a NaN on another rank: this rank skips too.

@@ -113,7 +113,7 @@ def _worker(rank, init_method, data_root, work_dir):
     )
     init_gloo(rank, WORLD, init_method)
     from mmssl.engine.runner import build_runner
-    from mmssl.utils import register_all_modules
+    from mmssl.setup_env import register_all_modules
 
     register_all_modules()
     refused = _cfg(data_root, work_dir, sharded=False, ranks=WORLD)

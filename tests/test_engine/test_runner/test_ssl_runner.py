@@ -94,9 +94,6 @@ def test_runner_type_builds_ssl_runner_with_the_same_hooks(tmp_path):
         cfg.work_dir = str(tmp_path / str(len(runners)))
         cfg.experiment_name = f'ssl_runner_type_{next(_names)}'
         runners.append(build(cfg.copy()))
-    cfg.runner_type = 'CPUAwareRunner'  # the old name still works
-    cfg.experiment_name = f'ssl_runner_type_{next(_names)}'
-    runners.append(RUNNERS.build(cfg))
     assert all(type(r) is SSLRunner for r in runners)
     names = _hook_names(runners[0])
     assert 'DistLossAverageHook' in names and 'PreemptionHook' in names

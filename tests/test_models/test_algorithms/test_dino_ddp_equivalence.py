@@ -88,7 +88,7 @@ def _step(model, views, masks, lo, hi):
 
 def _build(algo):
     from mmssl.registry import MODELS
-    from mmssl.utils import register_all_modules
+    from mmssl.setup_env import register_all_modules
 
     register_all_modules()
     torch.manual_seed(0)

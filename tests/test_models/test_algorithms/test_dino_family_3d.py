@@ -8,7 +8,7 @@ import torch.nn.functional as F
 
 from mmssl.models.algorithms.dino_parts import global_masks
 from mmssl.registry import MODELS
-from mmssl.utils import register_all_modules
+from mmssl.setup_env import register_all_modules
 
 # logged with the loss terms, not summed (UniformCollapseHook)
 DINO_LOGGED = {'dino_target_entropy', 'dino_student_entropy'}

@@ -19,7 +19,7 @@ from mmengine.logging import MessageHub
 from mmengine.optim import build_optim_wrapper
 
 from mmssl.registry import MODELS
-from mmssl.utils import register_all_modules
+from mmssl.setup_env import register_all_modules
 from tests.support.steps import HostSyncCounter, demo_batch
 
 CONFIG = 'configs/dinov2/dinov2_vit-tiny-p4_1xb64-10e_demo.py'

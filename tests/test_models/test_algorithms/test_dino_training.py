@@ -206,7 +206,7 @@ def _worker(rank, world_size, init_method, data_root, work_dir):
     # mmengine's own init_dist calls torch.cuda.set_device: on CPU the
     # gloo group is created here and the Runner reuses it.
     init_gloo(rank, world_size, init_method)
-    from mmssl.utils import register_all_modules
+    from mmssl.setup_env import register_all_modules
 
     register_all_modules()
     cfg = _cfg(

@@ -14,7 +14,7 @@ from mmssl.models.utils.volume_pretext import (
     rotate_volumes,
 )
 from mmssl.registry import MODELS
-from mmssl.utils import register_all_modules
+from mmssl.setup_env import register_all_modules
 
 pytest.importorskip('monai')
 register_all_modules()

@@ -10,7 +10,7 @@ from mmssl.models.algorithms.mae3d import (
 )
 from mmssl.models.losses import nt_xent_loss
 from mmssl.registry import MODELS
-from mmssl.utils import register_all_modules
+from mmssl.setup_env import register_all_modules
 
 pytest.importorskip('monai')
 register_all_modules()

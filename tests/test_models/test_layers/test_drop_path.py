@@ -11,8 +11,8 @@ from torch import nn
 
 from mmssl.models.backbones import DINOVisionTransformer
 from mmssl.models.layers import DINOBlock
-from mmssl.models.layers.drop_path import drop_add_residual, drop_path_rates
-from tests.support.steps import Recorder
+from mmssl.models.layers.drop_path import drop_path_rates
+from tests.support.steps import Recorder, drop_add_residual
 
 
 def test_eval_is_exact_and_runs_every_sample():

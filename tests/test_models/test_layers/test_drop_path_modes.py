@@ -12,14 +12,14 @@ from mmengine.config import Config
 
 from mmssl.models.backbones import DINOv3ViT, DINOVisionTransformer
 from mmssl.models.layers import drop_path as dp
+from mmssl.models.layers import token_packing as tp
 from mmssl.models.layers.drop_path import (
-    drop_add_residual,
     keep_count,
     keep_indices,
 )
 from mmssl.registry import MODELS
-from mmssl.utils import register_all_modules
-from tests.support.steps import Recorder
+from mmssl.setup_env import register_all_modules
+from tests.support.steps import Recorder, drop_add_residual
 
 MODES = ('fixed', 'fixed_stochastic')
 ARCH = dict(embed_dims=32, num_layers=3, num_heads=2, feedforward_channels=48)
@@ -106,8 +106,8 @@ def _enumerate(x, branch, p, mode, monkeypatch):
         k = keep_count(B, p, mode)
         subsets = list(itertools.combinations(range(B), k))
         queue = [torch.tensor(s) for s in subsets]
-        monkeypatch.setattr(
-            dp, 'keep_indices', lambda b, c, d, g=None: queue.pop()
+        monkeypatch.setattr(  # where the block's draw looks it up
+            tp, 'keep_indices', lambda b, c, d, g=None: queue.pop()
         )
         outs = [
             drop_add_residual(x, branch, p, True, mode=mode) for _ in subsets

@@ -6,14 +6,17 @@ import math
 import pytest
 import torch
 
-from mmssl.analysis.step_phases import KernelCounter
 from mmssl.models.layers import DINOBlock
 from mmssl.models.layers.drop_path import (
-    drop_add_residual,
     static_keep,
     static_keep_count,
 )
-from tests.support.steps import HostSyncCounter, Recorder
+from mmssl_dev.step_phases import KernelCounter
+from tests.support.steps import (
+    HostSyncCounter,
+    Recorder,
+    drop_add_residual,
+)
 
 
 @pytest.mark.parametrize(

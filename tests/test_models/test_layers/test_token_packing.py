@@ -16,7 +16,7 @@ from mmssl.models.layers.token_packing import (
 )
 from mmssl.models.utils.activation_checkpoint import selective_cp_available
 from mmssl.registry import MODELS
-from mmssl.utils import register_all_modules
+from mmssl.setup_env import register_all_modules
 
 ARCH = dict(embed_dims=32, num_layers=3, num_heads=2, feedforward_channels=48)
 SIZES = ((2, 32), (3, 16), (1, 24))  # (batch, side) of each crop group

@@ -215,7 +215,7 @@ def test_koleo_matches_naive_and_batch_one():
 
 
 # ---------------------------------------------------------------------------
-# Added to kill the mutants that survived tools/dev/mutation_test.py; each
+# Added to kill the mutants that survived .dev_scripts/mutation_test.py; each
 # one is listed in docs/dev/mutation_testing.md.
 
 

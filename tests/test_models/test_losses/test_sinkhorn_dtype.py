@@ -8,7 +8,7 @@ import torch
 from mmssl.models.losses.centering import sinkhorn_knopp
 
 
-# Added to kill the mutants that survived tools/dev/mutation_test.py (see
+# Added to kill the mutants that survived .dev_scripts/mutation_test.py (see
 # docs/dev/mutation_testing.md).
 @pytest.mark.parametrize('dtype', [torch.bfloat16, torch.float16])
 def test_sinkhorn_targets_are_float32_for_16_bit_input(dtype):

@@ -61,7 +61,7 @@ def _views():
 
 def _build(with_cp=False, compile_blocks=False):
     from mmssl.registry import MODELS
-    from mmssl.utils import register_all_modules
+    from mmssl.setup_env import register_all_modules
 
     register_all_modules()
     torch.manual_seed(0)

@@ -1,0 +1,109 @@
+"""Dump the resolved configs of a tree, or compare a tree with a dump.
+
+A refactor of config files (moving a block into a ``_base_`` file,
+inheriting instead of restating) must leave what ``Config.fromfile`` gives
+unchanged. Dump before the edit, compare after it::
+
+    python .dev_scripts/resolved_configs.py dump /tmp/before.pkl configs
+    # ... edit configs ...
+    python .dev_scripts/resolved_configs.py compare /tmp/before.pkl configs
+
+``compare`` prints one line per config whose resolved dict changed (the
+differing dotted keys, via :func:`mmssl.config.diff._flatten`), one
+line per config that appeared or vanished, and exits 1 when any did.
+Files under ``_base_`` folders are skipped: they are not run on their own.
+"""
+
+import argparse
+import glob
+import os.path as osp
+import pickle
+import sys
+from typing import Dict, List
+
+from mmssl.config.diff import _flatten
+from mmssl.config.reading import load_config_file
+
+
+def resolve_all(paths: List[str]) -> Dict[str, object]:
+    """``{file: load_config_file(file).to_dict()}`` for every config file.
+
+    Args:
+        paths (list[str]): Config files or folders (searched recursively).
+
+    Returns:
+        dict: The resolved dict per file, or the error text where a file
+        does not parse.
+    """
+    files = []
+    for path in paths:
+        if osp.isdir(path):
+            files += glob.glob(osp.join(path, '**', '*.py'), recursive=True)
+        else:
+            files.append(path)
+    out: Dict[str, object] = {}
+    for file in sorted(files):
+        if '_base_' in file.split(osp.sep):
+            continue
+        try:
+            out[file] = load_config_file(file).to_dict()
+        except Exception as exc:  # a broken file is a result too
+            out[file] = f'error: {type(exc).__name__}: {exc}'
+    return out
+
+
+def differences(
+    before: Dict[str, object], after: Dict[str, object]
+) -> List[str]:
+    """One line per config whose resolved dict differs between two dumps."""
+    lines = []
+    for file in sorted(set(before) | set(after)):
+        if file not in after or file not in before:
+            lines.append(
+                f'{file}: only {"before" if file in before else "after"}'
+            )
+            continue
+        old, new = dict(_flatten(before[file])), dict(_flatten(after[file]))
+        keys = [
+            k
+            for k in sorted(set(old) | set(new))
+            if old.get(k, '<absent>') != new.get(k, '<absent>')
+        ]
+        if keys:
+            lines.append(f'{file}: {", ".join(keys[:8])}')
+        elif before[file] != after[file]:  # e.g. a tuple became a list
+            lines.append(f'{file}: same values, other container types')
+    return lines
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('action', choices=['dump', 'compare'])
+    parser.add_argument('dump_file')
+    parser.add_argument('paths', nargs='+', help='config files or folders')
+    args = parser.parse_args()
+    resolved = resolve_all(args.paths)
+    if args.action == 'dump':
+        with open(args.dump_file, 'wb') as f:
+            pickle.dump(resolved, f)
+        print(f'{len(resolved)} configs resolved into {args.dump_file}')
+        return 0
+    with open(args.dump_file, 'rb') as f:
+        before = pickle.load(f)
+    # a partial compare (some files or folders) looks at those only
+    before = {
+        f: v
+        for f, v in before.items()
+        if any(f == p or f.startswith(p.rstrip('/') + '/') for p in args.paths)
+    }
+    lines = differences(before, resolved)
+    print(
+        '\n'.join(lines)
+        if lines
+        else f'{len(resolved)} configs resolve as before'
+    )
+    return 1 if lines else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
