@@ -23,7 +23,7 @@ import subprocess
 import sys
 import time
 
-ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
 NUM_IMAGES = 8
 
 

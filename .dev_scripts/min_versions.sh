@@ -12,7 +12,7 @@
 # this script too. About 3 GB of downloads (torch 2.6 with its CUDA
 # libraries); docs/en/get_started.md says what this script last passed.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/.."
 PACKAGES='torch torchvision mmengine mmcv-lite mmpretrain pytest'
 venv="${MMSSL_MIN_VENV:-/tmp/mmssl-min-venv}"
 rm -rf "$venv"

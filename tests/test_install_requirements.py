@@ -93,7 +93,7 @@ def test_min_versions_script_finds_one_floor_per_package():
     """.dev_scripts/min_versions.sh pins each of its PACKAGES to the one
     ``name>=X`` line of the files setup.py reads; a package without one
     (or with two) would leave it unpinned or break the script."""
-    with open(osp.join(ROOT, 'tools', 'dev', 'min_versions.sh')) as f:
+    with open(osp.join(ROOT, '.dev_scripts', 'min_versions.sh')) as f:
         script = f.read()
     packages = re.search(r"^PACKAGES='([^']+)'", script, re.M).group(1)
     assert packages.split() == [
