@@ -201,10 +201,12 @@ def test_kill9_tools_train_resumes_from_newest_complete(
                 if proc.poll() is None:
                     proc.kill()
         text = log.read_text()
-        if k:
+        if k and expected is not None:
             assert f'resuming from {expected}' in text, (k, expected)
         else:
-            assert 'starts from scratch' in text
+            # run 0, or a kill before the first save was complete (a busy
+            # machine): nothing to resume, and the run says so
+            assert 'starts from scratch' in text, (k, text[-2000:])
         if k < 3:
             assert rc == -signal.SIGKILL
     assert rc == 0, text[-3000:]
