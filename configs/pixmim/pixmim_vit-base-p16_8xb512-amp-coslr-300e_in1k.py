@@ -7,7 +7,13 @@
 #   bash tools/dist_train.sh configs/pixmim/pixmim_vit-base-p16_8xb512-amp-coslr-300e_in1k.py 8
 _base_ = '../mae/mae_vit-base-p16_8xb512-amp-coslr-300e_in1k.py'
 
-model = dict(type='PixMIM', low_freq_radius=40)
+# _scope_: the model dict inherited from mmpretrain's config carries
+# _scope_='mmpretrain', where PixMIM is not registered.
+model = dict(type='PixMIM', _scope_='mmssl', low_freq_radius=40)
+
+# the run's label-free figure (RankMe of the backbone's features, before
+# training and after every epoch; docs/en/evaluation.md)
+custom_hooks = [dict(type='RankMeHook')]
 
 # simple resized crop (Sec. 3.2 of the paper), through torchvision's
 # transforms as the paper's code does

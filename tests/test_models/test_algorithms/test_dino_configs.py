@@ -57,8 +57,13 @@ def test_small_recipes_build(name):
     assert n_student > 21e6
     if 'dinov2' in name:
         lr = {n: g['lr'] for n, g in by_name.items()}
-        # embeddings x (decay, none) + patch embed + 12 blocks x 2 + top x 2
-        assert len(groups) == 29
+        # dinov2's decay rule: embeddings (cls, pos, mask token: all decay)
+        # + patch embed x (weight, undecayed bias) + 12 blocks x 2 + top x
+        # (no decay, decay) + the last layer's own group (its lr schedule)
+        assert len(groups) == 30
+        wd = {n: g['weight_decay'] for n, g in by_name.items()}
+        assert wd['backbone.mask_token'] == 0.04
+        assert wd['backbone.patch_embed.projection.bias'] == 0.0
         # 12 blocks, depths 0..13: embeddings 0.9**13, patch embed x0.2
         assert lr['backbone.cls_token'] == pytest.approx(0.004 * 0.9**13)
         assert lr['backbone.patch_embed.projection.weight'] == pytest.approx(

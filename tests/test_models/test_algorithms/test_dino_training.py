@@ -93,7 +93,11 @@ def test_ibot_demo_learns(demo_data_root, tmp_path):
         demo, demo_data_root, tmp_path, stop_after=5
     )
     assert init_top1 > 40.0, init_top1
-    assert top1 > init_top1 + 3.0, (init_top1, top1)
+    # With the reference step (per-module clipping, dinov2's decay rule,
+    # the last layer frozen by lr 0) this 6-epoch demo gains less than it
+    # did with the global clip: 62.67 -> 64.07..64.62 measured (it was
+    # +6.1); the DINO loss sits at ln K here (docs/en/loss_not_decreasing.md)
+    assert top1 > init_top1 + 1.0, (init_top1, top1)
 
 
 class _Copies(Hook):
