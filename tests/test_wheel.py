@@ -32,6 +32,25 @@ SKIP = shutil.ignore_patterns(
 DEV_ONLY = {'libcst', 'mutmut', 'tomllib', 'mmssl_dev'}
 
 
+def _copy_checkout(tree: Path) -> None:
+    """Copy what a clone holds: git's tracked and not-ignored files (not
+    a virtual environment of gigabytes such as .ci/venv), or, outside a
+    git checkout, the tree less :data:`SKIP`."""
+    git = shutil.which('git')
+    if git is None or not (ROOT / '.git').exists():
+        shutil.copytree(ROOT, tree, ignore=SKIP)
+        return
+    cmd = [git, 'ls-files', '-z', '--cached', '--others', '--exclude-standard']
+    listed = subprocess.run(
+        cmd, cwd=ROOT, check=True, capture_output=True, timeout=60
+    ).stdout.decode()
+    for rel in filter(None, listed.split('\0')):
+        src = ROOT / rel
+        if src.is_file():
+            (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, tree / rel)
+
+
 def _top_level(wheel: str) -> set:
     with zipfile.ZipFile(wheel) as z:
         return {name.split('/')[0] for name in z.namelist()}
@@ -42,7 +61,7 @@ def test_wheel_holds_mmssl_only(tmp_path):
     tree = tmp_path / 'tree'
     # a copy, so the build writes no build/ or egg-info into the checkout;
     # tests/ and .dev_scripts/ come along, as in a clone
-    shutil.copytree(ROOT, tree, ignore=SKIP)
+    _copy_checkout(tree)
     out = tmp_path / 'out'
     cmd = [sys.executable, '-m', 'pip', 'wheel', '--no-deps']
     cmd += ['--no-build-isolation', '--no-index', '-q', '-w', str(out), '.']
