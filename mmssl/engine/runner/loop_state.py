@@ -4,7 +4,7 @@ See :mod:`mmssl.engine.runner.loops` for how a resume uses it.
 """
 
 import logging
-from typing import Any, Dict, Optional, Sequence, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from mmengine.dataset import InfiniteSampler
 from mmengine.dist import get_rank
@@ -147,25 +147,6 @@ class ResumableLoopMixin:
         if rng is not None:
             set_rng_state(rng)
         return iterator
-
-    def _train_step(self, idx: int, data_batch: Sequence[dict]) -> None:
-        """One iteration, with the position updated before the
-        ``after_train_iter`` hooks (where checkpoints are saved)."""
-        self.runner.call_hook(
-            'before_train_iter', batch_idx=idx, data_batch=data_batch
-        )
-        outputs = self.runner.model.train_step(
-            data_batch, optim_wrapper=self.runner.optim_wrapper
-        )
-        self._batches += 1
-        self._iters_done = self._iter + 1
-        self.runner.call_hook(
-            'after_train_iter',
-            batch_idx=idx,
-            data_batch=data_batch,
-            outputs=outputs,
-        )
-        self._iter += 1
 
     def _validate(self) -> None:
         # A checkpoint saved during validation (save_best) must hold the

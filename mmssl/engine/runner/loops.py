@@ -41,6 +41,38 @@ from mmssl.registry import LOOPS
 from .loop_state import ResumableLoopMixin
 
 
+def _train_step(loop, idx: int, data_batch: Sequence[dict]) -> None:
+    """One training iteration of ``loop``: the step itself.
+
+    The ``before_train_iter`` hooks, ``model.train_step`` (data
+    preprocessor, ``forward(mode='loss')``, then
+    ``optim_wrapper.update_params``: backward, optimizer step, zero
+    grad), then the ``after_train_iter`` hooks (teacher EMA, logging,
+    checkpoints). The data position is updated before the
+    ``after_train_iter`` hooks, so a checkpoint saved there resumes with
+    the next batch.
+
+    Args:
+        loop (ResumableLoopMixin): The train loop.
+        idx (int): Index of the batch (in the epoch, or the iteration).
+        data_batch (Sequence[dict]): The batch from the dataloader.
+    """
+    runner = loop.runner
+    runner.call_hook('before_train_iter', batch_idx=idx, data_batch=data_batch)
+    outputs = runner.model.train_step(
+        data_batch, optim_wrapper=runner.optim_wrapper
+    )
+    loop._batches += 1
+    loop._iters_done = loop._iter + 1
+    runner.call_hook(
+        'after_train_iter',
+        batch_idx=idx,
+        data_batch=data_batch,
+        outputs=outputs,
+    )
+    loop._iter += 1
+
+
 @LOOPS.register_module()
 class ResumableEpochBasedTrainLoop(ResumableLoopMixin, EpochBasedTrainLoop):
     """:class:`mmengine.runner.EpochBasedTrainLoop` that resumes exactly.
@@ -134,7 +166,7 @@ class ResumableEpochBasedTrainLoop(ResumableLoopMixin, EpochBasedTrainLoop):
 
     def run_iter(self, idx, data_batch: Sequence[dict]) -> None:
         """Train on one batch (``idx``: its index in the epoch)."""
-        self._train_step(idx, data_batch)
+        _train_step(self, idx, data_batch)
 
 
 @LOOPS.register_module()
@@ -232,7 +264,7 @@ class ResumableIterBasedTrainLoop(ResumableLoopMixin, IterBasedTrainLoop):
 
     def run_iter(self, data_batch: Sequence[dict]) -> None:
         """Train on one batch."""
-        self._train_step(self._iter, data_batch)
+        _train_step(self, self._iter, data_batch)
 
 
 _RESUMABLE = {
