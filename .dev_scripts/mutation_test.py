@@ -118,11 +118,11 @@ MODULE_TESTS: dict[str, tuple[str, ...]] = {
         'tests/test_checkpoint/test_io.py',
     ),
     # RNG save/restore (moved from AtomicCheckpointHook to the loops)
-    'mmssl/engine/runner/rng.py': (
-        'tests/test_engine/test_runner/test_resumable_data.py',
+    'mmssl/engine/resume/rng.py': (
+        'tests/test_engine/test_resume/test_resumable_data.py',
         'tests/test_engine/test_runner/test_loops.py',
     ),
-    # crash-safe saving and pruning; tests/test_engine/test_runner/
+    # crash-safe saving and pruning; tests/test_engine/test_resume/
     # test_crash_consistency.py is slow and kills subprocesses, which
     # mutmut cannot follow, so it is not named here
     'mmssl/engine/hooks/atomic_checkpoint_hook.py': (

@@ -13,7 +13,7 @@ FILES=(
     tests/test_engine/test_dist_correctness.py
     tests/test_launch/test_launch_env.py
     tests/test_engine/test_optimizers/test_nan_guard.py
-    tests/test_engine/test_runner/test_preemption.py
+    tests/test_engine/test_resume/test_preemption.py
     tests/test_engine/test_hooks/test_atomic_checkpoint_hook.py
     tests/test_launch/test_lock.py
     tests/test_launch/test_requeue.py

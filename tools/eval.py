@@ -143,7 +143,7 @@ def refuse(err: ValueError, cfg, args: argparse.Namespace) -> None:
     """A value the config gives and the build refused: one line with the
     nearest valid values, exit 2 (``--debug``: the traceback); any other
     ValueError: its message, exit 1."""
-    from mmssl.apis.errors import (
+    from mmssl.errors import (
         config_build_error,
         find_config_value,
         root_message,
@@ -199,9 +199,9 @@ def run_checked(args: argparse.Namespace):
     """:func:`run_task`; what it leaves in a new work dir is removed when
     it fails, and a config value the build refuses is one line (exit 2)
     unless ``--debug``."""
-    from mmssl.apis.errors import BUILD_ERRORS, config_build_error
     from mmssl.config.cli import load_tool_config
     from mmssl.engine.runner.lifecycle import WorkDirTidy
+    from mmssl.errors import BUILD_ERRORS, config_build_error
 
     tidy = WorkDirTidy(args.work_dir)
     try:

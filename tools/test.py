@@ -115,17 +115,17 @@ def load_for_test(runner, cfg, args) -> str:
 
 def main(argv=None) -> dict:
     args = parse_args(argv)
-    from mmssl.apis.errors import (
-        BUILD_ERRORS,
-        UserError,
-        config_build_error,
-        missing_config_error,
-    )
     from mmssl.config.options import UnknownConfigKeyError, merge_cfg_options
     from mmssl.config.reading import load_config_file
     from mmssl.engine.runner import build_runner, setup_distributed_cfg
     from mmssl.engine.runner.lifecycle import WorkDirTidy
     from mmssl.engine.runner.workers import set_threads_in_cfg
+    from mmssl.errors import (
+        BUILD_ERRORS,
+        UserError,
+        config_build_error,
+        missing_config_error,
+    )
     from mmssl.setup_env import register_all_modules
 
     register_all_modules()
@@ -226,9 +226,9 @@ def main(argv=None) -> dict:
 
 
 def run(argv=None) -> None:
-    """:func:`main`; a user error (mmssl.apis.errors.UserError) is one
+    """:func:`main`; a user error (mmssl.errors.UserError) is one
     line, ``error: ...``, and exit status 2, unless ``--debug``."""
-    from mmssl.apis.errors import UserError
+    from mmssl.errors import UserError
 
     try:
         main(argv)

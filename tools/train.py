@@ -199,9 +199,9 @@ def main(argv=None):
         prepare_train_cfg,
         train,
     )
-    from mmssl.apis.errors import UserError
     from mmssl.engine.runner.lifecycle import WorkDirTidy
     from mmssl.engine.runner.workers import set_threads_in_cfg
+    from mmssl.errors import UserError
 
     options = {k: getattr(args, k) for k in PREPARE_ARGS}
     notes = []

@@ -19,8 +19,9 @@ from typing import Any, List, Optional, Tuple, Union
 
 from mmengine.config import Config
 
-from .errors import TrainConfigError, missing_config_error
-from .resume import check_resume_fits, set_resume
+from mmssl.engine.resume.options import check_resume_fits, set_resume
+from mmssl.errors import TrainConfigError, missing_config_error
+
 from .val_data import check_val_data, val_warning_lines
 
 #: ``(logging level, message)`` pairs for the run's log, collected while the
@@ -305,7 +306,6 @@ def build_train_runner(cfg: Config, notes: Optional[Notes] = None) -> Any:
     """
     import torch
 
-    from mmssl.apis.errors import BUILD_ERRORS, config_build_error
     from mmssl.config.options import UnknownConfigKeyError
     from mmssl.engine.runner import (
         TooFewSamplesError,
@@ -313,6 +313,7 @@ def build_train_runner(cfg: Config, notes: Optional[Notes] = None) -> Any:
         check_memory_size,
         check_train_dataloader,
     )
+    from mmssl.errors import BUILD_ERRORS, config_build_error
 
     notes = list(notes or [])
     try:

@@ -11,8 +11,7 @@ import os.path as osp
 from typing import Any, List, Optional
 
 from mmssl.engine.hooks.run_summary_hook import data_roots
-
-from .errors import TrainConfigError
+from mmssl.errors import TrainConfigError
 
 #: Where the bundled demo sets live (tools/misc/make_demo_dataset.py and
 #: make_shapes_dataset.py write there).

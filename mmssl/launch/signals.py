@@ -6,7 +6,7 @@ Acting inside the handler (saving, exiting) would cut an optimizer step
 or a collective in half, so :class:`StopSignals` only records the first
 signal; the runner looks at it at the next iteration boundary, where all
 ranks agree, save a checkpoint and exit (see
-:mod:`mmssl.engine.runner.preemption`).
+:mod:`mmssl.engine.resume.preemption`).
 
 A second Ctrl-C aborts: it raises :class:`AbortedBySignal` (a
 ``KeyboardInterrupt``) at once, and SIGINT gets the operating system's

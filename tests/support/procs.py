@@ -39,8 +39,11 @@ class Proc:
             os.environ,
             OMP_NUM_THREADS='1',
             PYTHONUNBUFFERED='1',
-            # the config imports tests/data/slow_iter_hook.py
-            PYTHONPATH=osp.join(ROOT, 'tests', 'data'),
+            # this checkout's mmssl; the config imports
+            # tests/data/slow_iter_hook.py
+            PYTHONPATH=os.pathsep.join(
+                [ROOT, osp.join(ROOT, 'tests', 'data')]
+            ),
         )
         full_env.update(env or {})
         self.popen = subprocess.Popen(

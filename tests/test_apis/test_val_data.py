@@ -48,7 +48,7 @@ def test_one_warning_when_training_leaves_the_demo_but_validation_not():
 def test_missing_validation_folders_are_refused_before_training(tmp_path):
     import pytest
 
-    from mmssl.apis.errors import TrainConfigError, UserError
+    from mmssl.errors import TrainConfigError, UserError
 
     (tmp_path / 'train').mkdir()
     (tmp_path / 'val').mkdir()

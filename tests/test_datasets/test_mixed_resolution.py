@@ -11,7 +11,7 @@ from mmssl.datasets import (
     SizedIndex,
 )
 from mmssl.datasets.transforms import MixedResolutionMultiCrop
-from mmssl.engine.runner.resumable_data import ResumableData
+from mmssl.engine.resume.data import ResumableData
 
 GLOBAL, LOCAL = [32, 40, 48], [8, 12, 16]
 

@@ -90,8 +90,8 @@ def test_slurm_requeue_reads_the_config_of_a_folder(tmp_path):
     import torch
     from mmengine.config import Config
 
-    from mmssl.apis.errors import TrainConfigError
-    from mmssl.apis.resume import requeued_resume
+    from mmssl.engine.resume.options import requeued_resume
+    from mmssl.errors import TrainConfigError
 
     cfg = Config(dict(work_dir=str(tmp_path), model=dict(temperature=0.2)))
     folder = str(tmp_path / 'iter_4.pth')

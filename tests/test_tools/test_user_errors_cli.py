@@ -6,7 +6,7 @@ import os.path as osp
 import pytest
 import torch
 
-from mmssl.apis.errors import config_build_error, find_config_value
+from mmssl.errors import config_build_error, find_config_value
 from tests.support.dense_fixtures import write_ade
 from tests.support.tools import ROOT, load_tool
 

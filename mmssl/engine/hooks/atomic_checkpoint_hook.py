@@ -29,7 +29,7 @@ class AtomicCheckpointHook(CheckpointHook):
       run loads (see :mod:`mmssl.checkpoint.policy`).
 
     * ``sharded``: checkpoints as sharded DCP folders (docs/en/fsdp.md,
-      :mod:`mmssl.engine.runner.sharded_checkpoints`), which keep the
+      :mod:`mmssl.engine.resume.sharded`), which keep the
       names, retention, atomicity and ``--resume`` rules of files.
 
     Random states and the data position are not this hook's job: mmssl's

@@ -11,7 +11,6 @@ from .distributed import (
 )
 from .feature_loops import FeatureTestLoop, FeatureValLoop
 from .loops import ResumableEpochBasedTrainLoop, ResumableIterBasedTrainLoop
-from .preemption import PreemptionHook, TrainingStopped, exit_status
 from .runner import SSLRunner, build_runner
 
 __all__ = [
@@ -19,15 +18,12 @@ __all__ = [
     'FeatureValLoop',
     'ResumableEpochBasedTrainLoop',
     'ResumableIterBasedTrainLoop',
-    'PreemptionHook',
     'SSLRunner',
     'TooFewSamplesError',
-    'TrainingStopped',
     'build_runner',
     'check_memory_size',
     'check_train_dataloader',
     'cpu_model_wrapper_cfg',
-    'exit_status',
     'init_distributed',
     'iterations_per_epoch',
     'setup_distributed_cfg',

@@ -11,7 +11,7 @@ in every checkpoint as ``checkpoint['loop_state']``. After
 
 1. the epoch's hooks run (sampler epoch, clustering, ...),
 2. the random states are re-seeded from ``(seed, epoch, rank)``
-   (:func:`~mmssl.engine.runner.rng.seed_epoch`), in the straight run
+   (:func:`~mmssl.engine.resume.rng.seed_epoch`), in the straight run
    and in the resumed one alike,
 3. the epoch's sampler is started and its first ``k`` index batches are
    dropped without loading a sample (:class:`SkipBatchSampler`),
@@ -36,9 +36,8 @@ from mmengine.runner import EpochBasedTrainLoop, IterBasedTrainLoop
 from mmengine.runner.base_loop import BaseLoop
 from mmengine.runner.utils import calc_dynamic_intervals
 
+from mmssl.engine.resume.loop_state import ResumableLoopMixin
 from mmssl.registry import LOOPS
-
-from .loop_state import ResumableLoopMixin
 
 
 def _train_step(loop, idx: int, data_batch: Sequence[dict]) -> None:

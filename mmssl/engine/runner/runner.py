@@ -25,14 +25,17 @@ from mmssl.checkpoint.warm_start import (
 from mmssl.config import resolve, resolve_model_sizes, schedulers_for_run
 from mmssl.datasets.worker_seed import seed_worker
 from mmssl.engine.optimizers.cpu_amp_optim_wrapper import amp_on_cpu
+from mmssl.engine.resume.checkpointing import (
+    LOOP_STATE_KEY,
+    CheckpointingMixin,
+)
+from mmssl.engine.resume.sharded import sharded_checkpoints_wanted
 from mmssl.registry import RUNNERS
 
-from .checkpointing import LOOP_STATE_KEY, CheckpointingMixin
 from .console import quiet_known_warnings, shorten_console
 from .distributed import cpu_model_wrapper_cfg
 from .lifecycle import RunLifecycleMixin
 from .loops import resumable_loop_cfg
-from .sharded_checkpoints import sharded_checkpoints_wanted
 from .workers import (
     configured_workers,
     fit_dataloader_to_machine,
@@ -86,8 +89,8 @@ class SSLRunner(RunLifecycleMixin, CheckpointingMixin, Runner):
       GPU config can be debugged with CPU processes unchanged.
     * **Default hooks.** :class:`~mmssl.engine.hooks.DistLossAverageHook`
       (log the mean loss over ranks) and
-      :class:`~.preemption.PreemptionHook` are added unless the config has
-      them; in a distributed run ``SyncBuffersHook`` too.
+      :class:`~mmssl.engine.resume.PreemptionHook` are added unless the
+      config has them; in a distributed run ``SyncBuffersHook`` too.
     * **Worker seeding.** Data-loader workers are seeded with
       :func:`mmssl.datasets.worker_seed.seed_worker` (fresh augmentations
       every epoch) unless the dataloader config names a
@@ -100,19 +103,19 @@ class SSLRunner(RunLifecycleMixin, CheckpointingMixin, Runner):
       trusted when the config sets ``trust_checkpoint = True``. With FSDP2
       (or ``default_hooks.checkpoint.sharded=True``) checkpoints are
       sharded DCP folders that resume on any world size
-      (:mod:`.sharded_checkpoints`).
+      (:mod:`mmssl.engine.resume.sharded`).
     * **Signals.** During :meth:`train`, the signals of
       ``signal_cfg.signals`` (default SIGTERM, SIGUSR1, SIGINT) only set a
       flag; at the next iteration boundary all ranks agree, save a
-      checkpoint and stop (:class:`~.preemption.PreemptionHook`), and
-      ``train()`` raises :class:`~.preemption.TrainingStopped` (a
-      ``SystemExit`` with status ``128 + signum`` unless
+      checkpoint and stop (:class:`~mmssl.engine.resume.PreemptionHook`),
+      and ``train()`` raises :class:`~mmssl.engine.resume.TrainingStopped`
+      (a ``SystemExit`` with status ``128 + signum`` unless
       ``signal_cfg.exit_code`` says otherwise).
       ``checkpoint_every_minutes = N`` adds a safety checkpoint every N
       minutes.
     * **Every rank's buffers** (per-rank BatchNorm statistics) travel in
       the checkpoint and come back to their rank on resume
-      (:mod:`.rank_buffers`).
+      (:mod:`mmssl.engine.resume.rank_buffers`).
     * **One run per work dir.** Rank 0 holds ``mmssl-run.lock`` in the
       work dir while training (:mod:`mmssl.launch.lock`); a second run
       there raises :class:`~mmssl.launch.lock.WorkDirBusyError`.

@@ -1,7 +1,7 @@
 # The tiny SimCLR of simclr_tiny.py trained for 30 iterations of batch 2 on
 # the demo digits (set train_dataloader.dataset.data_root), a fraction of a
 # second per iteration, for the signal, lock and resume tests
-# (tests/test_engine/test_runner/); needs tests/data on PYTHONPATH.
+# (tests/test_engine/test_resume/); needs tests/data on PYTHONPATH.
 _base_ = ['./simclr_tiny.py']
 
 _view_pipeline = [

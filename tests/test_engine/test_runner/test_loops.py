@@ -11,12 +11,12 @@ from torch.utils.data import DataLoader
 
 from mmssl.checkpoint import torch_load_safe
 from mmssl.engine.hooks import BadFileSummaryHook
+from mmssl.engine.resume.rng import get_rng_state
 from mmssl.engine.runner import (
     ResumableEpochBasedTrainLoop,
     ResumableIterBasedTrainLoop,
 )
 from mmssl.engine.runner.loops import resumable_loop_cfg
-from mmssl.engine.runner.rng import get_rng_state
 from mmssl.registry import LOOPS
 from tests.support.resume import tiny_cfg, train
 

@@ -48,7 +48,7 @@ def nearest_config_names(
         list[str]: Paths (as ``configs/...``), nearest first.
     """
     if configs_dir is None:
-        here = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+        here = osp.dirname(osp.dirname(osp.abspath(__file__)))
         candidates = ('configs', osp.join(here, 'configs'))
         configs_dir = next((d for d in candidates if osp.isdir(d)), None)
     if configs_dir is None:

@@ -1,5 +1,5 @@
 """Sharded (DCP) checkpoints of a training run, saved and resumed by
-:class:`~.runner.SSLRunner`.
+:class:`~mmssl.engine.runner.SSLRunner`.
 
 A run whose model is wrapped by FSDP2
 (:class:`~mmssl.models.wrappers.MMFullyShard`) saves every checkpoint as

@@ -6,7 +6,7 @@ from typing import Any, List, Optional, Tuple, Union
 
 from mmengine.config import Config
 
-from .errors import TrainConfigError
+from mmssl.errors import TrainConfigError
 
 
 def set_resume(cfg: Config, resume: Union[None, bool, str]) -> List[str]:

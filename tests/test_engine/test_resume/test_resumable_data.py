@@ -8,12 +8,12 @@ import torch
 from torch.utils.data import BatchSampler, DataLoader, Dataset
 
 from mmssl.checkpoint import torch_load_safe
-from mmssl.engine.runner.resumable_data import (
+from mmssl.engine.resume.data import (
     ResumableData,
     SeededSamples,
     SkipBatchSampler,
 )
-from mmssl.engine.runner.rng import (
+from mmssl.engine.resume.rng import (
     _EPOCH_TAG,
     _SAMPLE_TAG,
     derive_seeds,

@@ -96,7 +96,7 @@ class _Capture(Hook):
 
 
 def _train(cfg, resume, capture=None):
-    from mmssl.apis.resume import set_resume
+    from mmssl.engine.resume.options import set_resume
     from mmssl.engine.runner import build_runner
 
     set_resume(cfg, resume)

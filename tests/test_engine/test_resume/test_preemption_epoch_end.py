@@ -13,8 +13,8 @@ import pytest
 import torch
 from mmengine.hooks import Hook
 
+from mmssl.engine.resume.preemption import TrainingStopped
 from mmssl.engine.runner import build_runner
-from mmssl.engine.runner.preemption import TrainingStopped
 from tests.test_configs.test_demo_configs import tiny_demo_cfg
 
 DEMO = 'configs/simclr/simclr_resnet18-w16_1xb64-10e_demo.py'

@@ -1,11 +1,11 @@
-"""How :class:`~.runner.SSLRunner` saves and loads checkpoints.
+"""How :class:`~mmssl.engine.runner.SSLRunner` saves and loads checkpoints.
 
 A mixin of ``SSLRunner`` (listed before mmengine's ``Runner``, so its
 ``super()`` calls reach ``Runner``). Every load runs under
 :func:`mmssl.checkpoint.loading_policy`; local saves are atomic
 (:func:`mmssl.checkpoint.atomic_destination`); the loop state and every
 rank's buffers travel in each checkpoint; sharded (DCP) folders go through
-:mod:`.sharded_checkpoints`.
+:mod:`.sharded`.
 """
 
 import os.path as osp
@@ -21,7 +21,7 @@ from .rank_buffers import (
     gather_rank_buffers,
     restore_rank_buffers,
 )
-from .sharded_checkpoints import (
+from .sharded import (
     load_sharded_weights,
     resume_sharded,
     save_sharded_checkpoint,
@@ -141,7 +141,7 @@ class CheckpointingMixin:
         process killed during the save leaves the previous files intact
         and nothing partial under a checkpoint's name. With
         :attr:`sharded_checkpoints`, ``filename`` is a folder written by
-        every rank (:func:`.sharded_checkpoints.save_sharded_checkpoint`).
+        every rank (:func:`.sharded.save_sharded_checkpoint`).
         """
         # every rank's buffers, gathered here: the parent is master_only
         self._rank_buffers = gather_rank_buffers(self.model)

@@ -10,7 +10,7 @@ from mmengine.dataset import InfiniteSampler
 from mmengine.dist import get_rank
 from mmengine.logging import print_log
 
-from .resumable_data import ResumableData
+from .data import ResumableData
 from .rng import get_rng_state, seed_epoch, set_rng_state
 
 LOOP_STATE_VERSION = 1
