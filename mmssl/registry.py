@@ -81,13 +81,13 @@ RUNNER_CONSTRUCTORS = Registry(
 LOOPS = Registry(
     'loop',
     parent=MMPRETRAIN_LOOPS,
-    locations=['mmssl.engine'],
+    locations=['mmssl.engine', 'mmssl.evaluation'],
 )
 
 HOOKS = Registry(
     'hook',
     parent=MMPRETRAIN_HOOKS,
-    locations=['mmssl.engine'],
+    locations=['mmssl.engine', 'mmssl.evaluation'],
 )
 
 LOG_PROCESSORS = Registry(

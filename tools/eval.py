@@ -44,10 +44,10 @@ import argparse
 import os.path as osp
 import sys
 
-from mmssl.apis import evaluate as eval_tasks
-from mmssl.apis.rank_eval import run_rank
 from mmssl.checkpoint import add_trusted_argument
 from mmssl.config.cli import add_cfg_options_arguments
+from mmssl.evaluation.tasks import evaluate as eval_tasks
+from mmssl.evaluation.tasks.rank_eval import run_rank
 
 TASKS = ('knn', 'linear', 'seg', 'depth', 'finetune', 'rank')
 

@@ -193,12 +193,8 @@ def main(argv=None):
     args = parse_args(argv)
     from mmengine.dist import get_rank
 
-    from mmssl.apis import (
-        build_train_runner,
-        dry_run,
-        prepare_train_cfg,
-        train,
-    )
+    from mmssl.apis import prepare_train_cfg, train
+    from mmssl.engine.preflight import build_train_runner, dry_run
     from mmssl.engine.runner.lifecycle import WorkDirTidy
     from mmssl.engine.runner.workers import set_threads_in_cfg
     from mmssl.errors import UserError

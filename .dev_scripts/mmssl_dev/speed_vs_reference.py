@@ -209,11 +209,11 @@ def step_fns(ref, args, config):
 
 def step_flops(args, config) -> float:
     """Model FLOPs of one step of ``--batch`` images, 2x224 + 8x98 crops
-    (:func:`mmssl.apis.flops.dino_step_flops`; iBOT rows at the collate's
+    (:func:`mmssl.engine.flops.dino_step_flops`; iBOT rows at the collate's
     bound, about this benchmark's count)."""
     from mmengine.config import Config
 
-    from mmssl.apis.flops import dino_step_flops
+    from mmssl.engine.flops import dino_step_flops
 
     cfg = Config.fromfile(config)
     cfg.train_dataloader.batch_size = args.batch
@@ -227,7 +227,7 @@ def default_peak(args):
     """Datasheet peak TFLOP/s of the GPU (bf16 with --amp, else TF32)."""
     if not args.device.startswith('cuda'):
         return None
-    from mmssl.apis.flops import peak_tflops
+    from mmssl.engine.flops import peak_tflops
 
     return peak_tflops(torch.cuda.get_device_name(args.device), args.amp)
 
@@ -322,7 +322,7 @@ def report(title, times, flops=0.0, peak=None):
             f'(median of per-repeat ratios {statistics.median(pair):.3f}, '
             f'range {min(pair):.3f}-{max(pair):.3f})'
         )
-    if flops:  # model FLOPs of one call (mmssl.apis.flops)
+    if flops:  # model FLOPs of one call (mmssl.engine.flops)
         for name, ts in times.items():
             tflops = flops / statistics.median(ts) / 1e12
             mfu = f', MFU {100 * tflops / peak:.1f}%' if peak else ''

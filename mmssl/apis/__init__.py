@@ -5,13 +5,10 @@ Also the location of mmssl's ``INFERENCERS`` registry (none registered
 yet).
 """
 
-from .dry_run import dry_run
 from .model import init_model
 from .param_count import count_params, parameter_table
 from .publish import publish_checkpoint, sha256_of
 from .train import (
-    TrainConfigError,
-    build_train_runner,
     load_train_cfg,
     prepare_train_cfg,
     scale_lr,
@@ -19,10 +16,7 @@ from .train import (
 )
 
 __all__ = [
-    'TrainConfigError',
-    'build_train_runner',
     'count_params',
-    'dry_run',
     'init_model',
     'load_train_cfg',
     'parameter_table',

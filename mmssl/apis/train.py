@@ -19,10 +19,9 @@ from typing import Any, List, Optional, Tuple, Union
 
 from mmengine.config import Config
 
-from mmssl.engine.resume.options import check_resume_fits, set_resume
+from mmssl.engine.preflight import build_train_runner, check_val_data
+from mmssl.engine.resume.options import set_resume
 from mmssl.errors import TrainConfigError, missing_config_error
-
-from .val_data import check_val_data, val_warning_lines
 
 #: ``(logging level, message)`` pairs for the run's log, collected while the
 #: config is prepared (the runner and its log file do not exist yet).
@@ -292,76 +291,6 @@ def add_vis_backend(cfg: Config, name: str) -> str:
     visualizer['vis_backends'] = backends
     where = osp.join(cfg.work_dir, '<timestamp>', 'vis_data')
     return f'--vis {name}: {backend} added (writes under {where})'
-
-
-def build_train_runner(cfg: Config, notes: Optional[Notes] = None) -> Any:
-    """Build the runner and its train loop; refuse an empty epoch.
-
-    With ``randomness.deterministic``, ops without a deterministic kernel
-    warn instead of stopping training. The ``notes`` of
-    :func:`prepare_train_cfg` go to the run's log.
-
-    Raises:
-        TrainConfigError: Fewer samples than one batch per process.
-    """
-    import torch
-
-    from mmssl.config.options import UnknownConfigKeyError
-    from mmssl.engine.runner import (
-        TooFewSamplesError,
-        build_runner,
-        check_memory_size,
-        check_train_dataloader,
-    )
-    from mmssl.errors import BUILD_ERRORS, config_build_error
-
-    notes = list(notes or [])
-    try:
-        runner = build_runner(cfg)
-    except UnknownConfigKeyError as exc:
-        raise TrainConfigError(str(exc)) from exc
-    except BUILD_ERRORS as exc:  # a value the build refused: one line
-        raise config_build_error(exc, cfg) from exc
-    check_resume_fits(runner)
-    if (cfg.get('randomness') or {}).get('deterministic'):
-        # mmengine enabled strict mode; many vision ops (e.g. the CUDA
-        # backward of adaptive average pooling) have no deterministic
-        # kernel and would stop training, so they warn instead.
-        torch.use_deterministic_algorithms(True, warn_only=True)
-        torch.backends.cudnn.deterministic = True
-        torch.backends.cudnn.benchmark = False
-        workspace = os.environ.get('CUBLAS_WORKSPACE_CONFIG')
-        notes.append(
-            (
-                logging.INFO,
-                '--deterministic: cuDNN deterministic, benchmark off, '
-                f'CUBLAS_WORKSPACE_CONFIG={workspace}, deterministic '
-                'algorithms (warn where none exists)',
-            )
-        )
-    for level, line in notes:
-        runner.logger.log(level, line)
-    for line in val_warning_lines(cfg):
-        runner.logger.warning(line)
-    # Build the loop (and dataloader) now to refuse an empty epoch before
-    # schedulers, checkpoints or collectives are set up.
-    try:
-        runner._train_loop = runner.build_train_loop(runner._train_loop)
-    except FileNotFoundError as exc:  # a data_root, ann_file, cache ...
-        raise TrainConfigError(str(exc)) from exc
-    try:
-        iters = check_train_dataloader(
-            runner.train_dataloader, runner.world_size
-        )
-        check_memory_size(runner.model, runner.train_dataloader)
-    except TooFewSamplesError as exc:
-        runner.logger.error(str(exc))
-        raise TrainConfigError(str(exc), exit_code=1) from exc
-    runner.logger.info(
-        f'{iters} iterations per epoch on each of '
-        f'{runner.world_size} process(es)'
-    )
-    return runner
 
 
 def train(cfg: Config, notes: Optional[Notes] = None) -> Any:

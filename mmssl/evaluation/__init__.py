@@ -1,11 +1,13 @@
-from .feature_extraction import batch_features, extract_features, pool_features
+from .feature_loops import FeatureTestLoop, FeatureValLoop
 from .functional import topk_accuracy, weighted_knn_scores
+from .hooks import FeatureEvalHook, RankMeHook
 from .metrics import KNNAccuracy, LinearProbeAccuracy, fit_linear_probe
 
 __all__ = [
-    'batch_features',
-    'extract_features',
-    'pool_features',
+    'FeatureEvalHook',
+    'FeatureTestLoop',
+    'FeatureValLoop',
+    'RankMeHook',
     'topk_accuracy',
     'weighted_knn_scores',
     'KNNAccuracy',

@@ -26,7 +26,7 @@ from typing import Callable, Iterable
 import torch
 from torch.nn.modules.batchnorm import _BatchNorm
 
-from .feature_extraction import batch_features
+from mmssl.engine.runner.feature_extraction import batch_features
 
 
 def batchnorm_layers(model: torch.nn.Module) -> list:

@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mmssl.evaluation.progress import progress
+from mmssl.engine.runner.progress import progress
 
 from .dense_features import dense_features, to_tensor
 

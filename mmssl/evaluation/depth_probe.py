@@ -22,7 +22,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from mmssl.evaluation.progress import progress
+from mmssl.engine.runner.progress import progress
 
 from .dense_data import read_depth, read_image
 from .dense_metrics import (

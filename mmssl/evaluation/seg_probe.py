@@ -18,7 +18,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from mmssl.evaluation.progress import progress
+from mmssl.engine.runner.progress import progress
 
 from .dense_data import IGNORE_INDEX, read_image, read_mask
 from .dense_metrics import (

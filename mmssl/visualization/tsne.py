@@ -9,7 +9,7 @@ import inspect
 import numpy as np
 import torch
 
-from mmssl.evaluation import pool_features
+from mmssl.engine.runner.feature_extraction import pool_features
 
 
 def select_features(out, feature: str = 'pooled') -> torch.Tensor:
@@ -20,15 +20,16 @@ def select_features(out, feature: str = 'pooled') -> torch.Tensor:
             a tensor or a tuple of per-stage outputs.
         feature (str): ``'pooled'`` (CLS token of token outputs, global
             average of feature maps; see
-            :func:`mmssl.evaluation.pool_features`), ``'cls'`` (the CLS
-            token; fails for feature maps) or ``'stage:K'`` (output ``K``
-            of the tuple, pooled; negative K counts from the end).
+            :func:`~mmssl.engine.runner.feature_extraction.pool_features`),
+            ``'cls'`` (the CLS token; fails for feature maps) or
+            ``'stage:K'`` (output ``K`` of the tuple, pooled; negative K
+            counts from the end).
 
     Returns:
         torch.Tensor: Features, (B, C).
     """
     if isinstance(out, dict):
-        from mmssl.engine.hooks.feature_eval_hook import _as_tensor
+        from mmssl.evaluation.hooks.feature_eval_hook import _as_tensor
 
         out = _as_tensor(out)
     outs = list(out) if isinstance(out, (list, tuple)) else [out]

@@ -51,6 +51,5 @@ def test_public_api():
         'init_model',
         'publish_checkpoint',
         'count_params',
-        'dry_run',
     ):
         assert callable(getattr(apis, name))

@@ -6,9 +6,10 @@ import os.path as osp
 import pytest
 from mmengine.config import Config
 
-from mmssl.apis import TrainConfigError, prepare_train_cfg, scale_lr
+from mmssl.apis import prepare_train_cfg, scale_lr
 from mmssl.apis.train import add_vis_backend
 from mmssl.config.reading import load_config_file
+from mmssl.errors import TrainConfigError
 from mmssl.registry import RUNNERS
 from tests.support.tools import load_tool
 
@@ -161,7 +162,7 @@ def test_memory_bank_of_the_wrong_size_stops_before_training(
     names the size to set; the right size builds. (Before, NPID stopped
     at the first index past the bank, without the size, and a bank too
     long trained on rows no image updates.)"""
-    from mmssl.apis.train import build_train_runner
+    from mmssl.engine.preflight import build_train_runner
 
     options = {
         'train_dataloader.dataset.data_root': f'{demo_data_root}/train',

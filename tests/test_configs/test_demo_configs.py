@@ -308,7 +308,7 @@ def test_demo_config_features_for_knn(path, demo_data_root):
     masked forward here and iTPN's HiViT crashed: both at chance/absent.)"""
     from mmengine.dataset import default_collate
 
-    from mmssl.evaluation import batch_features
+    from mmssl.engine.runner.feature_extraction import batch_features
 
     cfg = Config.fromfile(osp.join(ROOT, path))
     loader = repoint(cfg.test_dataloader.to_dict(), demo_data_root)

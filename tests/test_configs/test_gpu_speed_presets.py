@@ -7,7 +7,7 @@ import pytest
 import torch
 from mmengine.config import Config
 
-from mmssl.apis.flops import dino_step_flops
+from mmssl.engine.flops import dino_step_flops
 from mmssl.registry import MODELS
 from mmssl.setup_env import register_all_modules
 

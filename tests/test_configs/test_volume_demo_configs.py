@@ -56,7 +56,7 @@ def test_volume_demo_features_for_knn(path, volume_root):
     vector each, the same on a second call."""
     from mmengine.dataset import default_collate
 
-    from mmssl.evaluation import batch_features
+    from mmssl.engine.runner.feature_extraction import batch_features
 
     cfg = Config.fromfile(osp.join(ROOT, path))
     loader = cfg.test_dataloader.to_dict()

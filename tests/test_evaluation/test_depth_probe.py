@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 import torch
 
-from mmssl.apis.evaluate import PatchPixels
 from mmssl.evaluation.dense_data import depth_pairs, read_depth
 from mmssl.evaluation.dense_probe import Featurizer, ProbeSettings
 from mmssl.evaluation.depth_probe import (
@@ -17,6 +16,7 @@ from mmssl.evaluation.depth_probe import (
     run_depth_probe,
     silog_loss,
 )
+from mmssl.evaluation.tasks.evaluate import PatchPixels
 from tests.support.dense_fixtures import write_depth_folder
 
 

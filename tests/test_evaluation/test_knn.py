@@ -8,9 +8,9 @@ import torch
 from mmengine.config import Config
 
 from mmssl.engine.runner import build_runner
+from mmssl.engine.runner.feature_extraction import pool_features
 from mmssl.evaluation import (
     KNNAccuracy,
-    pool_features,
     topk_accuracy,
     weighted_knn_scores,
 )
@@ -159,7 +159,7 @@ def test_gathered_knn_results_do_not_carry_batch_storage():
 
     from mmengine.structures import BaseDataElement
 
-    from mmssl.engine.runner.feature_loops import _feature_samples
+    from mmssl.evaluation.feature_loops import _feature_samples
 
     tokens = torch.randn(16, 1 + 256, 32)  # (B, 1 + N, C)
 

@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 import torch
 
-from mmssl.apis.evaluate import PatchPixels
 from mmssl.evaluation.dense_data import read_mask, seg_pairs
 from mmssl.evaluation.dense_probe import (
     Featurizer,
@@ -16,6 +15,7 @@ from mmssl.evaluation.dense_probe import (
     windows,
 )
 from mmssl.evaluation.seg_probe import run_seg_probe, seg_loss, seg_score
+from mmssl.evaluation.tasks.evaluate import PatchPixels
 from tests.support.dense_fixtures import write_ade
 
 

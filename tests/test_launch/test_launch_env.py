@@ -9,12 +9,12 @@ import time
 
 import pytest
 
-from mmssl.engine.runner import (
+from mmssl.engine.preflight import (
     TooFewSamplesError,
     check_train_dataloader,
-    cpu_model_wrapper_cfg,
     iterations_per_epoch,
 )
+from mmssl.engine.runner import cpu_model_wrapper_cfg
 from mmssl.launch import (
     choose_backend,
     dist_env,

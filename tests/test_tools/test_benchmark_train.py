@@ -82,7 +82,7 @@ def test_summary_once_per_run(tmp_path, capsys):
 def test_mfu_from_the_config_crops(capsys):
     from types import SimpleNamespace
 
-    from mmssl.apis.flops import dino_step_flops
+    from mmssl.engine.flops import dino_step_flops
     from mmssl.setup_env import register_all_modules
 
     register_all_modules()

@@ -109,8 +109,8 @@ def test_depth_floor_is_the_mean_training_depth(tmp_path, capsys):
 
 
 def test_probe_crop_follows_images_smaller_than_the_backbone(tmp_path, capsys):
-    from mmssl.apis.evaluate import default_crop
     from mmssl.config import load_config
+    from mmssl.evaluation.tasks.evaluate import default_crop
 
     cfg = load_config(DEMO)  # ViT img_size 32, patch 4
     small = tmp_path / 'small.png'

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from mmssl.config import load_config
-from mmssl.evaluation import pool_features
+from mmssl.engine.runner.feature_extraction import pool_features
 from mmssl.evaluation.rank import evenly_spaced, rank_metrics
 from mmssl.evaluation.records import read_metrics
 from mmssl.registry import MODELS
@@ -153,8 +153,8 @@ def test_volume_dataset_is_the_training_one_with_a_centre_cube(tmp_path):
     the backbone's size: the images RankMeHook measures in training."""
     from mmengine.config import Config
 
-    from mmssl.apis.rank_eval import dataset_cfg
     from mmssl.evaluation.folders import volume_eval_pipeline
+    from mmssl.evaluation.tasks.rank_eval import dataset_cfg
 
     cfg = Config.fromfile(
         osp.join(ROOT, 'configs/volumetric/dino3d_vit-tiny-p16_my-ct.py')

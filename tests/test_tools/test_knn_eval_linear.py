@@ -30,7 +30,7 @@ def _colour_folder(root, per_class: int, seed: int) -> str:
 
 def _features(model, dataset):
     """(features, labels) of every sample, extracted here one by one."""
-    from mmssl.evaluation.feature_extraction import pool_features
+    from mmssl.engine.runner.feature_extraction import pool_features
 
     model.eval()
     feats, labels = [], []

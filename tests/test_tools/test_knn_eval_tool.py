@@ -102,7 +102,7 @@ def test_bn_recalibrate_flag_sets_stats_of_the_bank(
     """--bn-recalibrate: the first BN holds the bank's exact stats."""
     from mmengine.dataset import default_collate
 
-    import mmssl.apis.knn_eval as knn_run
+    import mmssl.evaluation.tasks.knn_eval as knn_run
 
     tool = load_tool('misc/knn_eval.py')
     seen = {}

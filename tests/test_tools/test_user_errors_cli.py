@@ -96,7 +96,7 @@ def test_rank_refuses_a_checkpoint_before_computing(
 ):
     """The mismatch is found before any feature is computed (it took
     45 s of random-init features before)."""
-    import mmssl.apis.rank_eval as rank_eval
+    import mmssl.evaluation.tasks.rank_eval as rank_eval
 
     def no_features(*args, **kwargs):
         raise AssertionError('features computed before the check')

@@ -7,7 +7,7 @@ temporary work dir) and prints, over the warm iterations: images/s (all
 ranks), seconds per iteration (median, min, max), the share of the time
 spent waiting for data, the peak CPU resident memory and, on CUDA, the peak
 allocated GPU memory; for DINO-family configs also the model FLOPs per
-image (:func:`mmssl.apis.flops.dino_step_flops`) and the model-FLOPs
+image (:func:`mmssl.engine.flops.dino_step_flops`) and the model-FLOPs
 utilisation (MFU) against ``--peak-tflops`` (by default the datasheet
 peak of an H100, H200 or A100: bf16 with ``--amp``, else TF32). The
 speed figures also appear in the training log line through
@@ -64,7 +64,7 @@ def parse_args(argv=None):
         type=float,
         default=None,
         help='peak TFLOP/s per GPU for MFU (default: the datasheet bf16 '
-        '(with --amp) or TF32 peak of H100/H200/A100, mmssl.apis.flops)',
+        '(with --amp) or TF32 peak of H100/H200/A100, mmssl.engine.flops)',
     )
     add_cfg_options_arguments(parser)
     return parser.parse_args(argv)
@@ -186,11 +186,11 @@ def format_summary(s: dict) -> str:
 
 
 def add_mfu(summary: dict, cfg, args, cuda: bool, gpus: int) -> None:
-    """Model FLOPs per image (mmssl.apis.flops) and MFU, where the config
+    """Model FLOPs per image (mmssl.engine.flops) and MFU, where the config
     is a DINO-family one and a peak is known."""
     import torch
 
-    from mmssl.apis.flops import dino_step_flops, peak_tflops
+    from mmssl.engine.flops import dino_step_flops, peak_tflops
 
     try:
         flops = dino_step_flops(cfg)

@@ -329,7 +329,7 @@ def main(argv=None) -> dict:
     from mmssl.apis import init_model
     from mmssl.checkpoint import exit_on_untrusted, trust_from_args
     from mmssl.config.cli import load_tool_config
-    from mmssl.evaluation import extract_features
+    from mmssl.engine.runner.feature_extraction import extract_features
     from mmssl.visualization.tsne import plot_embedding, run_tsne
 
     cfg = load_tool_config(args.config, args.cfg_options, args.allow_new_keys)

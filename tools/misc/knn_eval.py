@@ -60,7 +60,9 @@ tensors and mmengine's own types is refused unless ``--trusted``.
 
 import argparse
 
-from mmssl.apis.knn_eval import (  # noqa: F401 (the tool's API)
+from mmssl.checkpoint import add_trusted_argument
+from mmssl.config.cli import add_cfg_options_arguments
+from mmssl.evaluation.tasks.knn_eval import (  # noqa: F401 (the tool's API)
     bn_recalibrate,
     load_weights,
     pool_patch_mean,
@@ -69,8 +71,6 @@ from mmssl.apis.knn_eval import (  # noqa: F401 (the tool's API)
     set_metrics,
     use_folders,
 )
-from mmssl.checkpoint import add_trusted_argument
-from mmssl.config.cli import add_cfg_options_arguments
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -144,7 +144,11 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def main(argv=None) -> dict:
-    metrics = run_knn(parse_args(argv))
+    from mmssl.setup_env import register_all_modules
+
+    args = parse_args(argv)
+    register_all_modules()
+    metrics = run_knn(args)
     print({k: round(float(v), 2) for k, v in metrics.items()})
     return metrics
 

@@ -17,8 +17,8 @@ Example::
 import argparse
 import json
 
-from mmssl.apis.lr_sweep import DEFAULT_LRS, sweep_linear_probe
 from mmssl.config.cli import add_cfg_options_arguments, load_tool_config
+from mmssl.evaluation.tasks.lr_sweep import DEFAULT_LRS, sweep_linear_probe
 
 
 def main(argv=None) -> dict:

@@ -10,7 +10,6 @@ from .log_interval_hook import LogIntervalHook
 from .loss_weight_schedule_hook import LossWeightScheduleHook
 from .odc_hook import ODCHook
 from .pretrained_init_hook import PretrainedInitHook
-from .rank_me_hook import RankMeHook
 from .run_summary_hook import RunSummaryHook
 from .swav_queue_hook import SwAVQueueHook
 from .teacher_ema_hook import TeacherEMAHook
@@ -35,7 +34,6 @@ __all__ = [
     'LossWeightScheduleHook',
     'ODCHook',
     'PretrainedInitHook',
-    'RankMeHook',
     'RunSummaryHook',
     'SwAVQueueHook',
     'TeacherEMAHook',

@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from mmengine.dist import broadcast, collect_results, get_rank
 from mmengine.runner import Runner
 
-from mmssl.evaluation.feature_extraction import extract_features
+from mmssl.engine.runner.feature_extraction import extract_features
 
 
 def neck_features(

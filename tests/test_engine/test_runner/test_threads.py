@@ -120,7 +120,7 @@ def test_runner_sets_threads_and_logs_one_line(
 def test_eval_loaders_cap_workers_at_the_cores():
     """RankMeHook's loader took a training config's 8 workers on 2 cores
     (and torch warned about it)."""
-    from mmssl.engine.hooks.feature_eval_hook import build_eval_loader
+    from mmssl.evaluation.hooks.feature_eval_hook import build_eval_loader
 
     loader = build_eval_loader(
         dict(batch_size=2, num_workers=available_cpus() + 6,

@@ -208,7 +208,11 @@ def majority_floor(dataset):
 
 def run_knn(args, counts: dict = None) -> dict:
     """Prepare the config from ``args`` (see knn_eval.py), load, test;
-    ``counts`` (when given) gets :func:`dataset_counts` of the test set."""
+    ``counts`` (when given) gets :func:`dataset_counts` of the test set.
+
+    The caller fills the registries first
+    (:func:`mmssl.setup_env.register_all_modules`), as the tools do.
+    """
     from mmssl.checkpoint import (
         exit_on_untrusted,
         loading_policy,
@@ -217,9 +221,7 @@ def run_knn(args, counts: dict = None) -> dict:
     from mmssl.config.cli import load_tool_config
     from mmssl.engine.runner import build_runner
     from mmssl.engine.runner.workers import set_threads_in_cfg
-    from mmssl.setup_env import register_all_modules
 
-    register_all_modules()
     cfg = load_tool_config(args.config, args.cfg_options, args.allow_new_keys)
     prepare_cfg(cfg, args)
     set_threads_in_cfg(cfg, getattr(args, 'threads', None))

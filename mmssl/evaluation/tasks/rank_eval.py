@@ -73,7 +73,7 @@ def _loader(cfg, folder: str, size: int, max_images: Optional[int]):
 
 
 def _features(model, loader, desc: str) -> torch.Tensor:
-    from mmssl.evaluation import extract_features
+    from mmssl.engine.runner.feature_extraction import extract_features
 
     feats, _ = extract_features(model, loader, desc=desc)
     return feats.float()
@@ -116,13 +116,13 @@ def _random_and_trained(cfg, args: Namespace, loader) -> Dict:
     checkpoint, on the same images: ``{'random init': ..., 'trained':
     ...}``. The checkpoint is loaded (and refused when it does not hold
     the config's backbone) before any feature is computed."""
-    from mmssl.apis.knn_eval import load_weights
     from mmssl.checkpoint import (
         exit_on_untrusted,
         loading_policy,
         trust_from_args,
     )
     from mmssl.evaluation.feature_model import feature_model_cfg
+    from mmssl.evaluation.tasks.knn_eval import load_weights
     from mmssl.registry import MODELS
 
     seed = (cfg.get('randomness') or {}).get('seed', 0)

@@ -8,7 +8,6 @@ from mmengine.runner import EpochBasedTrainLoop
 
 from mmssl.engine.hooks.log_interval_hook import clamp_logger_interval
 
-from .param_count import count_params
 from .step_memory import measure_step_memory, step_memory_lines
 
 
@@ -57,7 +56,7 @@ def dry_run(runner: Any, measure_memory: bool = True) -> List[str]:
     """Build optimizer and schedulers as ``runner.train()`` would; report.
 
     No checkpoint is written. The train loop must be built
-    (:func:`mmssl.apis.train.build_train_runner` does it). With
+    (:func:`.build.build_train_runner` does it). With
     ``measure_memory``, a few training steps on batches of 2 and 4
     samples measure the peak memory of one step at the configured batch
     (:mod:`.step_memory`), with a warning when it exceeds the memory
@@ -81,7 +80,10 @@ def dry_run(runner: Any, measure_memory: bool = True) -> List[str]:
         runner.param_schedulers = runner.build_param_scheduler(
             runner.param_schedulers
         )
-    total, trainable = count_params(runner.model)
+    # as mmssl.apis.count_params (parameters() counts a shared one once)
+    params = list(runner.model.parameters())
+    total = sum(p.numel() for p in params)
+    trainable = sum(p.numel() for p in params if p.requires_grad)
     batch = dataloader.batch_size
     lines = [
         'dry run: everything is built; nothing is trained.',

@@ -6,8 +6,8 @@ import torch
 from mmengine.dist import is_main_process
 from mmengine.runner import TestLoop, ValLoop
 
-from mmssl.evaluation.feature_extraction import batch_features
-from mmssl.evaluation.progress import progress
+from mmssl.engine.runner.feature_extraction import batch_features
+from mmssl.engine.runner.progress import progress
 from mmssl.registry import LOOPS
 
 
@@ -37,7 +37,7 @@ class _FeatureLoopMixin:
 
     Works for any algorithm: features come from ``model(x, mode='tensor')``
     (the backbone for mmpretrain's self-supervisors), pooled to one vector
-    per image by :func:`mmssl.evaluation.pool_features`.
+    per image by :func:`mmssl.engine.runner.feature_extraction.pool_features`.
     """
 
     def _run_features(self) -> dict:

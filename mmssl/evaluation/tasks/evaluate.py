@@ -242,7 +242,7 @@ def run_depth(cfg, args: Namespace) -> Tuple[Dict, list, int]:
 def run_knn_task(args: Namespace) -> Dict:
     """kNN (``--task knn``) or kNN + linear (``--task linear``) on
     ``DATA/train`` (bank) and ``DATA/val`` (queries), or the config's."""
-    from mmssl.apis.knn_eval import run_knn
+    from mmssl.evaluation.tasks.knn_eval import run_knn
 
     data = args.data
     knn_args = Namespace(
@@ -326,7 +326,7 @@ def run_finetune(cfg, args: Namespace) -> Dict:
     Raises:
         ValueError: ``cfg`` is not an ``ImageClassifier`` config.
     """
-    from mmssl.apis.train import build_train_runner
+    from mmssl.engine.preflight import build_train_runner
     from mmssl.engine.runner.workers import set_threads_in_cfg
 
     model = cfg.model

@@ -5,7 +5,7 @@ import pytest
 import torch
 from torch import nn
 
-from mmssl.engine.hooks.feature_eval_hook import FeatureEvalHook
+from mmssl.evaluation.hooks.feature_eval_hook import FeatureEvalHook
 
 
 class _Backbone(nn.Module):

@@ -7,10 +7,12 @@ import os.path as osp
 import pytest
 from mmengine.config import Config
 
-from mmssl.apis.lr_sweep import _split_cfg, sweep_linear_probe
+from mmssl.evaluation.tasks.lr_sweep import _split_cfg, sweep_linear_probe
 from mmssl.setup_env import register_all_modules
 
-ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+ROOT = osp.dirname(
+    osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+)
 PROBE = osp.join(
     ROOT,
     'configs/benchmarks/linear_probe/linear_resnet18-w16_1xb64-5e_demo.py',

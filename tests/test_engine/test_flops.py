@@ -1,4 +1,4 @@
-"""Model FLOPs of a DINO-family step (mmssl.apis.flops), for MFU."""
+"""Model FLOPs of a DINO-family step (mmssl.engine.flops), for MFU."""
 
 import pytest
 import torch
@@ -6,13 +6,13 @@ import torch.nn.functional as F
 from mmengine.config import Config
 from torch.utils.flop_counter import FlopCounterMode
 
-from mmssl.apis.flops import (
+from mmssl.datasets.block_mask_collate import batch_mask_bound
+from mmssl.engine.flops import (
     dino_step_flops,
     head_forward_flops,
     peak_tflops,
     vit_forward_flops,
 )
-from mmssl.datasets.block_mask_collate import batch_mask_bound
 from mmssl.registry import MODELS
 from mmssl.setup_env import register_all_modules
 

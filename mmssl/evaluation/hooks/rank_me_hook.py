@@ -7,7 +7,7 @@ import torch
 from mmengine.dist import broadcast_object_list, is_main_process
 from mmengine.logging import print_log
 
-from mmssl.evaluation import extract_features
+from mmssl.engine.runner.feature_extraction import extract_features
 from mmssl.evaluation.folders import (
     config_loader,
     config_types,

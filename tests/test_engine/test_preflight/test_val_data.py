@@ -2,9 +2,9 @@
 
 from mmengine.config import Config
 
-from mmssl.apis.step_memory import GIB, step_memory_lines
-from mmssl.apis.val_data import check_val_data, val_data_warning
 from mmssl.engine.hooks.run_summary_hook import data_roots, describe_val_data
+from mmssl.engine.preflight.step_memory import GIB, step_memory_lines
+from mmssl.engine.preflight.val_data import check_val_data, val_data_warning
 
 
 def _knn(root):

@@ -4,7 +4,7 @@ from types import SimpleNamespace
 
 from mmengine.optim.scheduler.param_scheduler import INF
 
-from mmssl.apis.dry_run import _scheduler_lines
+from mmssl.engine.preflight.dry_run import _scheduler_lines
 
 
 def _sched(begin, end, by_epoch, name='lr'):

@@ -2,7 +2,7 @@
 
 import io
 
-from mmssl.evaluation.progress import LineProgress, progress
+from mmssl.engine.runner.progress import LineProgress, progress
 
 
 class _Clock:

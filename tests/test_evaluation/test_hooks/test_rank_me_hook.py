@@ -12,10 +12,10 @@ from mmengine.logging import MessageHub
 from mmengine.runner import Runner
 from torch import nn
 
-from mmssl.engine.hooks import RankMeHook
-from mmssl.engine.hooks.rank_me_hook import rising
 from mmssl.engine.runner import build_runner
 from mmssl.evaluation.folders import eval_pipeline, volume_eval_pipeline
+from mmssl.evaluation.hooks import RankMeHook
+from mmssl.evaluation.hooks.rank_me_hook import rising
 from mmssl.evaluation.rank import evenly_spaced, rank_metrics
 from mmssl.registry import DATASETS
 
@@ -280,7 +280,7 @@ def _toy_runner(model, name):
 def test_collapse_and_drop_are_warned(monkeypatch):
     logs = []
     monkeypatch.setattr(
-        'mmssl.engine.hooks.rank_me_hook.print_log',
+        'mmssl.evaluation.hooks.rank_me_hook.print_log',
         lambda msg, logger=None, level=20: logs.append((level, msg)),
     )
     model = _Algo()
@@ -323,7 +323,7 @@ def test_same_features_at_random_init_are_not_a_collapse(monkeypatch):
     token before training: RankMe 1 then is a note, not a warning."""
     logs = []
     monkeypatch.setattr(
-        'mmssl.engine.hooks.rank_me_hook.print_log',
+        'mmssl.evaluation.hooks.rank_me_hook.print_log',
         lambda msg, logger=None, level=20: logs.append((level, msg)),
     )
     model = _Algo()
@@ -387,7 +387,7 @@ def test_ranks_share_the_images_and_agree(tmp_path):
 def test_a_resumed_or_pretrained_start_is_not_random_init(monkeypatch):
     logs = []
     monkeypatch.setattr(
-        'mmssl.engine.hooks.rank_me_hook.print_log',
+        'mmssl.evaluation.hooks.rank_me_hook.print_log',
         lambda msg, logger=None, level=20: logs.append((level, msg)),
     )
     loader = dict(batch_size=4, num_workers=0, dataset=_ToyData())

@@ -5,7 +5,7 @@ from typing import Callable, Iterable, Sequence
 import torch
 from mmengine.dist import is_main_process
 
-from mmssl.evaluation.progress import progress
+from mmssl.engine.runner.progress import progress
 
 
 def pool_features(feats) -> torch.Tensor:
