@@ -102,7 +102,7 @@ def test_shape_areas_match_geometry(seed):
 
 def test_raw_pixels_do_not_give_the_class_away(tmp_path):
     # The point of this set: nearest neighbours on raw pixels stay near
-    # chance (10 %); 3000/1000 images give 16.1 %.
+    # chance (10 %); 3000/1000 images give 15.80 %.
     shapes.make_shapes_dataset(
         str(tmp_path), 32, train_per_class=30, val_per_class=10
     )

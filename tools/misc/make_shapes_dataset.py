@@ -236,10 +236,14 @@ def make_shapes_dataset(
 def raw_pixel_knn(out_dir: str, k: int = 20, thumb: int = 16) -> float:
     """kNN top-1 (%) on raw pixels: the floor that learning must beat.
 
-    Images are shrunk to ``thumb`` x ``thumb``, flattened, centred and
-    L2-normalised; each val image takes the majority label of its ``k``
-    most cosine-similar train images.
+    Images are shrunk to ``thumb`` x ``thumb``, flattened and centred;
+    the kNN is the one of every evaluation
+    (:func:`mmssl.evaluation.weighted_knn_scores`, temperature 0.07): the
+    ``k`` most cosine-similar train images vote for their class.
     """
+    import torch
+
+    from mmssl.evaluation import topk_accuracy, weighted_knn_scores
 
     def load(split: str) -> Tuple[np.ndarray, np.ndarray]:
         feats, labels = [], []
@@ -255,15 +259,14 @@ def raw_pixel_knn(out_dir: str, k: int = 20, thumb: int = 16) -> float:
     xtr, ytr = load('train')
     xva, yva = load('val')
     mean = xtr.mean(0)
-    xtr, xva = xtr - mean, xva - mean
-    xtr /= np.linalg.norm(xtr, axis=1, keepdims=True) + 1e-8
-    xva /= np.linalg.norm(xva, axis=1, keepdims=True) + 1e-8
-    nearest = np.argsort(-(xva @ xtr.T), axis=1)[:, :k]
-    votes = ytr[nearest]
-    pred = np.array(
-        [np.bincount(v, minlength=len(CLASSES)).argmax() for v in votes]
+    scores = weighted_knn_scores(
+        torch.from_numpy(xva - mean),
+        torch.from_numpy(xtr - mean),
+        torch.from_numpy(ytr),
+        len(CLASSES),
+        k=k,
     )
-    return float((pred == yva).mean() * 100.0)
+    return topk_accuracy(scores, torch.from_numpy(yva), (1,))['top1']
 
 
 def main() -> None:
