@@ -21,12 +21,12 @@ import pickle
 import sys
 from typing import Dict, List
 
+from mmssl.config import load_config
 from mmssl.config.diff import _flatten
-from mmssl.config.reading import load_config_file
 
 
 def resolve_all(paths: List[str]) -> Dict[str, object]:
-    """``{file: load_config_file(file).to_dict()}`` for every config file.
+    """``{file: load_config(file).to_dict()}`` for every config file.
 
     Args:
         paths (list[str]): Config files or folders (searched recursively).
@@ -46,7 +46,7 @@ def resolve_all(paths: List[str]) -> Dict[str, object]:
         if '_base_' in file.split(osp.sep):
             continue
         try:
-            out[file] = load_config_file(file).to_dict()
+            out[file] = load_config(file).to_dict()
         except Exception as exc:  # a broken file is a result too
             out[file] = f'error: {type(exc).__name__}: {exc}'
     return out

@@ -12,7 +12,6 @@ from .publish import publish_checkpoint, sha256_of
 from .train import (
     TrainConfigError,
     build_train_runner,
-    load_train_cfg,
     prepare_train_cfg,
     scale_lr,
     train,
@@ -24,7 +23,6 @@ __all__ = [
     'count_params',
     'dry_run',
     'init_model',
-    'load_train_cfg',
     'parameter_table',
     'prepare_train_cfg',
     'publish_checkpoint',

@@ -7,8 +7,8 @@ import os.path as osp
 import pytest
 from mmengine.registry import PARAM_SCHEDULERS
 
+from mmssl.config import load_config
 from mmssl.config.options import merge_cfg_options
-from mmssl.config.reading import load_config_file
 from mmssl.config.run_length import (
     boundary,
     parse_fraction,
@@ -258,7 +258,7 @@ def test_max_epochs_alone_moves_every_schedule(config, tmp_path):
             'model.ibot_loss.out_dim=64',
         ]
     )
-    cfg = load_config_file(args.config)
+    cfg = load_config(args.config)
     merge_cfg_options(cfg, args.cfg_options)
     set_run_length(cfg, args.max_epochs, args.max_iters)
     cfg.work_dir = str(tmp_path)
@@ -309,7 +309,7 @@ def test_max_epochs_moves_inherited_schedules(config):
     scheduler begins and ends within the 2 epochs, the last at 2, step
     milestones fall within them, and so does the checkpoint interval."""
     args = _train_tool().parse_args([config, '--max-epochs', '2'])
-    cfg = load_config_file(args.config)
+    cfg = load_config(args.config)
     set_run_length(cfg, args.max_epochs, args.max_iters)
     resolve_run_fractions(cfg)
     # the checkpoint interval too (was 1 or 10 epochs)
