@@ -61,8 +61,39 @@ def test_parse_fraction():
     assert parse_fraction('10%') == pytest.approx(0.1)
     assert parse_fraction(' 2.5 %') == pytest.approx(0.025)
     assert parse_fraction(10) is None and parse_fraction('10') is None
-    with pytest.raises(ValueError, match='at most 100%'):
+    with pytest.raises(ValueError, match='at most the whole run'):
         parse_fraction('150%')
+
+
+def test_parse_ratio():
+    assert parse_fraction('1/300') == 1 / 300
+    assert parse_fraction(' 2 / 15 ') == 2 / 15
+    assert parse_fraction('1/1') == 1.0
+    assert parse_fraction('a/b') is None and parse_fraction('1/2/3') is None
+    with pytest.raises(ValueError, match='at most the whole run'):
+        parse_fraction('3/2')
+    with pytest.raises(ValueError, match='b > 0'):
+        parse_fraction('1/0')
+
+
+def test_ratio_resolves_as_the_long_percentage_it_replaces():
+    """'1/300' of 300 epochs is a checkpoint every epoch, as
+    '0.3333333333333333%' was; '2/15' a warm-up of 40 epochs."""
+    for ratio, percent in (
+        ('1/300', '0.3333333333333333%'),
+        ('1/30', '3.3333333333333335%'),
+        ('2/15', '13.333333333333334%'),
+    ):
+        a, b = _cfg(dict(max_epochs=300)), _cfg(dict(max_epochs=300))
+        a['default_hooks']['checkpoint']['interval'] = ratio
+        b['default_hooks']['checkpoint']['interval'] = percent
+        a['param_scheduler'][0]['end'] = ratio
+        b['param_scheduler'][0]['end'] = percent
+        resolve_run_fractions(a)
+        resolve_run_fractions(b)
+        assert a == b
+    assert a['default_hooks']['checkpoint']['interval'] == 40
+    assert a['param_scheduler'][0]['end'] == 40
 
 
 def test_epoch_loop_fractions_become_epochs():
