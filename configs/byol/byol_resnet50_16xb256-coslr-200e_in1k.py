@@ -35,4 +35,4 @@ model = dict(
 # published 200 epochs they are the published numbers.
 param_scheduler = _base_.pop('_warmup_cosine')['byol']  # noqa: F821
 # The published checkpoint interval (1 of 200 epochs) as a run fraction
-default_hooks = dict(checkpoint=dict(interval='0.5%'))
+default_hooks = dict(checkpoint=dict(interval='1/200'))

@@ -32,4 +32,4 @@ model = dict(
 # published 300 epochs they are the published numbers.
 param_scheduler = _base_.pop('_warmup_cosine')['beit']  # noqa: F821
 # The published checkpoint interval (10 of 300 epochs) as a run fraction
-default_hooks = dict(checkpoint=dict(interval='3.3333333333333335%'))
+default_hooks = dict(checkpoint=dict(interval='1/30'))

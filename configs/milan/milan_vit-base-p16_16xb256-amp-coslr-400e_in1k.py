@@ -32,4 +32,4 @@ model = dict(
 # published 400 epochs they are the published numbers.
 param_scheduler = _base_.pop('_warmup_cosine')['eva']  # noqa: F821
 # The published checkpoint interval (1 of 400 epochs) as a run fraction
-default_hooks = dict(checkpoint=dict(interval='0.25%'))
+default_hooks = dict(checkpoint=dict(interval='1/400'))

@@ -30,7 +30,7 @@ model = dict(neck=dict(in_channels='auto'))
 # docs/en/config.md): train_cfg.max_epochs=N alone moves them. At the
 # published 200 epochs they are the published numbers.
 param_scheduler = [
-    dict(type='CosineAnnealingLR', by_epoch=True, begin=0, end='100.0%'),
+    dict(type='CosineAnnealingLR', by_epoch=True, begin=0, end='100%'),
 ]
 # The published checkpoint interval (1 of 200 epochs) as a run fraction
-default_hooks = dict(checkpoint=dict(interval='0.5%'))
+default_hooks = dict(checkpoint=dict(interval='1/200'))

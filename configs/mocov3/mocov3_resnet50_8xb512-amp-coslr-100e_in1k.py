@@ -35,4 +35,4 @@ model = dict(
 # published 100 epochs they are the published numbers.
 param_scheduler = _base_.pop('_warmup_cosine')['eva']  # noqa: F821
 # The published checkpoint interval (1 of 100 epochs) as a run fraction
-default_hooks = dict(checkpoint=dict(interval='1.0%'))
+default_hooks = dict(checkpoint=dict(interval='1%'))

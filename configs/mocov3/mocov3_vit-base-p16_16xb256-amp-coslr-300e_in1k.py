@@ -35,4 +35,4 @@ model = dict(
 # published 300 epochs they are the published numbers.
 param_scheduler = _base_.pop('_warmup_cosine')['mae']  # noqa: F821
 # The published checkpoint interval (1 of 300 epochs) as a run fraction
-default_hooks = dict(checkpoint=dict(interval='0.3333333333333333%'))
+default_hooks = dict(checkpoint=dict(interval='1/300'))

@@ -32,4 +32,4 @@ model = dict(neck=dict(in_channels='auto'))
 # published 200 epochs they are the published numbers.
 param_scheduler = _base_.pop('_warmup_cosine')['byol']  # noqa: F821
 # The published checkpoint interval (10 of 200 epochs) as a run fraction
-default_hooks = dict(checkpoint=dict(interval='5.0%'))
+default_hooks = dict(checkpoint=dict(interval='5%'))

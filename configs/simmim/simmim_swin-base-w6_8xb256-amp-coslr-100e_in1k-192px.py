@@ -24,4 +24,4 @@ model = dict(neck=dict(in_channels='auto'))
 # published 100 epochs they are the published numbers.
 param_scheduler = _base_.pop('_warmup_cosine')['simmim']  # noqa: F821
 # The published checkpoint interval (10 of 100 epochs) as a run fraction
-default_hooks = dict(checkpoint=dict(interval='10.0%'))
+default_hooks = dict(checkpoint=dict(interval='10%'))

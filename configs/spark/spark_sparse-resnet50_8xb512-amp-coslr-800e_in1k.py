@@ -24,4 +24,4 @@ model = dict(enc_dec_norm_dim='auto')
 # published 800 epochs they are the published numbers.
 param_scheduler = _base_.pop('_warmup_cosine')['spark']  # noqa: F821
 # The published checkpoint interval (1 of 800 epochs) as a run fraction
-default_hooks = dict(checkpoint=dict(interval='0.125%'))
+default_hooks = dict(checkpoint=dict(interval='1/800'))

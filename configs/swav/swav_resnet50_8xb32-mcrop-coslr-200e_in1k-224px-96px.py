@@ -35,9 +35,9 @@ param_scheduler = [
         eta_min=0.0006,
         by_epoch=True,
         begin=0,
-        end='100.0%',
+        end='100%',
         convert_to_iter_based=True,
     ),
 ]
 # The published checkpoint interval (10 of 200 epochs) as a run fraction
-default_hooks = dict(checkpoint=dict(interval='5.0%'))
+default_hooks = dict(checkpoint=dict(interval='5%'))

@@ -23,7 +23,7 @@ def __warmup(start_factor, warmup):
 
 
 def __warmup_cosine(
-    start_factor, warmup, eta_min=None, iter_cosine=True, end='100.0%'
+    start_factor, warmup, eta_min=None, iter_cosine=True, end='100%'
 ):
     cosine = dict(type='CosineAnnealingLR', by_epoch=True)
     if eta_min is not None:
@@ -37,30 +37,30 @@ def __warmup_cosine(
 _warmup_cosine = dict(
     # mmpretrain's ImageNet-1k recipes
     # BEiT, BEiT v2, CAE, iTPN-CLIP: 10 of 300 epochs
-    beit=__warmup_cosine(0.0001, '3.3333333333333335%', eta_min=1e-05),
+    beit=__warmup_cosine(0.0001, '1/30', eta_min=1e-05),
     # Barlow Twins: 10 of 300 epochs
     barlowtwins=__warmup_cosine(
-        0.00016, '3.3333333333333335%', eta_min=0.0016
+        0.00016, '1/30', eta_min=0.0016
     ),
     # MAE, MFF, MixMIM, MoCo v3 ViT: 40 of 300 epochs
-    mae=__warmup_cosine(0.0001, '13.333333333333334%'),
+    mae=__warmup_cosine(0.0001, '2/15'),
     # EVA, MILAN, iTPN-pixel: 40 of 400 epochs; MoCo v3 ResNet: 10 of 100
-    eva=__warmup_cosine(0.0001, '10.0%'),
+    eva=__warmup_cosine(0.0001, '10%'),
     # MaskFeat: 30 of 300 epochs
-    maskfeat=__warmup_cosine(1e-06, '10.0%', eta_min=1e-06),
+    maskfeat=__warmup_cosine(1e-06, '10%', eta_min=1e-06),
     # SimMIM Swin-B: 10 of 100 epochs
-    simmim=__warmup_cosine(0.004999999999999999, '10.0%', eta_min=4e-05),
+    simmim=__warmup_cosine(0.004999999999999999, '10%', eta_min=4e-05),
     # BYOL, SimCLR: 10 of 200 epochs, cosine stepped by epoch
-    byol=__warmup_cosine(0.0001, '5.0%', iter_cosine=False),
+    byol=__warmup_cosine(0.0001, '5%', iter_cosine=False),
     # SparK: 40 of 800 epochs; weight decay cosine down to 0.2
-    spark=__warmup_cosine(0.0001, '5.0%')
+    spark=__warmup_cosine(0.0001, '5%')
     + [
         dict(
             type='CosineAnnealingWeightDecay',
             eta_min=0.2,
             by_epoch=True,
             begin=0,
-            end='100.0%',
+            end='100%',
             convert_to_iter_based=True,
         )
     ],
