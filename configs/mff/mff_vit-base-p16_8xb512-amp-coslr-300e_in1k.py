@@ -5,14 +5,12 @@
 _base_ = [
     'mmpretrain::mff/mff_vit-base-p16_8xb512-amp-coslr-300e_in1k.py',
     '../_base_/schedules/warmup_cosine.py',
+    '../_base_/ssl_runner.py',
 ]
 
-# configs/_base_/default_runtime.py's scope and runner, over the mmpretrain
-# base's (mmengine takes a key from one base only, so they are restated)
+# mmssl's scope over the mmpretrain base's (mmengine takes a key from one
+# base only); the runner and its guard come from ssl_runner.py
 default_scope = 'mmssl'
-runner_type = 'SSLRunner'
-# plain mmengine Runner.from_cfg stops here, naming build_runner
-log_processor = dict(type='UnresolvedLogProcessor')
 
 # MFF + feature extraction on whole images (mmpretrain's MFF.extract_feat
 # returns masked tokens; see mmssl/models/algorithms/mff_features.py).
