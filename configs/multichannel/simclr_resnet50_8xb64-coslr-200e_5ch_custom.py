@@ -11,7 +11,7 @@
 #   bash tools/dist_train.sh configs/multichannel/MY_CELLS.py 8
 _base_ = [
     '../_base_/default_runtime.py',
-    '../_base_/schedules/warmup_cosine.py',
+    '../_base_/schedules/warmup_cosine/simclr_resnet50_5ch.py',
 ]
 
 _channels = 5
@@ -105,7 +105,6 @@ optim_wrapper = dict(
         }
     ),
 )
-param_scheduler = _base_.pop('_warmup_cosine')['simclr_resnet50_5ch']  # noqa: F821
 train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=200)
 auto_scale_lr = dict(base_batch_size=512)
 # a checkpoint every 10 of the 200 epochs, as a run fraction

@@ -18,6 +18,4 @@ param_scheduler = [
     )
 ]
 train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=70)
-default_hooks = dict(
-    checkpoint=dict(interval='1/7', max_keep_ckpts=3)
-)
+default_hooks = dict(checkpoint=dict(interval='1/7', max_keep_ckpts=3))
