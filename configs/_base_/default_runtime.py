@@ -27,7 +27,7 @@ env_cfg = dict(
 vis_backends = [dict(type='LocalVisBackend')]
 visualizer = dict(type='UniversalVisualizer', vis_backends=vis_backends)
 
-log_processor = dict(window_size=10)  # UnresolvedLogProcessor: ssl_runner.py
+log_processor = dict(window_size=10)  # its type: ssl_runner.py's guard
 log_level = 'INFO'
 load_from = None
 resume = False
