@@ -65,7 +65,5 @@ param_scheduler = [
 ]
 train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=440)
 # a checkpoint every 10 of the 440 epochs, as a run fraction
-default_hooks = dict(
-    checkpoint=dict(interval='1/44', max_keep_ckpts=3)
-)
+default_hooks = dict(checkpoint=dict(interval='1/44', max_keep_ckpts=3))
 auto_scale_lr = dict(base_batch_size=512)
