@@ -8,6 +8,14 @@ unchanged. Dump before the edit, compare after it::
     # ... edit configs ...
     python .dev_scripts/resolved_configs.py compare /tmp/before.pkl configs
 
+With ``--fractions`` the run fractions (``'5%'``, ``'1/300'``) are also
+resolved, at each config's own run length
+(:func:`mmssl.config.resolve_run_fractions`), before the dump or the
+compare: a change that only rewrites how a fraction is written
+(``'5.0%'`` -> ``'5%'``, ``'0.3333333333333333%'`` -> ``'1/300'``)
+compares equal, a change of the epoch or iteration it gives does not.
+Dump and compare with the same flag.
+
 ``compare`` prints one line per config whose resolved dict changed (the
 differing dotted keys, via :func:`mmssl.config.diff._flatten`), one
 line per config that appeared or vanished, and exits 1 when any did.
@@ -21,15 +29,25 @@ import pickle
 import sys
 from typing import Dict, List
 
+from mmssl.config import load_config, resolve_run_fractions
 from mmssl.config.diff import _flatten
-from mmssl.config.reading import load_config_file
 
 
-def resolve_all(paths: List[str]) -> Dict[str, object]:
-    """``{file: load_config_file(file).to_dict()}`` for every config file.
+def _resolved(file: str, fractions: bool) -> dict:
+    cfg = load_config(file)
+    if fractions:
+        resolve_run_fractions(cfg)
+    return cfg.to_dict()
+
+
+def resolve_all(
+    paths: List[str], fractions: bool = False
+) -> Dict[str, object]:
+    """``{file: load_config(file).to_dict()}`` for every config file.
 
     Args:
         paths (list[str]): Config files or folders (searched recursively).
+        fractions (bool): Also resolve the run fractions.
 
     Returns:
         dict: The resolved dict per file, or the error text where a file
@@ -46,7 +64,7 @@ def resolve_all(paths: List[str]) -> Dict[str, object]:
         if '_base_' in file.split(osp.sep):
             continue
         try:
-            out[file] = load_config_file(file).to_dict()
+            out[file] = _resolved(file, fractions)
         except Exception as exc:  # a broken file is a result too
             out[file] = f'error: {type(exc).__name__}: {exc}'
     return out
@@ -81,8 +99,14 @@ def main() -> int:
     parser.add_argument('action', choices=['dump', 'compare'])
     parser.add_argument('dump_file')
     parser.add_argument('paths', nargs='+', help='config files or folders')
+    parser.add_argument(
+        '--fractions',
+        action='store_true',
+        help="also resolve run fractions ('5%%', '1/300') at each "
+        "config's own length before dumping or comparing",
+    )
     args = parser.parse_args()
-    resolved = resolve_all(args.paths)
+    resolved = resolve_all(args.paths, args.fractions)
     if args.action == 'dump':
         with open(args.dump_file, 'wb') as f:
             pickle.dump(resolved, f)

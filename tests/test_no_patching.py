@@ -33,8 +33,8 @@ before = snapshot()
 import mmssl
 from mmssl.setup_env import register_all_modules
 register_all_modules()
-from mmssl.config.reading import load_config_file
-cfg = load_config_file(
+from mmssl.config import load_config
+cfg = load_config(
     'configs/mocov2/mocov2_resnet50_8xb32-coslr-200e_in1k.py')
 assert cfg.model.type == 'MoCo', cfg.model.type
 after = snapshot()

@@ -160,12 +160,14 @@ def refuse(err: ValueError, cfg, args: argparse.Namespace) -> None:
 
 def run_task(args: argparse.Namespace):
     """Run ``args.task``; ``(metrics, picture or None)``."""
-    from mmssl.config.cli import load_tool_config
+    from mmssl.config import load_config
     from mmssl.evaluation.dense_figure import grid_picture
 
     if args.task in ('knn', 'linear'):
         return eval_tasks.run_knn_task(args), None
-    cfg = load_tool_config(args.config, args.cfg_options, args.allow_new_keys)
+    cfg = load_config(
+        args.config, args.cfg_options, args.allow_new_keys, exit_on_error=True
+    )
     if args.task == 'rank':
         try:
             return run_rank(cfg, args)
@@ -199,7 +201,7 @@ def run_checked(args: argparse.Namespace):
     """:func:`run_task`; what it leaves in a new work dir is removed when
     it fails, and a config value the build refuses is one line (exit 2)
     unless ``--debug``."""
-    from mmssl.config.cli import load_tool_config
+    from mmssl.config import load_config
     from mmssl.engine.runner.lifecycle import WorkDirTidy
     from mmssl.errors import BUILD_ERRORS, config_build_error
 
@@ -210,8 +212,11 @@ def run_checked(args: argparse.Namespace):
         tidy.tidy()
         if args.debug:
             raise
-        cfg = load_tool_config(
-            args.config, args.cfg_options, args.allow_new_keys
+        cfg = load_config(
+            args.config,
+            args.cfg_options,
+            args.allow_new_keys,
+            exit_on_error=True,
         )
         error = config_build_error(exc, cfg)
         print(f'error: {error}', file=sys.stderr, flush=True)

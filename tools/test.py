@@ -24,7 +24,7 @@ from mmssl.checkpoint import (
     loading_policy,
     trust_from_args,
 )
-from mmssl.config.values import CfgOptionsAction
+from mmssl.config import add_cfg_options_arguments
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -38,17 +38,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         help='folder for the test log; default: ./work_dirs/<config name>',
     )
     parser.add_argument('--out', help='write the metrics to this JSON file')
-    parser.add_argument(
-        '--cfg-options',
-        nargs='+',
-        action=CfgOptionsAction,
-        help='override config entries, KEY=VALUE; unknown keys are an error',
-    )
-    parser.add_argument(
-        '--allow-new-keys',
-        action='store_true',
-        help='let --cfg-options add keys the config does not have',
-    )
+    add_cfg_options_arguments(parser)
     parser.add_argument(
         '--launcher',
         choices=['none', 'pytorch', 'slurm', 'mpi'],
@@ -115,8 +105,7 @@ def load_for_test(runner, cfg, args) -> str:
 
 def main(argv=None) -> dict:
     args = parse_args(argv)
-    from mmssl.config.options import UnknownConfigKeyError, merge_cfg_options
-    from mmssl.config.reading import load_config_file
+    from mmssl.config import load_config
     from mmssl.engine.runner import build_runner, setup_distributed_cfg
     from mmssl.engine.runner.lifecycle import WorkDirTidy
     from mmssl.engine.runner.workers import set_threads_in_cfg
@@ -124,25 +113,23 @@ def main(argv=None) -> dict:
         BUILD_ERRORS,
         UserError,
         config_build_error,
-        missing_config_error,
     )
     from mmssl.setup_env import register_all_modules
 
     register_all_modules()
-    if not osp.isfile(args.config):
-        print(f'error: {missing_config_error(args.config)}', file=sys.stderr)
-        sys.exit(2)
+    notes = []
+    cfg = load_config(
+        args.config,
+        args.cfg_options,
+        args.allow_new_keys,
+        notes=notes,
+        exit_on_error=True,
+    )
     if not osp.isfile(args.checkpoint):
         print(
             f'error: checkpoint file {args.checkpoint} does not exist.',
             file=sys.stderr,
         )
-        sys.exit(2)
-    cfg = load_config_file(args.config)
-    try:
-        notes = merge_cfg_options(cfg, args.cfg_options, args.allow_new_keys)
-    except (UnknownConfigKeyError, IndexError, TypeError) as exc:
-        print(f'error: {exc}', file=sys.stderr)
         sys.exit(2)
     set_threads_in_cfg(cfg, args.threads)
     if cfg.get('test_dataloader') is None or cfg.get('test_cfg') is None:

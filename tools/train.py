@@ -24,7 +24,7 @@ import os
 import os.path as osp
 import sys
 
-from mmssl.config.values import CfgOptionsAction
+from mmssl.config import add_cfg_options_arguments
 
 #: Flags passed on to :func:`mmssl.apis.prepare_train_cfg` as keywords.
 PREPARE_ARGS = (
@@ -82,18 +82,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         '(linear when it has none), or with the rule given here; sqrt is '
         "DINOv2's",
     )
-    parser.add_argument(
-        '--cfg-options',
-        nargs='+',
-        action=CfgOptionsAction,
-        help='override config entries, KEY=VALUE (dotted keys, list '
-        'indices, Python literals); unknown keys are an error',
-    )
-    parser.add_argument(
-        '--allow-new-keys',
-        action='store_true',
-        help='let --cfg-options add keys the config does not have',
-    )
+    add_cfg_options_arguments(parser)
     parser.add_argument(
         '--checkpoint-every-minutes',
         type=float,

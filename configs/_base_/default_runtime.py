@@ -1,9 +1,7 @@
-# Runtime defaults shared by every mmssl config.
+# Runtime defaults shared by every mmssl config; the runner
+# (SSLRunner) and the unresolved-config guard come from ssl_runner.py.
+_base_ = './ssl_runner.py'
 default_scope = 'mmssl'
-# mmssl's registered runner (mmssl/engine/runner/runner.py): CPU DDP,
-# atomic saves with the loop state, save-on-signal, the work-dir lock
-# (docs/en/distributed.md).
-runner_type = 'SSLRunner'
 # These signals only set a flag; at the next iteration all ranks save a
 # checkpoint and exit with 128 + signum (exit_code=... overrides it).
 signal_cfg = dict(signals=['SIGTERM', 'SIGUSR1', 'SIGINT'], exit_code=None)
@@ -29,10 +27,7 @@ env_cfg = dict(
 vis_backends = [dict(type='LocalVisBackend')]
 visualizer = dict(type='UniversalVisualizer', vis_backends=vis_backends)
 
-# mmssl.config.resolve (SSLRunner.from_cfg) turns this into mmengine's
-# LogProcessor; mmengine's plain Runner.from_cfg stops here at once, with
-# a message naming build_runner, instead of failing in the model build.
-log_processor = dict(type='UnresolvedLogProcessor', window_size=10)
+log_processor = dict(window_size=10)  # its type: ssl_runner.py's guard
 log_level = 'INFO'
 load_from = None
 resume = False

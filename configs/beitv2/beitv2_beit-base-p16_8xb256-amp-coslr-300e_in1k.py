@@ -5,14 +5,12 @@
 _base_ = [
     'mmpretrain::beitv2/beitv2_beit-base-p16_8xb256-amp-coslr-300e_in1k.py',
     '../_base_/schedules/warmup_cosine.py',
+    '../_base_/ssl_runner.py',
 ]
 
-# configs/_base_/default_runtime.py's scope and runner, over the mmpretrain
-# base's (mmengine takes a key from one base only, so they are restated)
+# mmssl's scope over the mmpretrain base's (mmengine takes a key from one
+# base only); the runner and its guard come from ssl_runner.py
 default_scope = 'mmssl'
-runner_type = 'SSLRunner'
-# plain mmengine Runner.from_cfg stops here, naming build_runner
-log_processor = dict(type='UnresolvedLogProcessor')
 
 # The target is a pretrained VQ-KD tokenizer; PretrainedVQKDTarget checks that its checkpoint
 # exists (the URL below is downloaded on first use) and otherwise says
@@ -33,4 +31,4 @@ model = dict(
 # published 300 epochs they are the published numbers.
 param_scheduler = _base_.pop('_warmup_cosine')['beit']  # noqa: F821
 # The published checkpoint interval (1 of 300 epochs) as a run fraction
-default_hooks = dict(checkpoint=dict(interval='0.3333333333333333%'))
+default_hooks = dict(checkpoint=dict(interval='1/300'))

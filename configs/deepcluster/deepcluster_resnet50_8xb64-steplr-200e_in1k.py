@@ -51,5 +51,5 @@ param_scheduler = [
 ]
 train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=200)
 # a checkpoint every 10 of the 200 epochs, as a run fraction
-default_hooks = dict(checkpoint=dict(interval='5.0%', max_keep_ckpts=3))
+default_hooks = dict(checkpoint=dict(interval='5%', max_keep_ckpts=3))
 auto_scale_lr = dict(base_batch_size=512)

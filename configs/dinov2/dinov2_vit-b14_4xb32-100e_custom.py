@@ -6,12 +6,9 @@
 #       model.backbone.init_cfg.checkpoint=checkpoints/dinov2_vitb14_mmssl.pth \
 #       model.backbone.init_cfg.prefix=backbone.
 # (student and teacher both start from it; the heads start fresh).
-_base_ = [
-    './dinov2_vit-b14_8xb128-100e_in1k.py',
-    '../_base_/schedules/teacher_student_hooks.py',
-]
-# the ImageNet recipe's hooks and RankMe (no validation on one's own folder)
-custom_hooks = _base_.pop('_teacher_student_hooks')['dinov2']  # noqa: F821
+# the ImageNet recipe's hooks, RankMe included (no validation on one's
+# own folder), come with it
+_base_ = './dinov2_vit-b14_8xb128-100e_in1k.py'
 train_dataloader = dict(batch_size=32, dataset=dict(data_root='data/custom'))
 optim_wrapper = dict(optimizer=dict(lr=0.004 * (128 / 1024) ** 0.5))
 model = dict(backbone=dict(init_cfg=None))

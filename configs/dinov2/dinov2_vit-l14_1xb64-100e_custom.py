@@ -11,12 +11,9 @@
 #       --cfg-options train_dataloader.dataset.data_root=/data/my_images
 #   python tools/analysis_tools/benchmark_train.py \
 #       configs/dinov2/dinov2_vit-l14_1xb64-100e_custom.py --iters 20
-_base_ = [
-    './dinov2_vit-l14_8xb128-100e_in1k.py',
-    '../_base_/schedules/teacher_student_hooks.py',
-]
-# the ImageNet recipe's hooks and RankMe (no validation on one's own folder)
-custom_hooks = _base_.pop('_teacher_student_hooks')['dinov2']  # noqa: F821
+# the ImageNet recipe's hooks, RankMe included (no validation on one's
+# own folder), come with it
+_base_ = './dinov2_vit-l14_8xb128-100e_in1k.py'
 train_dataloader = dict(
     dataset=dict(data_root='data/custom'),
     batch_size=64,

@@ -5,14 +5,12 @@
 _base_ = [
     'mmpretrain::milan/milan_vit-base-p16_16xb256-amp-coslr-400e_in1k.py',
     '../_base_/schedules/warmup_cosine.py',
+    '../_base_/ssl_runner.py',
 ]
 
-# configs/_base_/default_runtime.py's scope and runner, over the mmpretrain
-# base's (mmengine takes a key from one base only, so they are restated)
+# mmssl's scope over the mmpretrain base's (mmengine takes a key from one
+# base only); the runner and its guard come from ssl_runner.py
 default_scope = 'mmssl'
-runner_type = 'SSLRunner'
-# plain mmengine Runner.from_cfg stops here, naming build_runner
-log_processor = dict(type='UnresolvedLogProcessor')
 
 # The target is a pretrained CLIP ViT-B/16; PretrainedCLIPTarget checks that its checkpoint
 # exists (the URL below is downloaded on first use) and otherwise says
@@ -32,4 +30,4 @@ model = dict(
 # published 400 epochs they are the published numbers.
 param_scheduler = _base_.pop('_warmup_cosine')['eva']  # noqa: F821
 # The published checkpoint interval (1 of 400 epochs) as a run fraction
-default_hooks = dict(checkpoint=dict(interval='0.25%'))
+default_hooks = dict(checkpoint=dict(interval='1/400'))

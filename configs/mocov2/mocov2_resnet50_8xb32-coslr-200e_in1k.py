@@ -5,14 +5,12 @@
 _base_ = [
     'mmpretrain::mocov2/mocov2_resnet50_8xb32-coslr-200e_in1k.py',
     '../_base_/datasets/imagenet_contrastive_views_hue_safe.py',
+    '../_base_/ssl_runner.py',
 ]
 
-# configs/_base_/default_runtime.py's scope and runner, over the mmpretrain
-# base's (mmengine takes a key from one base only, so they are restated)
+# mmssl's scope over the mmpretrain base's (mmengine takes a key from one
+# base only); the runner and its guard come from ssl_runner.py
 default_scope = 'mmssl'
-runner_type = 'SSLRunner'
-# plain mmengine Runner.from_cfg stops here, naming build_runner
-log_processor = dict(type='UnresolvedLogProcessor')
 
 # The inherited pipeline with HueSafeColorJitter for ColorJitter (mmcv 2.2's
 # hue shift fails under numpy >= 2; see the base file named above).
@@ -30,7 +28,7 @@ model = dict(neck=dict(in_channels='auto'))
 # docs/en/config.md): train_cfg.max_epochs=N alone moves them. At the
 # published 200 epochs they are the published numbers.
 param_scheduler = [
-    dict(type='CosineAnnealingLR', by_epoch=True, begin=0, end='100.0%'),
+    dict(type='CosineAnnealingLR', by_epoch=True, begin=0, end='100%'),
 ]
 # The published checkpoint interval (1 of 200 epochs) as a run fraction
-default_hooks = dict(checkpoint=dict(interval='0.5%'))
+default_hooks = dict(checkpoint=dict(interval='1/200'))

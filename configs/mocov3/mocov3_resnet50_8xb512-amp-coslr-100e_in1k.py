@@ -6,14 +6,12 @@ _base_ = [
     'mmpretrain::mocov3/mocov3_resnet50_8xb512-amp-coslr-100e_in1k.py',
     '../_base_/datasets/imagenet_contrastive_views_hue_safe.py',
     '../_base_/schedules/warmup_cosine.py',
+    '../_base_/ssl_runner.py',
 ]
 
-# configs/_base_/default_runtime.py's scope and runner, over the mmpretrain
-# base's (mmengine takes a key from one base only, so they are restated)
+# mmssl's scope over the mmpretrain base's (mmengine takes a key from one
+# base only); the runner and its guard come from ssl_runner.py
 default_scope = 'mmssl'
-runner_type = 'SSLRunner'
-# plain mmengine Runner.from_cfg stops here, naming build_runner
-log_processor = dict(type='UnresolvedLogProcessor')
 
 # The inherited pipeline with HueSafeColorJitter for ColorJitter (mmcv 2.2's
 # hue shift fails under numpy >= 2; see the base file named above).
@@ -35,4 +33,4 @@ model = dict(
 # published 100 epochs they are the published numbers.
 param_scheduler = _base_.pop('_warmup_cosine')['eva']  # noqa: F821
 # The published checkpoint interval (1 of 100 epochs) as a run fraction
-default_hooks = dict(checkpoint=dict(interval='1.0%'))
+default_hooks = dict(checkpoint=dict(interval='1%'))

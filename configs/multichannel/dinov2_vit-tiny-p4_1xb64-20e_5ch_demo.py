@@ -19,7 +19,7 @@ _base_ = [
     '../_base_/datasets/multichannel_train.py',
     '../_base_/default_runtime.py',
     '../_base_/schedules/dino_family_lr_wd.py',
-    '../_base_/schedules/teacher_student_hooks.py',
+    '../_base_/schedules/teacher_student_hooks/dinov2_5ch_demo.py',
     '../_base_/schedules/dinov2_adamw.py',
 ]
 
@@ -102,7 +102,6 @@ model = dict(
 
 optim_wrapper = dict(optimizer=dict(lr=1e-3))
 param_scheduler = _base_.pop('_dino_family_schedules')['demo']  # noqa: F821
-custom_hooks = _base_.pop('_teacher_student_hooks')['dinov2_5ch_demo']  # noqa: F821
 # Every length above and below is a fraction of the run (docs/en/config.md)
 train_cfg = dict(
     type='EpochBasedTrainLoop', max_epochs=20, val_interval='100%'

@@ -11,7 +11,7 @@
 #   bash tools/dist_train.sh configs/multichannel/MY_CELLS.py 8
 _base_ = [
     '../_base_/default_runtime.py',
-    '../_base_/schedules/warmup_cosine.py',
+    '../_base_/schedules/warmup_cosine/simclr_resnet50_5ch.py',
 ]
 
 _channels = 5
@@ -105,11 +105,10 @@ optim_wrapper = dict(
         }
     ),
 )
-param_scheduler = _base_.pop('_warmup_cosine')['simclr_resnet50_5ch']  # noqa: F821
 train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=200)
 auto_scale_lr = dict(base_batch_size=512)
 # a checkpoint every 10 of the 200 epochs, as a run fraction
-default_hooks = dict(checkpoint=dict(interval='5.0%', max_keep_ckpts=3))
+default_hooks = dict(checkpoint=dict(interval='5%', max_keep_ckpts=3))
 # RankMe of the backbone's features on 1024 of the tiffs before training and
 # after every epoch: the run's figure without labels (docs/en/custom_dataset.md)
 custom_hooks = [

@@ -59,13 +59,11 @@ param_scheduler = [
     dict(
         type='MultiStepLR',
         by_epoch=True,
-        milestones=['90.9090909090909%'],
+        milestones=['10/11'],
         gamma=0.1,
     )
 ]
 train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=440)
 # a checkpoint every 10 of the 440 epochs, as a run fraction
-default_hooks = dict(
-    checkpoint=dict(interval='2.272727272727273%', max_keep_ckpts=3)
-)
+default_hooks = dict(checkpoint=dict(interval='1/44', max_keep_ckpts=3))
 auto_scale_lr = dict(base_batch_size=512)

@@ -6,14 +6,12 @@ _base_ = [
     'mmpretrain::simclr/simclr_resnet50_16xb256-coslr-200e_in1k.py',
     '../_base_/datasets/imagenet_contrastive_views_hue_safe.py',
     '../_base_/schedules/warmup_cosine.py',
+    '../_base_/ssl_runner.py',
 ]
 
-# configs/_base_/default_runtime.py's scope and runner, over the mmpretrain
-# base's (mmengine takes a key from one base only, so they are restated)
+# mmssl's scope over the mmpretrain base's (mmengine takes a key from one
+# base only); the runner and its guard come from ssl_runner.py
 default_scope = 'mmssl'
-runner_type = 'SSLRunner'
-# plain mmengine Runner.from_cfg stops here, naming build_runner
-log_processor = dict(type='UnresolvedLogProcessor')
 
 # The inherited pipeline with HueSafeColorJitter for ColorJitter (mmcv 2.2's
 # hue shift fails under numpy >= 2; see the base file named above).
@@ -32,4 +30,4 @@ model = dict(neck=dict(in_channels='auto'))
 # published 200 epochs they are the published numbers.
 param_scheduler = _base_.pop('_warmup_cosine')['byol']  # noqa: F821
 # The published checkpoint interval (10 of 200 epochs) as a run fraction
-default_hooks = dict(checkpoint=dict(interval='5.0%'))
+default_hooks = dict(checkpoint=dict(interval='5%'))

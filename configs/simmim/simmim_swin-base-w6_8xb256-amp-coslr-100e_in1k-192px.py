@@ -5,14 +5,12 @@
 _base_ = [
     'mmpretrain::simmim/simmim_swin-base-w6_8xb256-amp-coslr-100e_in1k-192px.py',
     '../_base_/schedules/warmup_cosine.py',
+    '../_base_/ssl_runner.py',
 ]
 
-# configs/_base_/default_runtime.py's scope and runner, over the mmpretrain
-# base's (mmengine takes a key from one base only, so they are restated)
+# mmssl's scope over the mmpretrain base's (mmengine takes a key from one
+# base only); the runner and its guard come from ssl_runner.py
 default_scope = 'mmssl'
-runner_type = 'SSLRunner'
-# plain mmengine Runner.from_cfg stops here, naming build_runner
-log_processor = dict(type='UnresolvedLogProcessor')
 
 # Input sizes that follow the backbone ('auto', resolved when the model is
 # built; docs/en/config.md), so model.backbone.arch=... alone gives a
@@ -24,4 +22,4 @@ model = dict(neck=dict(in_channels='auto'))
 # published 100 epochs they are the published numbers.
 param_scheduler = _base_.pop('_warmup_cosine')['simmim']  # noqa: F821
 # The published checkpoint interval (10 of 100 epochs) as a run fraction
-default_hooks = dict(checkpoint=dict(interval='10.0%'))
+default_hooks = dict(checkpoint=dict(interval='10%'))

@@ -5,14 +5,12 @@
 _base_ = [
     'mmpretrain::swav/swav_resnet50_8xb32-mcrop-coslr-200e_in1k-224px-96px.py',
     '../_base_/datasets/imagenet_contrastive_views_hue_safe.py',
+    '../_base_/ssl_runner.py',
 ]
 
-# configs/_base_/default_runtime.py's scope and runner, over the mmpretrain
-# base's (mmengine takes a key from one base only, so they are restated)
+# mmssl's scope over the mmpretrain base's (mmengine takes a key from one
+# base only); the runner and its guard come from ssl_runner.py
 default_scope = 'mmssl'
-runner_type = 'SSLRunner'
-# plain mmengine Runner.from_cfg stops here, naming build_runner
-log_processor = dict(type='UnresolvedLogProcessor')
 
 # The inherited pipeline with HueSafeColorJitter for ColorJitter (mmcv 2.2's
 # hue shift fails under numpy >= 2; see the base file named above).
@@ -35,9 +33,9 @@ param_scheduler = [
         eta_min=0.0006,
         by_epoch=True,
         begin=0,
-        end='100.0%',
+        end='100%',
         convert_to_iter_based=True,
     ),
 ]
 # The published checkpoint interval (10 of 200 epochs) as a run fraction
-default_hooks = dict(checkpoint=dict(interval='5.0%'))
+default_hooks = dict(checkpoint=dict(interval='5%'))

@@ -14,7 +14,7 @@
 _base_ = [
     '../_base_/datasets/volume_train.py',
     '../_base_/schedules/demo_4e.py',
-    '../_base_/schedules/teacher_student_hooks.py',
+    '../_base_/schedules/teacher_student_hooks/dino3d_demo.py',
 ]
 
 _n_prototypes = 32
@@ -73,6 +73,5 @@ optim_wrapper = dict(
     clip_grad=dict(max_norm=3.0),
     paramwise_cfg=dict(flat_decay_mult=0.0),
 )
-custom_hooks = _base_.pop('_teacher_student_hooks')['dino3d_demo']  # noqa: F821
 train_cfg = dict(max_epochs=60)
 auto_scale_lr = dict(base_batch_size=32)

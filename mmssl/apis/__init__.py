@@ -9,7 +9,6 @@ from .model import init_model
 from .param_count import count_params, parameter_table
 from .publish import publish_checkpoint, sha256_of
 from .train import (
-    load_train_cfg,
     prepare_train_cfg,
     scale_lr,
     train,
@@ -18,7 +17,6 @@ from .train import (
 __all__ = [
     'count_params',
     'init_model',
-    'load_train_cfg',
     'parameter_table',
     'prepare_train_cfg',
     'publish_checkpoint',

@@ -21,7 +21,7 @@ from mmengine.config import Config
 
 from mmssl.engine.preflight import build_train_runner, check_val_data
 from mmssl.engine.resume.options import set_resume
-from mmssl.errors import TrainConfigError, missing_config_error
+from mmssl.errors import TrainConfigError
 
 #: ``(logging level, message)`` pairs for the run's log, collected while the
 #: config is prepared (the runner and its log file do not exist yet).
@@ -32,43 +32,6 @@ VIS_BACKENDS = {
     'tensorboard': ('TensorboardVisBackend', 'tensorboard'),
     'wandb': ('WandbVisBackend', 'wandb'),
 }
-
-
-def load_train_cfg(
-    config: Union[str, Config],
-    cfg_options: Optional[dict] = None,
-    allow_new_keys: bool = False,
-    notes: Optional[Notes] = None,
-) -> Config:
-    """Load a config file and apply ``--cfg-options`` to it.
-
-    Unknown keys in ``cfg_options`` are an error with a did-you-mean
-    unless ``allow_new_keys``. ``custom_imports`` are imported.
-
-    Raises:
-        TrainConfigError: Missing file or bad option key.
-    """
-    from mmssl.config.options import UnknownConfigKeyError, merge_cfg_options
-    from mmssl.config.reading import load_config_file
-    from mmssl.setup_env import register_all_modules
-
-    register_all_modules()
-    if isinstance(config, str):
-        if not osp.isfile(config):
-            raise missing_config_error(config)
-        cfg = load_config_file(config)
-    else:
-        cfg = config
-    try:
-        lines = merge_cfg_options(cfg, cfg_options, allow_new_keys)
-    except (UnknownConfigKeyError, IndexError, TypeError) as exc:
-        raise TrainConfigError(str(exc)) from exc
-    _add(notes, logging.WARNING, lines)
-    if cfg.get('custom_imports'):  # e.g. added with --cfg-options
-        from mmengine.utils import import_modules_from_strings
-
-        import_modules_from_strings(**cfg.custom_imports)
-    return cfg
 
 
 def prepare_train_cfg(
@@ -129,13 +92,20 @@ def prepare_train_cfg(
     Raises:
         TrainConfigError: With a message naming the problem and the fix.
     """
+    from mmssl.config.reading import LOAD_ERRORS, load_config
+    from mmssl.config.run_length import set_run_length
     from mmssl.engine.runner import setup_distributed_cfg
     from mmssl.engine.runner.console import quiet_known_warnings
+    from mmssl.setup_env import register_all_modules
 
     notes = [] if notes is None else notes
-    from mmssl.config.run_length import set_run_length
-
-    cfg = load_train_cfg(config, cfg_options, allow_new_keys, notes)
+    register_all_modules()
+    lines = []
+    try:
+        cfg = load_config(config, cfg_options, allow_new_keys, notes=lines)
+    except LOAD_ERRORS as exc:
+        raise TrainConfigError(str(exc)) from exc
+    _add(notes, logging.WARNING, lines)
     try:
         length = set_run_length(cfg, max_epochs, max_iters)
     except ValueError as exc:

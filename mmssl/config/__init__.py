@@ -11,12 +11,12 @@ This package imports :mod:`mmssl.registry` and nothing above it (no
 ``apis``, ``engine`` or ``models``).
 """
 
-from .cli import add_cfg_options_arguments, load_tool_config
+from .cli import add_cfg_options_arguments
 from .derived_sizes import resolve_model_sizes
 from .diff import config_differences
 from .keys import check_top_level_keys
 from .options import UnknownConfigKeyError, merge_cfg_options
-from .reading import load_config, load_config_file
+from .reading import ConfigFileNotFoundError, load_config
 from .resolve import UnresolvedLogProcessor, resolve
 from .rewrite import auto_scale_lr_in_cfg, enable_amp_in_cfg
 from .run_length import resolve_run_fractions, set_run_length
@@ -24,6 +24,7 @@ from .scheduler_steps import schedulers_for_run
 from .values import CfgOptionsAction, parse_cfg_value
 
 __all__ = [
+    'ConfigFileNotFoundError',
     'CfgOptionsAction',
     'UnknownConfigKeyError',
     'UnresolvedLogProcessor',
@@ -33,8 +34,6 @@ __all__ = [
     'config_differences',
     'enable_amp_in_cfg',
     'load_config',
-    'load_config_file',
-    'load_tool_config',
     'merge_cfg_options',
     'parse_cfg_value',
     'resolve',

@@ -140,11 +140,11 @@ def foreign_base_keys(filename: Optional[str], _seen=None) -> Set[str]:
         if not isinstance(base, str):
             continue
         if '::' in base:
-            from .reading import load_config_file
+            from .reading import load_config
 
             path = _package_config_path(base)
             if path is not None:
-                keys.update(load_config_file(path).keys())
+                keys.update(load_config(path).keys())
         else:
             path = osp.join(osp.dirname(filename), base)
             keys |= foreign_base_keys(osp.normpath(path), seen)

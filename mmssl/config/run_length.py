@@ -1,9 +1,11 @@
 """Schedules given as fractions of the run, resolved when it is built.
 
-In a config, any of these may be a percentage string such as ``'10%'``
-(a fraction of ``train_cfg.max_epochs``, or of ``train_cfg.max_iters`` for
-an iteration-based loop), so that ``train_cfg.max_epochs=N`` alone moves
-every schedule with the run:
+In a config, any of these may be a run fraction, a percentage string
+such as ``'10%'`` or a ratio such as ``'1/300'`` (a fraction of
+``train_cfg.max_epochs``, or of ``train_cfg.max_iters`` for an
+iteration-based loop; ``'1/300'`` is one epoch of a 300-epoch recipe,
+exactly), so that ``train_cfg.max_epochs=N`` alone moves every schedule
+with the run:
 
 * ``param_scheduler[*]``: ``begin``, ``end``, ``T_max`` and the entries of
   ``milestones``;
@@ -35,24 +37,39 @@ Numbers in a config are left as they are.
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
-_FRACTION = re.compile(r'^\s*(\d+(?:\.\d*)?|\.\d+)\s*%\s*$')
+_PERCENT = re.compile(r'^\s*(\d+(?:\.\d*)?|\.\d+)\s*%\s*$')
+_RATIO = re.compile(r'^\s*(\d+)\s*/\s*(\d+)\s*$')
 _SCHEDULER_FIELDS = ('begin', 'end', 'T_max')
 
 
 def parse_fraction(value: Any) -> Optional[float]:
-    """``'10%'`` -> 0.1; None for anything that is not such a string.
+    """``'10%'`` -> 0.1, ``'1/300'`` -> 1 / 300; None for anything that
+    is not such a string.
 
     Raises:
-        ValueError: For a percentage above 100.
+        ValueError: For a fraction above the whole run (``'150%'``,
+            ``'3/2'``) or a ratio over 0 (``'1/0'``).
     """
     if not isinstance(value, str):
         return None
-    match = _FRACTION.match(value)
-    if match is None:
+    percent, ratio = _PERCENT.match(value), _RATIO.match(value)
+    if percent is not None:
+        fraction = float(percent.group(1)) / 100
+    elif ratio is not None:
+        numerator, denominator = int(ratio.group(1)), int(ratio.group(2))
+        if denominator == 0:
+            raise ValueError(
+                f'{value!r}: a run fraction a/b needs b > 0 (e.g. '
+                "'1/300', one epoch of 300)."
+            )
+        fraction = numerator / denominator
+    else:
         return None
-    fraction = float(match.group(1)) / 100
     if fraction > 1:
-        raise ValueError(f'{value!r}: a run fraction is at most 100%.')
+        raise ValueError(
+            f'{value!r}: a run fraction is at most the whole run '
+            "('100%' or '1/1')."
+        )
     return fraction
 
 

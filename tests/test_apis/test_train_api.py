@@ -8,7 +8,7 @@ from mmengine.config import Config
 
 from mmssl.apis import prepare_train_cfg, scale_lr
 from mmssl.apis.train import add_vis_backend
-from mmssl.config.reading import load_config_file
+from mmssl.config import load_config
 from mmssl.errors import TrainConfigError
 from mmssl.registry import RUNNERS
 from tests.support.tools import load_tool
@@ -204,11 +204,11 @@ def test_a_config_without_randomness_runs(without, demo_data_root, tmp_path):
     }
     path = DEMO
     if without == 'key':
-        written = load_config_file(DEMO)
+        written = load_config(DEMO)
         written.pop('randomness', None)
         path = str(tmp_path / 'no_randomness.py')
         written.dump(path)
-        assert 'randomness' not in load_config_file(path)
+        assert 'randomness' not in load_config(path)
     else:
         options['randomness'] = None
     cfg = prepare_train_cfg(

@@ -9,7 +9,7 @@ import torch
 from mmengine.runner import load_checkpoint as mmengine_load
 
 from mmssl.checkpoint import load_pretrained
-from mmssl.config import load_config_file
+from mmssl.config import load_config
 from mmssl.config.derived_sizes import resolve_model_sizes
 from mmssl.registry import MODELS
 from mmssl.setup_env import register_all_modules
@@ -23,7 +23,7 @@ CONFIGS = (
 def _model(config: str, seed: int):
     register_all_modules()
     torch.manual_seed(seed)
-    cfg = load_config_file(config)
+    cfg = load_config(config)
     model = MODELS.build(resolve_model_sizes(copy.deepcopy(cfg.model)))
     model.init_weights()
     return model

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from mmssl.checkpoint.warm_start import WarmStartError
-from mmssl.config.reading import load_config_file
+from mmssl.config import load_config
 from mmssl.registry import MODELS
 from mmssl.setup_env import register_all_modules
 from tests.support.dinov3_ref import (
@@ -29,7 +29,7 @@ DEMO = osp.join(ROOT, 'configs/dinov3/dinov3_vit-tiny-p4_1xb64-10e_demo.py')
 
 def _model(checkpoint: str, **warm):
     register_all_modules()
-    cfg = load_config_file(DEMO)
+    cfg = load_config(DEMO)
     model_cfg = cfg.model
     model_cfg.backbone.patch_size = PATCH
     model_cfg.backbone.layer_scale_init_value = 1e-5  # hub files have ls

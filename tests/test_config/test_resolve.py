@@ -11,7 +11,7 @@ from mmengine.runner import Runner
 from mmssl.config import (
     UnknownConfigKeyError,
     UnresolvedLogProcessor,
-    load_config_file,
+    load_config,
     resolve,
 )
 from mmssl.engine.runner import SSLRunner, build_runner
@@ -85,7 +85,7 @@ def test_plain_runner_stops_at_once_then_works_once_resolved(tmp_path):
     """mmengine's Runner.from_cfg ignores runner_type: on the demo config it
     used to fail in torch.nn.Linear (in_channels='auto'); now it stops
     before building anything, and builds the resolved config."""
-    cfg = load_config_file(DEMO)
+    cfg = load_config(DEMO)
     cfg.work_dir = str(tmp_path)
     with pytest.raises(RuntimeError, match='build_runner'):
         Runner.from_cfg(cfg)
@@ -97,7 +97,7 @@ def test_plain_runner_stops_at_once_then_works_once_resolved(tmp_path):
 
 
 def test_build_runner_resolves_a_copy(tmp_path):
-    cfg = load_config_file(DEMO)
+    cfg = load_config(DEMO)
     cfg.work_dir = str(tmp_path)
     written = copy.deepcopy(cfg)
     runner = build_runner(cfg)

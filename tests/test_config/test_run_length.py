@@ -7,8 +7,8 @@ import os.path as osp
 import pytest
 from mmengine.registry import PARAM_SCHEDULERS
 
+from mmssl.config import load_config
 from mmssl.config.options import merge_cfg_options
-from mmssl.config.reading import load_config_file
 from mmssl.config.run_length import (
     boundary,
     parse_fraction,
@@ -61,8 +61,39 @@ def test_parse_fraction():
     assert parse_fraction('10%') == pytest.approx(0.1)
     assert parse_fraction(' 2.5 %') == pytest.approx(0.025)
     assert parse_fraction(10) is None and parse_fraction('10') is None
-    with pytest.raises(ValueError, match='at most 100%'):
+    with pytest.raises(ValueError, match='at most the whole run'):
         parse_fraction('150%')
+
+
+def test_parse_ratio():
+    assert parse_fraction('1/300') == 1 / 300
+    assert parse_fraction(' 2 / 15 ') == 2 / 15
+    assert parse_fraction('1/1') == 1.0
+    assert parse_fraction('a/b') is None and parse_fraction('1/2/3') is None
+    with pytest.raises(ValueError, match='at most the whole run'):
+        parse_fraction('3/2')
+    with pytest.raises(ValueError, match='b > 0'):
+        parse_fraction('1/0')
+
+
+def test_ratio_resolves_as_the_long_percentage_it_replaces():
+    """'1/300' of 300 epochs is a checkpoint every epoch, as
+    '0.3333333333333333%' was; '2/15' a warm-up of 40 epochs."""
+    for ratio, percent in (
+        ('1/300', '0.3333333333333333%'),
+        ('1/30', '3.3333333333333335%'),
+        ('2/15', '13.333333333333334%'),
+    ):
+        a, b = _cfg(dict(max_epochs=300)), _cfg(dict(max_epochs=300))
+        a['default_hooks']['checkpoint']['interval'] = ratio
+        b['default_hooks']['checkpoint']['interval'] = percent
+        a['param_scheduler'][0]['end'] = ratio
+        b['param_scheduler'][0]['end'] = percent
+        resolve_run_fractions(a)
+        resolve_run_fractions(b)
+        assert a == b
+    assert a['default_hooks']['checkpoint']['interval'] == 40
+    assert a['param_scheduler'][0]['end'] == 40
 
 
 def test_epoch_loop_fractions_become_epochs():
@@ -258,7 +289,7 @@ def test_max_epochs_alone_moves_every_schedule(config, tmp_path):
             'model.ibot_loss.out_dim=64',
         ]
     )
-    cfg = load_config_file(args.config)
+    cfg = load_config(args.config)
     merge_cfg_options(cfg, args.cfg_options)
     set_run_length(cfg, args.max_epochs, args.max_iters)
     cfg.work_dir = str(tmp_path)
@@ -309,7 +340,7 @@ def test_max_epochs_moves_inherited_schedules(config):
     scheduler begins and ends within the 2 epochs, the last at 2, step
     milestones fall within them, and so does the checkpoint interval."""
     args = _train_tool().parse_args([config, '--max-epochs', '2'])
-    cfg = load_config_file(args.config)
+    cfg = load_config(args.config)
     set_run_length(cfg, args.max_epochs, args.max_iters)
     resolve_run_fractions(cfg)
     # the checkpoint interval too (was 1 or 10 epochs)

@@ -22,8 +22,8 @@ import torch
 from mmengine.registry import DefaultScope
 from PIL import Image
 
+from mmssl.config import load_config
 from mmssl.config.keys import check_top_level_keys
-from mmssl.config.reading import load_config_file
 from mmssl.datasets.mixed_resolution import SizedIndex
 from mmssl.registry import DATASETS, MODELS
 from tests.test_configs.test_demo_configs import repoint_prefixes
@@ -179,7 +179,7 @@ def _target_needs_download(model_cfg: dict) -> bool:
 
 @pytest.mark.parametrize('path', CONFIGS)
 def test_config_builds_its_data_and_model(path, request, fake_imagenet):
-    cfg = load_config_file(osp.join(ROOT, path))
+    cfg = load_config(osp.join(ROOT, path))
     if _check_keys(cfg, path):
         _draw_one_training_sample(cfg, request, fake_imagenet)
     if path.endswith('_custom.py'):

@@ -47,6 +47,7 @@ import torch
 from mmengine.dataset import Compose, pseudo_collate
 from mmengine.registry import FUNCTIONS
 
+from mmssl.config import load_config
 from mmssl.config.derived_sizes import (
     MODEL_SIZE_KEYS,
     SIZE_KEYS,
@@ -54,7 +55,6 @@ from mmssl.config.derived_sizes import (
     backbone_out_channels,
     resolve_model_sizes,
 )
-from mmssl.config.reading import load_config_file
 from mmssl.datasets.transforms.mixed_resolution_crop import (
     size_index_scope,
 )
@@ -177,7 +177,7 @@ def _paths() -> list:
 @functools.lru_cache(maxsize=None)
 def _case(path: str) -> tuple:
     """``(config, resized model, key)``; equal keys: the same check."""
-    cfg = load_config_file(osp.join(ROOT, path))
+    cfg = load_config(osp.join(ROOT, path))
     model = cfg.model.to_dict()
     model['backbone'] = _resized(model['backbone'])
     if model.get('target_generator'):

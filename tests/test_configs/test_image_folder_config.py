@@ -13,9 +13,9 @@ import os.path as osp
 
 import pytest
 
+from mmssl.config import load_config
 from mmssl.config.keys import check_top_level_keys
 from mmssl.config.options import merge_cfg_options
-from mmssl.config.reading import load_config_file
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 FOLDER = osp.join(ROOT, 'configs', 'custom', 'image_folder.py')
@@ -39,18 +39,18 @@ def _unscoped(node):
 
 def test_the_recipes_read_imagenet_folders():
     assert len(RECIPES) == 27
-    cfg = load_config_file(osp.join(ROOT, RECIPES[0]))
+    cfg = load_config(osp.join(ROOT, RECIPES[0]))
     assert cfg.train_dataloader.dataset.type == 'ImageNet'
 
 
 @pytest.mark.parametrize('recipe', RECIPES, ids=osp.basename)
 def test_only_the_dataset_changes(recipe, monkeypatch):
     monkeypatch.setenv('RECIPE', osp.join(ROOT, recipe))
-    cfg = load_config_file(FOLDER)
+    cfg = load_config(FOLDER)
     # SSLRunner's check: keys of the recipe's mmpretrain base are known
     check_top_level_keys(list(cfg.keys()), cfg.filename)
     folder = cfg.to_dict()
-    ref = load_config_file(osp.join(ROOT, recipe)).to_dict()
+    ref = load_config(osp.join(ROOT, recipe)).to_dict()
     name = osp.basename(recipe)[: -len('.py')]
     assert folder.pop('work_dir') == f'work_dirs/{name}_folder'
     dataset = folder['train_dataloader'].pop('dataset')
@@ -70,7 +70,7 @@ def test_data_root_override_and_relative_recipe(monkeypatch):
     monkeypatch.setenv(
         'RECIPE', '../npid/npid_resnet50_8xb32-steplr-200e_in1k.py'
     )
-    cfg = load_config_file(FOLDER)
+    cfg = load_config(FOLDER)
     merge_cfg_options(
         cfg,
         {
@@ -86,15 +86,15 @@ def test_data_root_override_and_relative_recipe(monkeypatch):
 def test_a_recipe_with_rankme_keeps_its_own(monkeypatch):
     recipe = 'configs/dinov2/dinov2_vit-tiny-p14_1xb16-10e_custom-cpu.py'
     monkeypatch.setenv('RECIPE', osp.join(ROOT, recipe))
-    hooks = load_config_file(FOLDER).custom_hooks
-    ref = load_config_file(osp.join(ROOT, recipe)).custom_hooks
+    hooks = load_config(FOLDER).custom_hooks
+    ref = load_config(osp.join(ROOT, recipe)).custom_hooks
     assert [h.type for h in hooks].count('RankMeHook') == 1
     assert hooks == ref
 
 
 def test_rankme_size_override(monkeypatch):
     monkeypatch.setenv('RECIPE', osp.join(ROOT, RECIPES[0]))
-    cfg = load_config_file(FOLDER)
+    cfg = load_config(FOLDER)
     merge_cfg_options(cfg, {'custom_hooks.-1.max_images': 256})
     assert cfg.custom_hooks[-1] == dict(type='RankMeHook', max_images=256)
 
@@ -102,4 +102,4 @@ def test_rankme_size_override(monkeypatch):
 def test_without_recipe_the_error_names_it(monkeypatch):
     monkeypatch.delenv('RECIPE', raising=False)
     with pytest.raises(KeyError, match='RECIPE'):
-        load_config_file(FOLDER)
+        load_config(FOLDER)

@@ -15,7 +15,7 @@ import os.path as osp
 
 import pytest
 
-from mmssl.config.reading import load_config_file
+from mmssl.config import load_config
 from mmssl.registry import HOOKS
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
@@ -28,7 +28,7 @@ CONFIGS = sorted(
 
 
 def _load(path):
-    cfg = load_config_file(osp.join(ROOT, path))
+    cfg = load_config(osp.join(ROOT, path))
     hooks = [
         h for h in cfg.get('custom_hooks') or [] if h.type == 'RankMeHook'
     ]

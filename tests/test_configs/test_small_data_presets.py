@@ -19,6 +19,8 @@ import os.path as osp
 import pytest
 from mmengine.config import Config
 
+from mmssl.config.run_length import parse_fraction
+
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 SECTION = 'Small-data preset: why these values'
 
@@ -117,10 +119,10 @@ def _hook(cfg: Config, type_: str) -> dict:
 
 
 def _epochs(value, max_epochs: int) -> float:
-    """A schedule length ('15%' of the run or epochs) in epochs."""
-    if isinstance(value, str) and value.endswith('%'):
-        return float(value[:-1]) / 100 * max_epochs
-    return float(value)
+    """A schedule length (a run fraction, '15%' or '1/200', or epochs)
+    in epochs."""
+    fraction = parse_fraction(value)
+    return float(value) if fraction is None else fraction * max_epochs
 
 
 def _prototypes(cfg: Config) -> set:

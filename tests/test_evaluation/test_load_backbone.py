@@ -145,11 +145,11 @@ def test_hivit_keys_that_look_like_dinov2_load_as_stored(tmp_path):
 def _demo_model(config: str):
     import copy
 
-    from mmssl.config import load_config_file
+    from mmssl.config import load_config
     from mmssl.config.derived_sizes import resolve_model_sizes
 
     register_all_modules()
-    cfg = load_config_file(f'configs/{config}')
+    cfg = load_config(f'configs/{config}')
     model = MODELS.build(resolve_model_sizes(copy.deepcopy(cfg.model)))
     model.init_weights()
     return model

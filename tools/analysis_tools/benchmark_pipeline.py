@@ -192,7 +192,7 @@ def warm_page_cache(paths) -> None:
 
 
 def main(argv=None):
-    from mmssl.config.cli import add_cfg_options_arguments, load_tool_config
+    from mmssl.config import add_cfg_options_arguments, load_config
 
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('config')
@@ -220,7 +220,9 @@ def main(argv=None):
         cfg_options.setdefault(
             'train_dataloader.dataset.data_root', args.make_synthetic
         )
-    cfg = load_tool_config(args.config, cfg_options, args.allow_new_keys)
+    cfg = load_config(
+        args.config, cfg_options, args.allow_new_keys, exit_on_error=True
+    )
     dataset = DATASETS.build(cfg.train_dataloader.dataset)
     paths = (
         [dataset.get_img_path(i) for i in range(len(dataset))]

@@ -124,13 +124,17 @@ def apply_fsdp(cfg, amp: bool) -> str:
 
 
 def prepare_cfg(args, cuda: bool):
-    from mmssl.config.options import merge_cfg_options
-    from mmssl.config.reading import load_config_file
+    from mmssl.config import load_config
     from mmssl.config.rewrite import enable_amp_in_cfg
 
-    cfg = load_config_file(args.config)
-    merge_cfg_options(cfg, args.cfg_options, args.allow_new_keys)
     notes = []
+    cfg = load_config(
+        args.config,
+        args.cfg_options,
+        args.allow_new_keys,
+        notes=notes,
+        exit_on_error=True,
+    )
     if args.amp:
         notes.append(enable_amp_in_cfg(cfg, cuda))
     if args.compile:

@@ -223,11 +223,13 @@ def _quiet_dataset_skips() -> None:
 
 def main(argv=None):
     args = parse_args(argv)
-    from mmssl.config.cli import load_tool_config
+    from mmssl.config import load_config
     from mmssl.setup_env import register_all_modules
 
     register_all_modules()
-    cfg = load_tool_config(args.config, args.cfg_options, args.allow_new_keys)
+    cfg = load_config(
+        args.config, args.cfg_options, args.allow_new_keys, exit_on_error=True
+    )
     dataset = build_dataset(cfg, args.data_root)
     _quiet_dataset_skips()
     os.makedirs(args.output_dir, exist_ok=True)

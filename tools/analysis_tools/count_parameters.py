@@ -99,15 +99,18 @@ def main(argv=None) -> str:
         format_table,
         parameter_table,
     )
-    from mmssl.config.cli import load_tool_config
+    from mmssl.config import load_config
     from mmssl.registry import MODELS
     from mmssl.setup_env import register_all_modules
 
     register_all_modules()
     out = []
     if args.config:
-        cfg = load_tool_config(
-            args.config, args.cfg_options, args.allow_new_keys
+        cfg = load_config(
+            args.config,
+            args.cfg_options,
+            args.allow_new_keys,
+            exit_on_error=True,
         )
         model = build_on_meta(MODELS.build, cfg.model, meta=not args.no_meta)
         rows = parameter_table(

@@ -170,7 +170,7 @@ def main(argv=None) -> dict:
     args = parse_args(argv)
     from mmssl.apis import init_model
     from mmssl.checkpoint import exit_on_untrusted, trust_from_args
-    from mmssl.config.cli import load_tool_config
+    from mmssl.config import load_config
     from mmssl.evaluation.folders import config_loader
     from mmssl.models.utils import find_backbone
     from mmssl.visualization.attention import _last_block
@@ -181,7 +181,9 @@ def main(argv=None) -> dict:
     )
     from mmssl.visualization.mim_reconstruction import _patch_size_of
 
-    cfg = load_tool_config(args.config, args.cfg_options, args.allow_new_keys)
+    cfg = load_config(
+        args.config, args.cfg_options, args.allow_new_keys, exit_on_error=True
+    )
     paths = list_images(args.img)
     with exit_on_untrusted():
         model = init_model(

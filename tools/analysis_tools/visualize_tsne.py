@@ -328,11 +328,13 @@ def main(argv=None) -> dict:
     check_mmselfsup_flags(args)
     from mmssl.apis import init_model
     from mmssl.checkpoint import exit_on_untrusted, trust_from_args
-    from mmssl.config.cli import load_tool_config
+    from mmssl.config import load_config
     from mmssl.engine.runner.feature_extraction import extract_features
     from mmssl.visualization.tsne import plot_embedding, run_tsne
 
-    cfg = load_tool_config(args.config, args.cfg_options, args.allow_new_keys)
+    cfg = load_config(
+        args.config, args.cfg_options, args.allow_new_keys, exit_on_error=True
+    )
     with exit_on_untrusted():
         model = init_model(
             cfg,

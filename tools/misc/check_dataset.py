@@ -78,9 +78,11 @@ def collect(target: str, cfg_options=None, allow_new_keys=False):
     if osp.isdir(target):
         ds_cfg = dict(type='ImageFolderDataset', data_root=target)
     else:
-        from mmssl.config.cli import load_tool_config
+        from mmssl.config import load_config
 
-        cfg = load_tool_config(target, cfg_options, allow_new_keys)
+        cfg = load_config(
+            target, cfg_options, allow_new_keys, exit_on_error=True
+        )
         ds_cfg = cfg.train_dataloader.dataset.to_dict()
     loader = _loader_cfg(ds_cfg)
     return dataset_paths(DATASETS.build(ds_cfg)), loader

@@ -17,7 +17,7 @@ Example::
 import argparse
 import json
 
-from mmssl.config.cli import add_cfg_options_arguments, load_tool_config
+from mmssl.config import add_cfg_options_arguments, load_config
 from mmssl.evaluation.tasks.lr_sweep import DEFAULT_LRS, sweep_linear_probe
 
 
@@ -33,7 +33,9 @@ def main(argv=None) -> dict:
     parser.add_argument('--no-test', action='store_true')
     add_cfg_options_arguments(parser)
     args = parser.parse_args(argv)
-    cfg = load_tool_config(args.config, args.cfg_options, args.allow_new_keys)
+    cfg = load_config(
+        args.config, args.cfg_options, args.allow_new_keys, exit_on_error=True
+    )
     summary = sweep_linear_probe(
         cfg,
         args.lrs,

@@ -105,7 +105,7 @@ def main(argv=None) -> str | list:
     args = parse_args(argv)
     from mmssl.apis import init_model
     from mmssl.checkpoint import exit_on_untrusted, trust_from_args
-    from mmssl.config.cli import load_tool_config
+    from mmssl.config import load_config
     from mmssl.visualization.images import (
         list_images,
         output_stem,
@@ -117,7 +117,9 @@ def main(argv=None) -> str | list:
         raise ValueError(
             f'--mask-ratio must be in (0, 1), got {args.mask_ratio}'
         )
-    cfg = load_tool_config(args.config, args.cfg_options, args.allow_new_keys)
+    cfg = load_config(
+        args.config, args.cfg_options, args.allow_new_keys, exit_on_error=True
+    )
     paths = list_images(args.img)
     ckpt = None if args.checkpoint.lower() == 'none' else args.checkpoint
     with exit_on_untrusted():

@@ -6,13 +6,11 @@
 # Output per sample: inputs = 2 x (3, 224, 224) + 8 x (3, 96, 96) uint8 BGR
 # tensors, data_sample.mask = (2, 224 // 14, 224 // 14) iBOT masks.
 # See docs/en/custom_dataset.md.
-_base_ = './multicrop_224px.py'
+_base_ = './multicrop_224px/dinov2_masked.py'
 
 data_root = 'data/custom'
 _patch_size = 14
 # 2 x 224 px global crops (scale 0.32-1), 8 x 96 px local ones (0.05-0.32),
-# iBOT block masks on 14 px patches (_patch_size); built in multicrop_224px.py
-train_pipeline = _base_.pop('_multicrop_224px')['dinov2_masked']  # noqa: F821
 train_dataloader = dict(
     batch_size=64,
     num_workers=8,
@@ -26,7 +24,7 @@ train_dataloader = dict(
         data_root=data_root,
         cache_file=None,
         max_bad_ratio=0.05,
-        pipeline=train_pipeline,
+        pipeline=_base_.train_pipeline,
     ),
 )
 custom_hooks = [dict(type='BadFileSummaryHook', interval=50)]

@@ -1,10 +1,12 @@
 # The multi-crop training pipelines (Caron et al. 2021) of the ImageNet-size
 # DINO-family configs: 2 global crops at 224 px and N local crops at 96 px,
 # the global scale range (s, 1) and the local one (0.05, s), optionally
-# iBOT block masks per sample, and the metadata the algorithms read. One
-# private key, ``_multicrop_224px`` (config -> pipeline); a config lists
-# this file among its bases and pops the key (mmengine takes a key from one
-# base only):
+# iBOT block masks per sample, and the metadata the algorithms read.
+# custom_folder_multicrop.py's pipeline (DINOv2's, with per-sample masks)
+# is a file of its own, multicrop_224px/dinov2_masked.py. The others are
+# here, under one private key, ``_multicrop_224px`` (config -> pipeline),
+# for configs whose other bases set train_pipeline (mmengine takes a key
+# from one base only): such a config lists this file and pops the key:
 #   train_pipeline = _base_.pop('_multicrop_224px')['dinov2']
 # Names starting with two underscores stay inside this file (mmengine).
 
@@ -47,8 +49,6 @@ _multicrop_224px = dict(
     ibot=__multicrop(10, 0.4, mask_patch_size=16),
     # DINOv2: 8 local crops, split at 0.32 (masks drawn per batch)
     dinov2=__multicrop(8, 0.32),
-    # custom_folder_multicrop.py: DINOv2's, with per-sample masks
-    dinov2_masked=__multicrop(8, 0.32, mask_patch_size=14),
     # DINOv3: DINOv2's without the horizontal flip
     dinov3=__multicrop(8, 0.32, flip_prob=0.0),
     # Gram anchoring: also 448 px Gram-teacher copies of the global crops

@@ -5,10 +5,9 @@
 # rescales them all.
 _base_ = [
     '../default_runtime.py',
-    './warmup_cosine.py',
+    './warmup_cosine/demo.py',
 ]
 
-param_scheduler = _base_.pop('_warmup_cosine')['demo']  # noqa: F821
 train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=4, val_interval='100%')
 default_hooks = dict(
     logger=dict(interval=10),

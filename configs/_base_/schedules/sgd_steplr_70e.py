@@ -13,11 +13,9 @@ param_scheduler = [
     dict(
         type='MultiStepLR',
         by_epoch=True,
-        milestones=['42.857142857142854%', '71.42857142857143%'],
+        milestones=['3/7', '5/7'],
         gamma=0.1,
     )
 ]
 train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=70)
-default_hooks = dict(
-    checkpoint=dict(interval='14.285714285714286%', max_keep_ckpts=3)
-)
+default_hooks = dict(checkpoint=dict(interval='1/7', max_keep_ckpts=3))

@@ -5,10 +5,12 @@
 # summary; the configs without a validation loop (the presets for one's
 # own folders, *custom*.py, and the ImageNet recipes) also log RankMe, a
 # label-free figure of the teacher's features (RankMeHook,
-# docs/en/custom_dataset.md). One private key,
-# ``_teacher_student_hooks`` (config -> hooks); a config lists this file
-# among its bases and pops the key (mmengine takes a key from one base
-# only):
+# docs/en/custom_dataset.md). A recipe whose configs have no other base
+# that sets custom_hooks is a file of its own under teacher_student_hooks/
+# (listed among the bases, nothing popped). The rest are here, under one
+# private key, ``_teacher_student_hooks`` (config -> hooks), for configs
+# whose other bases set the key (mmengine takes a key from one base only):
+# such a config lists this file among its bases and pops it:
 #   custom_hooks = _base_.pop('_teacher_student_hooks')['dinov2']
 # Names starting with two underscores stay inside this file (mmengine).
 
@@ -154,8 +156,6 @@ _teacher_student_hooks = dict(
     dino_cnn_demo=__hooks(
         0.99, 1.0, 0.04, 0.04, 0, None, '25%', 'last', freeze_mode='drop_grad'
     ),
-    dinov2_demo=__hooks(0.99, 1.0, 0.04, 0.04, 0, False, '10%', None),
-    dinov2_5ch_demo=__hooks(0.99, 1.0, 0.04, 0.04, 0, False, '10%'),
     # the CPU preset (dinov2_vit-tiny-p14_1xb16-10e_custom-cpu.py): the
     # demo's fast EMA, a fixed, sharper teacher temperature (its header)
     dinov2_cpu=__hooks(0.99, 1.0, 0.02, 0.02, 0, False, '10%', extra=__rank),
@@ -176,8 +176,5 @@ _teacher_student_hooks = dict(
                 max_updates=2,
             )
         ],
-    ),
-    dino3d_demo=__hooks(
-        0.99, 1.0, 0.02, 0.02, 0, None, '5%', None, freeze_mode='drop_grad'
     ),
 )

@@ -17,7 +17,7 @@ _base_ = [
     '../../_base_/default_runtime.py',
     '../../_base_/datasets/imagenet_224px_cls.py',
     '../../_base_/schedules/finetune_layer_decay.py',
-    '../../_base_/schedules/warmup_cosine.py',
+    '../../_base_/schedules/warmup_cosine/finetune_in1k.py',
 ]
 
 _num_classes = 1000
@@ -95,7 +95,6 @@ model = dict(
 # lr 2e-3 at batch 1024 (8 GPUs x 128), scaled with --auto-scale-lr
 optim_wrapper = dict(type='AmpOptimWrapper', optimizer=dict(lr=2e-3))
 _max_epochs = 100  # the schedule and intervals below are run fractions
-param_scheduler = _base_.pop('_warmup_cosine')['finetune_in1k']  # noqa: F821
 train_cfg = dict(
     type='EpochBasedTrainLoop', max_epochs=_max_epochs, val_interval='10%'
 )

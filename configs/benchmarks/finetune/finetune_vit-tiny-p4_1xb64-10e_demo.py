@@ -20,7 +20,7 @@ _base_ = [
     '../../_base_/datasets/demo_linear.py',
     '../../_base_/default_runtime.py',
     '../../_base_/schedules/finetune_layer_decay.py',
-    '../../_base_/schedules/warmup_cosine.py',
+    '../../_base_/schedules/warmup_cosine/finetune_demo.py',
     '../../_base_/models/vit-tiny-p4_digits_cls.py',
 ]
 
@@ -61,7 +61,6 @@ model = dict(
 
 optim_wrapper = dict(optimizer=dict(lr=1e-3))
 _max_epochs = 10  # the schedule and intervals below are run fractions
-param_scheduler = _base_.pop('_warmup_cosine')['finetune_demo']  # noqa: F821
 train_cfg = dict(
     type='EpochBasedTrainLoop',
     max_epochs=_max_epochs,

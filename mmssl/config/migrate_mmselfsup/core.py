@@ -136,9 +136,9 @@ def migrate_file(src: str) -> Tuple[str, MigrationReport]:
     """
     from mmengine.config import Config
 
-    from ..reading import load_config_file
+    from ..reading import load_config
 
-    loaded = load_config_file(src)
+    loaded = load_config(src)
     cfg, report = migrate_cfg_dict(loaded.to_dict(), source=src)
     header = (
         f'# Migrated from the MMSelfSup 1.x config {osp.basename(src)} by\n'

@@ -218,11 +218,13 @@ def run_knn(args, counts: dict = None) -> dict:
         loading_policy,
         trust_from_args,
     )
-    from mmssl.config.cli import load_tool_config
+    from mmssl.config import load_config
     from mmssl.engine.runner import build_runner
     from mmssl.engine.runner.workers import set_threads_in_cfg
 
-    cfg = load_tool_config(args.config, args.cfg_options, args.allow_new_keys)
+    cfg = load_config(
+        args.config, args.cfg_options, args.allow_new_keys, exit_on_error=True
+    )
     prepare_cfg(cfg, args)
     set_threads_in_cfg(cfg, getattr(args, 'threads', None))
     runner = build_runner(cfg)

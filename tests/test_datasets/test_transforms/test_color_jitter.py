@@ -8,7 +8,7 @@ import pytest
 from mmengine.dataset import Compose
 from mmengine.registry import init_default_scope
 
-from mmssl.config.reading import load_config_file
+from mmssl.config import load_config
 from mmssl.datasets.transforms import HueSafeColorJitter
 from mmssl.datasets.transforms.color_jitter import adjust_hue
 from mmssl.registry import TRANSFORMS
@@ -99,7 +99,7 @@ def test_custom_recipes_run_their_pipeline(config, tmp_path):
 
     register_all_modules()
     init_default_scope('mmssl')
-    cfg = load_config_file(osp.join(ROOT, config))
+    cfg = load_config(osp.join(ROOT, config))
     steps = cfg.train_dataloader.dataset.pipeline
     pipeline = Compose([TRANSFORMS.build(step) for step in steps])
     for seed in range(6):

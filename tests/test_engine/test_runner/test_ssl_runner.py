@@ -15,7 +15,7 @@ from mmengine.runner import IterBasedTrainLoop
 from torch import nn
 
 from mmssl.checkpoint import UnsafeCheckpointError, load_checkpoint
-from mmssl.config.reading import load_config_file
+from mmssl.config import load_config
 from mmssl.engine.runner import SSLRunner, build_runner
 from mmssl.registry import RUNNERS
 
@@ -85,7 +85,7 @@ def _hook_names(runner) -> list:
 
 
 def test_runner_type_builds_ssl_runner_with_the_same_hooks(tmp_path):
-    cfg = load_config_file(
+    cfg = load_config(
         osp.join(ROOT, 'tests', 'data', 'configs', 'simclr_tiny.py')
     )
     assert cfg.runner_type == 'SSLRunner'  # from default_runtime.py

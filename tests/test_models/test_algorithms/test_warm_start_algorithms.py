@@ -104,9 +104,9 @@ def test_warmstart_config_takes_a_hub_vit_s14_file(tmp_path):
     from torch import nn
 
     from mmssl.checkpoint.warm_start import apply_warm_start
-    from mmssl.config.reading import load_config_file
+    from mmssl.config import load_config
 
-    cfg = load_config_file('configs/dinov2/dinov2_vit-s14_warmstart_custom.py')
+    cfg = load_config('configs/dinov2/dinov2_vit-s14_warmstart_custom.py')
     assert cfg.model.warm_start.head_iters == 1000
     assert dict(type='WarmStartHook') in cfg.custom_hooks
     hub_cfg = dict(cfg.model.backbone, img_size=518)  # hub files: 37 x 37

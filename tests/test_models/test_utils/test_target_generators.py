@@ -5,7 +5,7 @@ import os.path as osp
 import pytest
 import torch
 
-from mmssl.config.reading import load_config_file
+from mmssl.config import load_config
 from mmssl.registry import MODELS
 
 ROOT = osp.dirname(
@@ -94,7 +94,7 @@ def test_stand_in_clip_target_residual_gives_each_token_its_patch():
 
 
 def test_mmpretrain_config_base_resolves():
-    cfg = load_config_file(
+    cfg = load_config(
         osp.join(
             ROOT, 'configs/mocov2/mocov2_resnet50_8xb32-coslr-200e_in1k.py'
         )
