@@ -19,7 +19,7 @@ import torch
 from torch import Tensor, nn
 
 from mmssl.models.layers.attention import Rope
-from mmssl.models.layers.block import draw_layer_keeps
+from mmssl.models.layers.drop_path import draw_layer_keeps
 from mmssl.models.layers.token_packing import (
     TokenGroups,
     group_masks,

@@ -22,7 +22,8 @@ from mmengine.model.weight_init import trunc_normal_
 from mmpretrain.models.backbones.base_backbone import BaseBackbone
 from mmpretrain.models.utils import build_norm_layer, to_2tuple
 
-from mmssl.models.layers import DINOBlock, drop_path_rates
+from mmssl.models.layers import DINOBlock
+from mmssl.models.layers.drop_path import drop_path_rates
 from mmssl.models.utils.activation_checkpoint import check_cp_mode
 from mmssl.models.utils.compile_blocks import compile_blocks as _compile_blocks
 from mmssl.registry import MODELS

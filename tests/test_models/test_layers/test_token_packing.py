@@ -6,10 +6,9 @@ import pytest
 import torch
 
 from mmssl.models.backbones import DINOv3ViT, DINOVisionTransformer
+from mmssl.models.layers.drop_path import GroupKeep, _kept_rows
 from mmssl.models.layers.token_packing import (
-    GroupKeep,
     TokenGroups,
-    _kept_rows,
     group_masks,
     pack_tokens,
     unpack_tokens,
