@@ -144,29 +144,28 @@ class Attention(nn.Module):
     def _out(self, x: Tensor) -> Tensor:
         return self.gamma1(self.proj_drop(self.proj(x)))
 
-    def forward(self, x: Tensor, rope: Rope = None) -> Tensor:
-        """Tokens (B, N, C) -> (B, N, C); ``rope`` = (sin, cos) rotates
-        the last tokens (the patches)."""
-        B, N, _ = x.shape
-        out = self._attend(*self._qkv(x, rope))  # (B, heads, N, d)
-        return self._out(out.transpose(1, 2).reshape(B, N, self.embed_dims))
-
-    def forward_packed(
+    def forward(
         self,
         x: Tensor,
-        groups: TokenGroups,
+        groups: Optional[TokenGroups] = None,
         ropes: Optional[Sequence[Rope]] = None,
     ) -> Tensor:
-        """Packed tokens (S, C) -> (S, C), attention within each group of
-        ``groups`` (:mod:`~mmssl.models.layers.token_packing`), with the
-        RoPE ``ropes[g]`` of group g (None: no RoPE)."""
+        """Tokens (B, N, C) -> (B, N, C), or with ``groups`` packed tokens
+        (S, C) -> (S, C), attention within each group
+        (:mod:`~mmssl.models.layers.token_packing`); ``ropes[g]`` is the
+        RoPE of group g (None: no RoPE) and rotates its last tokens (the
+        patches)."""
+        shape = x.shape
+        if groups is None:  # (B, N, C): one group of B samples
+            groups = TokenGroups(((shape[0], shape[1]),))
+            x = x.reshape(-1, shape[-1])  # (B*N, C)
 
         def attend(q: Tensor, k: Tensor, v: Tensor, g: int) -> Tensor:
             rope = None if ropes is None else ropes[g]
             return self._attend(*_rotate(q, k, rope), v)
 
         out = grouped_attention(self.qkv(x), groups, self.num_heads, attend)
-        return self._out(out)
+        return self._out(out).view(shape)
 
     @torch.no_grad()
     def attention_map(self, x: Tensor, rope: Rope = None) -> Tensor:

@@ -223,7 +223,7 @@ class DINOBlock(BaseModule):
         keep_attn, keep_ffn = keeps
 
         def attn(t: Tensor, grp: TokenGroups) -> Tensor:
-            return self.ls1(self.attn.forward_packed(self.ln1(t), grp, ropes))
+            return self.ls1(self.attn(self.ln1(t), grp, ropes))
 
         def ffn(t: Tensor, grp: TokenGroups) -> Tensor:
             return self.ls2(self.ffn(self.ln2(t)))
