@@ -234,33 +234,24 @@ def draw_keep(
     generators: Generators = None,
     mode: str = 'bernoulli',
 ) -> Keep:
-    """Which samples of each group keep one residual branch.
-
-    Args:
-        groups (TokenGroups): The layout; group g draws for B_g samples.
-        drop_prob (float): Drop probability; 0 gives None (keep all).
-        rule (str): ``'bernoulli'`` draws: ``'below'``: kept where
-            ``u < 1 - p``; ``'floor'``: where ``floor(1 - p + u) == 1``
-            with ``u`` in ``dtype`` (mmcv's ``DropPath``).
-        device (torch.device): Where to draw.
-        dtype (torch.dtype): The tokens' dtype (``'floor'`` draws in it).
-        generators (Sequence, optional): One generator per group (None
-            entries, or None: the global RNG).
-        mode (str): One of :data:`DROP_PATH_MODES`.
+    """Which samples of each group of ``groups`` keep one residual
+    branch of rate ``drop_prob`` (0: None, every sample), drawn as
+    ``mode`` says on ``device``, group g with ``generators[g]`` (None:
+    the global RNG). ``'bernoulli'`` keeps a sample where ``u < 1 - p``
+    (``rule='below'``) or, as mmcv's ``DropPath``, where ``floor(1 - p +
+    u) == 1`` with ``u`` in ``dtype`` (``'floor'``).
 
     Returns:
         list[GroupKeep] | None: One entry per group.
     """
     if drop_prob == 0.0:
         return None
+    if mode == 'static':
+        return draw_static_keeps(groups, [drop_prob], device, generators)[0]
     keep_prob = 1.0 - drop_prob
     gens = list(generators) if generators else [None] * len(groups.sizes)
     keep = []
     for (b, _), gen in zip(groups.sizes, gens):
-        if mode == 'static':
-            order, weight, (k,) = static_draws(b, [drop_prob], device, gen)
-            keep.append(GroupKeep(order[0, :k], k, 1.0, device, weight[0, :k]))
-            continue
         if mode != 'bernoulli':
             k = keep_count(b, drop_prob, mode, gen)
             idx = None if k == b else keep_indices(b, k, device, gen)
@@ -404,20 +395,12 @@ def _weighted_residual(
         return torch.index_add(samples, 0, k.idx, weighted.to(x.dtype)).view(
             x.shape
         )
-    if keep[0].rows is not None:  # rows drawn with the samples
-        rows = torch.cat([k.rows for k in keep])
-        per_row = torch.cat([k.row_weight for k in keep])
-        kept = TokenGroups(
-            tuple((k.count, t) for k, (_, t) in zip(keep, groups.sizes))
-        )
-    else:
-        rows, kept = _kept_rows(groups, keep)
-        per_row = torch.cat(
-            [
-                k.weight.repeat_interleave(t)
-                for k, (_, t) in zip(keep, kept.sizes)
-            ]
-        )  # (S_kept,)
+    # Several groups: the rows and their weights come with the draws.
+    rows = torch.cat([k.rows for k in keep])
+    per_row = torch.cat([k.row_weight for k in keep])  # (S_kept,)
+    kept = TokenGroups(
+        tuple((k.count, t) for k, (_, t) in zip(keep, groups.sizes))
+    )
     residual = branch(x.index_select(0, rows), kept)  # (S_kept, C)
     weighted = residual * per_row[:, None]
     return torch.index_add(x, 0, rows, weighted.to(x.dtype))

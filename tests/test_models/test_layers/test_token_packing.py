@@ -143,6 +143,21 @@ def test_packed_fixed_count_modes_equal_per_group(kind, mode):
     assert not torch.allclose(got[0][0][1], eval_outs[0][1])  # dropped
 
 
+def test_packed_mixed_mode_stack_equals_per_group():
+    # One 'static' block among others: every block draws its own samples
+    # (no whole-stack static draw), the static one with packed rows.
+    modes = ['static', 'bernoulli', 'static']
+    cfgs = [dict(drop_path_mode=m) for m in modes]
+    model = build('v2', 0.5, layer_cfgs=cfgs).train()
+    assert [b.drop_path_mode for b in model.layers] == modes
+    xs, masks = inputs()
+    want = run(model, per_group, xs, masks, [11, 12, 13])
+    got = run(model, packed, xs, masks, [11, 12, 13])
+    assert_same(want, got)
+    eval_outs = packed(model.eval(), xs, masks)
+    assert not torch.allclose(got[0][0][1], eval_outs[0][1])  # dropped
+
+
 @pytest.mark.parametrize('with_cp', [True, 'selective'])
 @pytest.mark.parametrize('kind', ['v2', 'v3'])
 def test_packed_checkpointing_reuses_drop_decisions(kind, with_cp):
