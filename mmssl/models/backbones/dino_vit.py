@@ -228,7 +228,7 @@ class DINOVisionTransformer(BaseViT):
                 f'patch_cfg keys {bad} are not PatchEmbed arguments: give '
                 'pad or bias (kernel and stride are patch_size).'
             )
-        cfg = dict(pad=True, bias=not pre_norm, **patch_cfg)
+        cfg = {'pad': True, 'bias': not pre_norm, **patch_cfg}
         return PatchEmbed(
             in_channels, self.embed_dims, patch_size, self.spatial_dims, **cfg
         )
