@@ -9,11 +9,11 @@ the key part of the qkv bias masked to zero; optionally separate final
 norms for the CLS/register tokens. Token order ``[CLS, REG_1..REG_R,
 PATCH_1..PATCH_N]``, patches row-major.
 
-The feature API is that of :class:`~mmssl.models.DINOVisionTransformer`
-(``prepare_tokens``, mask token, ``out_type``, ``num_extra_tokens``,
-non-reentrant ``with_cp``, ``get_layer_depth``,
-``get_last_selfattention``), so the DINO, iBOT and DINOv2 algorithms and
-the kNN / attention tools use it unchanged.
+Its forward passes, mask token, ``out_type``, activation checkpointing
+and layer depths are those of
+:class:`~mmssl.models.backbones.base_vit.BaseViT`, as for the DINO ViT,
+so the DINO, iBOT and DINOv2 algorithms and the kNN / attention tools
+use it unchanged.
 """
 
 from typing import List, Optional, Sequence, Tuple, Union
