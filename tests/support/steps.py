@@ -12,11 +12,8 @@ from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from mmssl.datasets.block_mask_collate import block_mask_collate
-from mmssl.models.layers.token_packing import (
-    TokenGroups,
-    draw_keep,
-    packed_residual,
-)
+from mmssl.models.layers.drop_path import draw_keep, packed_residual
+from mmssl.models.layers.token_packing import TokenGroups
 
 #: aten ops whose result needs a value from the device on the host
 HOST_VALUE_OPS = (

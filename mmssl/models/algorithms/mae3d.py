@@ -10,7 +10,7 @@ from mmssl.registry import MODELS
 
 def patchify_3d(x: torch.Tensor, patch: Tuple[int, int, int]) -> torch.Tensor:
     """Cut volumes into flattened patches in the token order of
-    ``PatchEmbed3D`` (d, h, w row-major).
+    the 3D ``PatchEmbed`` (d, h, w row-major).
 
     Args:
         x (torch.Tensor): (B, C, D, H, W), sides multiples of ``patch``.

@@ -1,38 +1,40 @@
 # Copyright (c) mmssl contributors. All rights reserved.
 """Vision Transformer backbone for DINO, iBOT and DINOv2.
 
-Patch embedding, CLS, position, register (Darcet et al., 2023,
-`arXiv:2309.16588 <https://arxiv.org/abs/2309.16588>`_) and mask tokens
-(iBOT, `arXiv:2111.07832 <https://arxiv.org/abs/2111.07832>`_), a stack
-of :class:`~mmssl.models.layers.DINOBlock` each built with its own
+:class:`~mmssl.models.backbones.base_vit.BaseViT` with a padded patch
+embedding, a learned position embedding over CLS and patches, register
+tokens (Darcet et al., 2023, `arXiv:2309.16588
+<https://arxiv.org/abs/2309.16588>`_), a stack of
+:class:`~mmssl.models.layers.DINOBlock` each built with its own
 stochastic depth rate, and a final norm, with the parameter names of
-mmpretrain's ``VisionTransformer``. Crops of any size (DINOv2's
-position-embedding interpolation, `arXiv:2304.07193
-<https://arxiv.org/abs/2304.07193>`_), of several sizes in one pass
-(``forward_packed``), activation checkpointing and compiled blocks.
+mmpretrain's ``VisionTransformer``. Crops of any size: DINOv2's
+position-embedding interpolation (`arXiv:2304.07193
+<https://arxiv.org/abs/2304.07193>`_), cached per grid when no gradient
+flows into it, also for a loaded checkpoint of another grid.
 """
 
+import math
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 import torch.nn as nn
-from mmcv.cnn.bricks.transformer import PatchEmbed
+from mmengine.logging import MMLogger
 from mmengine.model import ModuleList
 from mmengine.model.weight_init import trunc_normal_
-from mmpretrain.models.backbones.base_backbone import BaseBackbone
-from mmpretrain.models.utils import build_norm_layer, to_2tuple
+from mmpretrain.models.utils import build_norm_layer
 
-from mmssl.models.layers import DINOBlock, drop_path_rates
-from mmssl.models.utils.activation_checkpoint import check_cp_mode
+from mmssl.checkpoint.layouts.pos_embed import resize_pos_embed
+from mmssl.models.layers import DINOBlock
+from mmssl.models.layers.drop_path import drop_path_rates
+from mmssl.models.layers.patch_embed import PatchEmbed, to_ntuple
 from mmssl.models.utils.compile_blocks import compile_blocks as _compile_blocks
 from mmssl.registry import MODELS
 
-from .dino_vit_common import DINOViTMixin, vit_arch
-from .dino_vit_pos import DINOv2PosEmbedMixin
+from .base_vit import BaseViT, vit_arch
 
 
 @MODELS.register_module()
-class DINOVisionTransformer(DINOViTMixin, DINOv2PosEmbedMixin, BaseBackbone):
+class DINOVisionTransformer(BaseViT):
     """ViT with register tokens, mask token and DINOv2 conventions.
 
     The token sequence fed to the transformer is
@@ -102,7 +104,9 @@ class DINOVisionTransformer(DINOViTMixin, DINOv2PosEmbedMixin, BaseBackbone):
             Defaults to -1.
         pre_norm (bool): A norm before the first block (CLIP style; the
             patch embedding then has no bias). Defaults to False.
-        patch_cfg (dict): Overrides of mmcv's ``PatchEmbed`` arguments.
+        patch_cfg (dict): Overrides of the
+            :class:`~mmssl.models.layers.PatchEmbed` arguments ``pad``
+            (True: pad sides to a multiple of the patch) and ``bias``.
         layer_cfgs (dict | Sequence[dict]): Overrides of the
             :class:`~mmssl.models.layers.DINOBlock` arguments, one dict
             for all blocks or one per block.
@@ -121,6 +125,9 @@ class DINOVisionTransformer(DINOViTMixin, DINOv2PosEmbedMixin, BaseBackbone):
         ),
     }
     EMBED_PARAMS = ('cls_token', 'pos_embed', 'register_tokens', 'mask_token')
+
+    #: 2: images; the 3D ViT sets 3.
+    spatial_dims = 2
 
     def __init__(
         self,
@@ -150,37 +157,45 @@ class DINOVisionTransformer(DINOViTMixin, DINOv2PosEmbedMixin, BaseBackbone):
         with_cls_token: bool = True,
         init_cfg: Optional[dict] = None,
     ) -> None:
-        super().__init__(init_cfg=init_cfg)
-        s = self._check_args(
-            arch, num_register_tokens, out_type, with_cls_token, patch_size
+        super().__init__(
+            arch,
+            num_register_tokens,
+            out_type,
+            out_indices,
+            final_norm,
+            with_cp,
+            init_cfg,
         )
-        self.arch_settings = s
-        C, L = s['embed_dims'], s['num_layers']
-        self.embed_dims, self.num_layers = C, L
-        self.num_heads = s['num_heads']
-        self.img_size = to_2tuple(img_size)
+        if with_cls_token is False:
+            raise ValueError(
+                f'{type(self).__name__} always has a CLS token; '
+                'remove with_cls_token=False.'
+            )
+        s, C, L = self.arch_settings, self.embed_dims, self.num_layers
+        self.img_size = to_ntuple(img_size, self.spatial_dims, 'img_size')
         self.patch_size = patch_size
-        self.out_type = out_type
-        self.out_indices = self._check_out_indices(out_indices, L)
-        self.with_cp = check_cp_mode(with_cp)
-        self.final_norm = final_norm
+        self.in_channels = in_channels
         self.frozen_stages = frozen_stages
         self.interpolate_offset = interpolate_offset
         self.interpolate_antialias = interpolate_antialias
-        self.num_register_tokens = num_register_tokens
-        # Tokens before the patches in the output sequence: CLS + registers.
-        self.num_extra_tokens = 1 + num_register_tokens
 
-        self._build_embeddings(
-            in_channels, img_size, patch_cfg, pre_norm, drop_rate
+        # Patch embedding, then CLS, position, register and mask tokens.
+        self.patch_embed = self._build_patch_embed(
+            in_channels, patch_size, pre_norm, patch_cfg
         )
+        self.patch_resolution = self.patch_embed.grid(self.img_size)
+        self._build_tokens(1 + math.prod(self.patch_resolution))
+        self._register_load_state_dict_pre_hook(self._prepare_pos_embed)
+        self._pos_cache: Dict[tuple, torch.Tensor] = {}
+        self.drop_after_pos = nn.Dropout(p=drop_rate)
+
         # Blocks, each built with its own stochastic depth rate.
         rates = drop_path_rates(drop_path_rate, L, drop_path_schedule)
         if isinstance(layer_cfgs, dict):
             layer_cfgs = [layer_cfgs] * L
         block = dict(
             embed_dims=C,
-            num_heads=s['num_heads'],
+            num_heads=self.num_heads,
             feedforward_channels=s['feedforward_channels'],
             ffn_type=s.get('ffn_type', 'origin'),
             drop_path_mode=drop_path_mode,
@@ -203,35 +218,20 @@ class DINOVisionTransformer(DINOViTMixin, DINOv2PosEmbedMixin, BaseBackbone):
             self._freeze_stages()
         _compile_blocks(self.layers, compile_blocks)
 
-    def _build_embeddings(
-        self, in_channels, img_size, patch_cfg, pre_norm, drop_rate
-    ) -> None:
-        """Patch embedding, CLS, position, register and mask tokens."""
-        C = self.embed_dims
-        self.patch_embed = PatchEmbed(
-            **dict(
-                in_channels=in_channels,
-                input_size=img_size,
-                embed_dims=C,
-                conv_type='Conv2d',
-                kernel_size=self.patch_size,
-                stride=self.patch_size,
-                bias=not pre_norm,
-                **patch_cfg,
+    def _build_patch_embed(
+        self, in_channels: int, patch_size, pre_norm: bool, patch_cfg: dict
+    ) -> PatchEmbed:
+        """Padded patches; no bias before a pre-norm (CLIP style)."""
+        bad = sorted(set(patch_cfg) - {'pad', 'bias'})
+        if bad:
+            raise ValueError(
+                f'patch_cfg keys {bad} are not PatchEmbed arguments: give '
+                'pad or bias (kernel and stride are patch_size).'
             )
+        cfg = {'pad': True, 'bias': not pre_norm, **patch_cfg}
+        return PatchEmbed(
+            in_channels, self.embed_dims, patch_size, self.spatial_dims, **cfg
         )
-        self.patch_resolution = self.patch_embed.init_out_size
-        num_patches = self.patch_resolution[0] * self.patch_resolution[1]
-        self.cls_token = nn.Parameter(torch.zeros(1, 1, C))
-        self.pos_embed = nn.Parameter(torch.zeros(1, 1 + num_patches, C))
-        self._register_load_state_dict_pre_hook(self._prepare_pos_embed)
-        self._pos_cache: Dict[tuple, torch.Tensor] = {}
-        R = self.num_register_tokens
-        self.register_tokens = (
-            nn.Parameter(torch.zeros(1, R, C)) if R > 0 else None
-        )
-        self.mask_token = nn.Parameter(torch.zeros(C))
-        self.drop_after_pos = nn.Dropout(p=drop_rate)
 
     def init_weights(self) -> None:
         """Initialise as DINOv2 (timm ViT init): Linear weights
@@ -243,8 +243,9 @@ class DINOVisionTransformer(DINOViTMixin, DINOv2PosEmbedMixin, BaseBackbone):
             and self.init_cfg.get('type') == 'Pretrained'
         ):
             return
-        # Drawn twice, as before the rebuild, so that a seed gives the
-        # same initial weights as earlier versions.
+        # This first draw is overwritten below; it keeps the place of the
+        # Linear draws in the RNG stream, so a seed gives the weights it
+        # has always given (tests/data/vit_outputs.pt).
         trunc_normal_(self.pos_embed, std=0.02)
         if self.init_cfg is None:
             for m in self.modules():
@@ -280,6 +281,77 @@ class DINOVisionTransformer(DINOViTMixin, DINOv2PosEmbedMixin, BaseBackbone):
             p.requires_grad = False
         if self.register_tokens is not None:
             self.register_tokens.requires_grad = False
+
+    # ------------------------------------------------------------------
+    # position embedding at any grid
+    def _interpolate_pos_embed(
+        self, pos_embed: torch.Tensor, grid: tuple
+    ) -> torch.Tensor:
+        """Resize ``pos_embed`` (1, 1 + M*M', C) to ``grid`` as DINOv2
+        does: with ``interpolate_offset > 0`` bicubic with
+        ``scale_factor=((h + offset) / M, (w + offset) / M')`` (the
+        original hub models), else to the exact size, optionally
+        antialiased."""
+        return resize_pos_embed(
+            pos_embed,
+            grid,
+            src_grid=self.patch_resolution,
+            offset=self.interpolate_offset,
+            antialias=self.interpolate_antialias,
+        )
+
+    def interpolate_pos_encoding(self, grid: tuple) -> torch.Tensor:
+        """Position embedding (1, 1 + N, C) for a ``grid`` of patches.
+
+        Cached per grid when no gradient flows into the embedding
+        (evaluation, the frozen teacher); the key holds the parameter's
+        version, so in-place updates (EMA) invalidate it.
+        """
+        pos_embed = self.pos_embed
+        if torch.is_grad_enabled() and pos_embed.requires_grad:
+            return self._interpolate_pos_embed(pos_embed, grid)
+        key = (
+            tuple(grid),
+            pos_embed._version,
+            pos_embed.data_ptr(),
+            pos_embed.dtype,
+            pos_embed.device,
+        )
+        cached = self._pos_cache.get(key)
+        if cached is None:
+            if len(self._pos_cache) > 16:
+                self._pos_cache.clear()
+            with torch.no_grad():
+                cached = self._interpolate_pos_embed(pos_embed, grid)
+            self._pos_cache[key] = cached
+        return cached
+
+    def _prepare_pos_embed(self, state_dict, prefix, *args, **kwargs):
+        """Resize a loaded pos-embed whose grid differs from this model's."""
+        name = prefix + 'pos_embed'
+        if name not in state_dict:
+            return
+        ckpt = state_dict[name]
+        if ckpt.shape == self.pos_embed.shape:
+            return
+        src = ckpt.shape[1] - 1
+        side = int(math.sqrt(src))
+        if side * side != src or ckpt.shape[-1] != self.pos_embed.shape[-1]:
+            raise ValueError(
+                f'Cannot resize checkpoint pos_embed {tuple(ckpt.shape)} to '
+                f'{tuple(self.pos_embed.shape)}: expected (1, 1 + S*S, '
+                f'{self.pos_embed.shape[-1]}).'
+            )
+        MMLogger.get_current_instance().info(
+            f'Resize pos_embed from {side}x{side} to '
+            f'{self.patch_resolution[0]}x{self.patch_resolution[1]}.'
+        )
+        state_dict[name] = resize_pos_embed(
+            ckpt,
+            self.patch_resolution,
+            src_grid=(side, side),
+            antialias=self.interpolate_antialias,
+        )
 
     # ------------------------------------------------------------------
     # forward

@@ -9,11 +9,11 @@ the key part of the qkv bias masked to zero; optionally separate final
 norms for the CLS/register tokens. Token order ``[CLS, REG_1..REG_R,
 PATCH_1..PATCH_N]``, patches row-major.
 
-The feature API is that of :class:`~mmssl.models.DINOVisionTransformer`
-(``prepare_tokens``, mask token, ``out_type``, ``num_extra_tokens``,
-non-reentrant ``with_cp``, ``get_layer_depth``,
-``get_last_selfattention``), so the DINO, iBOT and DINOv2 algorithms and
-the kNN / attention tools use it unchanged.
+Its forward passes, mask token, ``out_type``, activation checkpointing
+and layer depths are those of
+:class:`~mmssl.models.backbones.base_vit.BaseViT`, as for the DINO ViT,
+so the DINO, iBOT and DINOv2 algorithms and the kNN / attention tools
+use it unchanged.
 """
 
 from typing import List, Optional, Sequence, Tuple, Union
@@ -21,7 +21,6 @@ from typing import List, Optional, Sequence, Tuple, Union
 import torch
 import torch.nn as nn
 from mmengine.model.weight_init import trunc_normal_
-from mmpretrain.models.backbones.base_backbone import BaseBackbone
 from torch import Tensor
 
 from mmssl.models.layers import DINOBlock
@@ -29,16 +28,15 @@ from mmssl.models.layers.attention import MaskedBiasLinear, Rope
 from mmssl.models.layers.layer_scale import LayerScale
 from mmssl.models.layers.patch_embed import PatchEmbed
 from mmssl.models.layers.rope import RoPE2D
-from mmssl.models.utils.activation_checkpoint import check_cp_mode
 from mmssl.models.utils.compile_blocks import compile_blocks as _compile_blocks
 from mmssl.registry import MODELS
 
-from .dino_vit_common import DINOViTMixin
-from .dino_vit_common import vit_arch as _arch
+from .base_vit import BaseViT
+from .base_vit import vit_arch as _arch
 
 
 @MODELS.register_module()
-class DINOv3ViT(DINOViTMixin, BaseBackbone):
+class DINOv3ViT(BaseViT):
     """DINOv3 ViT with RoPE, registers, LayerScale and masked K-bias.
 
     Args:
@@ -141,29 +139,21 @@ class DINOv3ViT(DINOViTMixin, BaseBackbone):
         compile_blocks: Union[bool, dict] = False,
         init_cfg: Optional[dict] = None,
     ) -> None:
-        super().__init__(init_cfg=init_cfg)
-        s = self._check_args(
-            arch, num_register_tokens, out_type, True, patch_size
+        super().__init__(
+            arch,
+            num_register_tokens,
+            out_type,
+            out_indices,
+            final_norm,
+            with_cp,
+            init_cfg,
         )
-        C, L = s['embed_dims'], s['num_layers']
-        self.embed_dims, self.num_layers = C, L
-        self.num_heads = s['num_heads']
+        s, C, L = self.arch_settings, self.embed_dims, self.num_layers
         self.patch_size = patch_size
-        self.out_type = out_type
-        self.final_norm = final_norm
-        self.with_cp = check_cp_mode(with_cp)
-        self.out_indices = self._check_out_indices(out_indices, L)
 
+        # Patch embedding, tokens, RoPE, blocks, final norm(s).
         self.patch_embed = PatchEmbed(in_channels, C, patch_size)
-        self.cls_token = nn.Parameter(torch.zeros(1, 1, C))
-        self.num_register_tokens = num_register_tokens
-        self.num_extra_tokens = 1 + num_register_tokens
-        self.register_tokens = (
-            nn.Parameter(torch.zeros(1, num_register_tokens, C))
-            if num_register_tokens
-            else None
-        )
-        self.mask_token = nn.Parameter(torch.zeros(C))
+        self._build_tokens()
         self.rope_embed = RoPE2D(
             C // self.num_heads,
             base=rope_base,
@@ -228,12 +218,6 @@ class DINOv3ViT(DINOViTMixin, BaseBackbone):
             nn.init.normal_(self.register_tokens, std=0.02)
         nn.init.zeros_(self.mask_token)
         self.rope_embed.reset_periods()
-
-    def train(self, mode: bool = True) -> 'DINOv3ViT':
-        """Set train/eval mode; returns self (mmpretrain's BaseBackbone
-        returns None)."""
-        super().train(mode)
-        return self
 
     # ------------------------------------------------------------------
     # forward

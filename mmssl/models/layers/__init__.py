@@ -1,14 +1,10 @@
 """Building blocks of the ViT backbones, one concept per file: attention,
 FFN (MLP or SwiGLU), LayerScale, the ViT block, stochastic depth, token
-packing, 2D RoPE and patch embedding."""
+packing, 2D RoPE, patch embedding and the mask token."""
 
 from .attention import Attention, MaskedBiasLinear
-from .block import DINOBlock, draw_layer_keeps
-from .drop_path import (
-    DROP_PATH_MODES,
-    DROP_PATH_SCHEDULES,
-    drop_path_rates,
-)
+from .block import DINOBlock
+from .drop_path import DROP_PATH_MODES, DROP_PATH_SCHEDULES
 from .ffn import FFN_TYPES, build_ffn, swiglu_hidden_dims
 from .layer_scale import LayerScale
 from .patch_embed import PatchEmbed
@@ -28,8 +24,6 @@ __all__ = [
     'TokenGroups',
     'apply_rope',
     'build_ffn',
-    'draw_layer_keeps',
-    'drop_path_rates',
     'pack_tokens',
     'swiglu_hidden_dims',
     'unpack_tokens',

@@ -3,7 +3,7 @@
 stochastic depth that runs each residual branch on the kept samples
 only."""
 
-from typing import List, Optional, Sequence, Tuple
+from typing import Optional, Sequence, Tuple
 
 import torch
 from mmengine.model import BaseModule
@@ -11,16 +11,10 @@ from mmpretrain.models.utils import build_norm_layer
 from torch import Tensor, nn
 
 from .attention import Attention, Rope
-from .drop_path import check_drop_path_mode
+from .drop_path import Keep, check_drop_path_mode, draw_keep, packed_residual
 from .ffn import MMPRETRAIN_FFN_TYPES, build_ffn
 from .layer_scale import LayerScale
-from .token_packing import (
-    Keep,
-    TokenGroups,
-    draw_keep,
-    draw_static_keeps,
-    packed_residual,
-)
+from .token_packing import TokenGroups
 
 #: Kept samples of the attention branch, then of the FFN branch.
 Keeps = Tuple[Keep, Keep]
@@ -229,7 +223,7 @@ class DINOBlock(BaseModule):
         keep_attn, keep_ffn = keeps
 
         def attn(t: Tensor, grp: TokenGroups) -> Tensor:
-            return self.ls1(self.attn.forward_packed(self.ln1(t), grp, ropes))
+            return self.ls1(self.attn(self.ln1(t), grp, ropes))
 
         def ffn(t: Tensor, grp: TokenGroups) -> Tensor:
             return self.ls2(self.ffn(self.ln2(t)))
@@ -247,24 +241,4 @@ class DINOBlock(BaseModule):
         return text
 
 
-def draw_layer_keeps(
-    layers: Sequence[DINOBlock],
-    groups: TokenGroups,
-    x: Tensor,
-    generators: Optional[Sequence[Optional[torch.Generator]]] = None,
-) -> List[Keeps]:
-    """Every block's :meth:`DINOBlock.draw_keeps`, for a whole forward.
-
-    Blocks in ``'static'`` mode draw together (:func:`~mmssl.models.
-    layers.token_packing.draw_static_keeps`: a few kernels per crop group
-    for all blocks, not about ten per branch); other modes draw block by
-    block.
-    """
-    if any(layer.drop_path_mode != 'static' for layer in layers):
-        return [layer.draw_keeps(groups, x, generators) for layer in layers]
-    rates = [layer.drop_rate_now() for layer in layers for _ in range(2)]
-    keeps = draw_static_keeps(groups, rates, x.device, generators)
-    return list(zip(keeps[0::2], keeps[1::2]))
-
-
-__all__ = ['DINOBlock', 'draw_layer_keeps']
+__all__ = ['DINOBlock']

@@ -1,13 +1,15 @@
 # Copyright (c) mmssl contributors. All rights reserved.
-"""Stochastic depth that skips the work of the dropped samples.
+"""Stochastic depth: the rate of each block, which samples keep a
+residual branch, and the residual that runs the branch on those only.
 
 Stochastic depth (Huang et al. 2016, https://arxiv.org/abs/1603.09382)
 drops a residual branch per sample: ``x + mask * branch(x) / keep_prob``
-with ``mask ~ Bernoulli(keep_prob)``. The usual implementation (mmcv's
-``DropPath``) computes ``branch(x)`` for every sample and multiplies the
-dropped ones by zero. Here the branch runs only on the kept samples and its
-result is added back at their rows, so a drop rate of 0.4 saves about 40%
-of the block's compute.
+with ``mask ~ Bernoulli(keep_prob)``. mmcv's ``DropPath`` computes
+``branch(x)`` for every sample and multiplies the dropped ones by zero;
+here the branch runs on the kept samples only and is added back at their
+rows (:func:`packed_residual`), so a rate of 0.4 saves about 40% of a
+block's compute. The rates rise linearly over the blocks or are uniform
+(:func:`drop_path_rates`).
 
 Which samples are kept (``drop_path_mode``):
 
@@ -16,90 +18,47 @@ Which samples are kept (``drop_path_mode``):
   the k-th is kept with probability ``B * keep_prob - (k - 1)``, a draw
   made on the device that weights its row by 0 or 1. Every sample is then
   kept with probability exactly ``keep_prob`` and kept rows are scaled by
-  ``1 / keep_prob``, the distribution of the per-sample marginals of
-  ``'bernoulli'``. Fixed shapes, no host value: no host sync and one
-  ``torch.compile`` graph per input shape. The DINO configs use it.
-- ``'bernoulli'`` (the backbones' default): each sample is kept
-  independently with probability ``keep_prob`` and scaled by
-  ``1 / keep_prob``, exactly the distribution of the usual
-  implementation. The kept count varies, which needs a host sync
-  (``nonzero``) and gives a new shape at every call.
-- ``'fixed'``: a uniformly random subset of ``k = max(floor(B *
-  keep_prob), 1)`` samples, scaled by ``B / k``: the count rule of
-  DINOv2's batch-subset stochastic depth (Oquab et al. 2023,
-  https://arxiv.org/abs/2304.07193). Fixed shapes and no host sync, but
-  rounding down drops more than the nominal rate at small batches (B=4,
-  rate 0.1: 1 of 4).
+  ``1 / keep_prob``: the per-sample marginals of ``'bernoulli'`` with
+  fixed shapes and no host value (one ``torch.compile`` graph per input
+  shape). The DINO configs use it.
+- ``'bernoulli'`` (the backbones' default): each sample kept
+  independently with probability ``keep_prob``, scaled by ``1 /
+  keep_prob``: the usual distribution. The kept count varies, which needs
+  a host sync (``nonzero``) and gives a new shape at every call.
+- ``'fixed'``: a random subset of ``k = max(floor(B * keep_prob), 1)``
+  samples scaled by ``B / k``: the count rule of DINOv2's batch-subset
+  stochastic depth (Oquab et al. 2023, https://arxiv.org/abs/2304.07193).
+  Rounding down drops more than the nominal rate at small batches.
 - ``'fixed_stochastic'``: ``k = max(floor(B * keep_prob + U), 1)`` with
-  ``U ~ U[0, 1)`` drawn on the host, so ``E[k] = B * keep_prob`` whenever
-  that is at least 1: the nominal rate in expectation, two shapes per
-  batch size (and a new Python number per call, which a compiled block
-  guards on).
+  ``U ~ U[0, 1)`` drawn on the host: the nominal rate in expectation,
+  two shapes per batch size.
 
-In every mode the result equals ``x + branch(x)`` in expectation.
+In every mode the result equals ``x + branch(x)`` in expectation. Tokens
+come packed (:mod:`~mmssl.models.layers.token_packing`): every group of
+crops draws its own samples, in group order.
 """
 
-import contextlib
 import math
-from typing import List, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import Callable, List, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor
-from torch.nn.attention import SDPBackend, sdpa_kernel
+
+from .attention import plan_free_attention
+from .token_packing import TokenGroups
 
 DROP_PATH_SCHEDULES = ('linear', 'uniform')
 DROP_PATH_MODES = ('bernoulli', 'static', 'fixed', 'fixed_stochastic')
-
-#: Attention kernels that need no per-shape plan (no cuDNN attention).
-_PLAN_FREE_ATTENTION = (
-    SDPBackend.FLASH_ATTENTION,
-    SDPBackend.EFFICIENT_ATTENTION,
-    SDPBackend.MATH,
-)
-
-
-def generator_kwargs(generator: Optional[torch.Generator]) -> dict:
-    """``dict(generator=...)`` for ``torch.rand``, empty for None.
-
-    Passing ``generator=None`` selects torch.rand's generator overload,
-    which takes no symbolic sizes: a compiled block then failed once dynamo
-    made the batch size dynamic (``SymIntArrayRef expected to contain only
-    concrete integers``).
-    """
-    return {} if generator is None else dict(generator=generator)
-
-
-def subset_attention_backends(x: Tensor):
-    """Context for running a branch on a random subset of ``x``'s samples.
-
-    The kept subset has a new batch size at almost every call. cuDNN's
-    attention (which torch's ``scaled_dot_product_attention`` picks for bf16
-    on recent GPUs) builds an execution plan per new shape, about 12 ms of
-    host time each: on an H200 that made the bf16 ViT-S/14 forward+backward
-    with drop path 0.4 ten times slower than with fixed shapes. Flash and
-    memory-efficient attention need no plan, so they are used instead on
-    CUDA; elsewhere nothing changes.
-    """
-    if not x.is_cuda:
-        return contextlib.nullcontext()
-    return sdpa_kernel(list(_PLAN_FREE_ATTENTION))
+Generators = Optional[Sequence[Optional[torch.Generator]]]
 
 
 def drop_path_rates(
     rate: float, num_layers: int, schedule: str = 'linear'
 ) -> List[float]:
-    """Per-block drop rates.
-
-    Args:
-        rate (float): Drop rate of the last block, in [0, 1).
-        num_layers (int): Number of blocks.
-        schedule (str): ``'linear'`` (0 in the first block rising to
-            ``rate`` in the last, Huang et al.) or ``'uniform'`` (``rate`` in
-            every block, as DINOv2 uses for its large models).
-
-    Returns:
-        list[float]: One rate per block.
-    """
+    """Per-block drop rates: ``'linear'`` (0 in the first block rising to
+    ``rate`` in the last, Huang et al.) or ``'uniform'`` (``rate`` in
+    every block, as DINOv2 for its large models and DINOv3)."""
     if schedule not in DROP_PATH_SCHEDULES:
         raise ValueError(
             f'drop_path_schedule={schedule!r} is not supported; use one of '
@@ -125,11 +84,48 @@ def check_drop_path_mode(mode: str) -> str:
     return mode
 
 
+@dataclass(frozen=True)
+class GroupKeep:
+    """The samples of one group that keep a residual branch.
+
+    Attributes:
+        idx (Tensor, optional): Kept sample indices (k,); None: all.
+        count (int): k, known on the host.
+        scale (float): Scale of the kept branches (``1 / keep_prob`` or
+            ``B / k``).
+        device (torch.device): Where the indices live.
+        weight (Tensor, optional): Per kept sample (k,) the weight of its
+            branch, drawn on the device (``'static'``; ``scale`` unused).
+        rows (Tensor, optional): The packed rows of the kept samples'
+            tokens (k * T,), offset by the group's first row.
+        row_weight (Tensor, optional): ``weight`` per row (k * T,).
+    """
+
+    idx: Optional[Tensor]
+    count: int
+    scale: float
+    device: torch.device
+    weight: Optional[Tensor] = None
+    rows: Optional[Tensor] = None
+    row_weight: Optional[Tensor] = None
+
+
+Keep = Optional[List[GroupKeep]]  # one entry per group; None: keep all
+
+
+# ----------------------------------------------------------------------
+# which samples keep a branch
+def generator_kwargs(generator: Optional[torch.Generator]) -> dict:
+    """``dict(generator=...)`` for ``torch.rand``, empty for None
+    (``generator=None`` selects an overload that takes no symbolic sizes,
+    which fails in a compiled block with a dynamic batch)."""
+    return {} if generator is None else dict(generator=generator)
+
+
 @torch.compiler.disable
 def host_uniform(generator: Optional[torch.Generator] = None) -> float:
-    """One U[0, 1) number drawn on the host (no device sync): from
-    ``generator`` if it is a CPU generator, else from torch's CPU RNG.
-    Kept out of ``torch.compile`` graphs (a Python float, not a tensor)."""
+    """One U[0, 1) number drawn on the host (no device sync), from
+    ``generator`` if it is a CPU generator, else from torch's CPU RNG."""
     if generator is not None and generator.device.type != 'cpu':
         generator = None
     return float(torch.rand((), **generator_kwargs(generator)))
@@ -141,18 +137,8 @@ def keep_count(
     mode: str,
     generator: Optional[torch.Generator] = None,
 ) -> int:
-    """Samples a ``'fixed'`` or ``'fixed_stochastic'`` draw keeps.
-
-    Args:
-        batch (int): Batch size B.
-        drop_prob (float): Drop rate p.
-        mode (str): ``'fixed'``: ``max(floor(B(1-p)), 1)``;
-            ``'fixed_stochastic'``: ``max(floor(B(1-p) + U), 1)``.
-        generator (torch.Generator, optional): RNG of U (CPU only).
-
-    Returns:
-        int: k in [1, B].
-    """
+    """k of a fixed-count draw: ``'fixed'``: ``max(floor(B(1-p)), 1)``;
+    ``'fixed_stochastic'``: ``max(floor(B(1-p) + U), 1)``."""
     expected = batch * (1.0 - drop_prob)
     if mode == 'fixed_stochastic':
         expected += host_uniform(generator)
@@ -169,57 +155,29 @@ def keep_indices(
     device: torch.device,
     generator: Optional[torch.Generator] = None,
 ) -> Tensor:
-    """A uniformly random subset of ``count`` of ``range(batch)`` drawn on
-    ``device`` (the ``count`` smallest of B uniform keys), without host
-    sync: (count,) int64."""
+    """A uniformly random subset (count,) of ``range(batch)``, drawn on
+    ``device`` without host sync (the smallest of B uniform keys)."""
     keys = torch.rand(batch, device=device, **generator_kwargs(generator))
     return keys.argsort()[:count]
 
 
 def static_keep_count(batch: int, drop_prob: float) -> int:
-    """Rows a ``'static'`` draw runs the branch on: ``max(ceil(B(1-p)),
-    1)``, capped at B; a Python int fixed by B and p."""
+    """Rows a ``'static'`` draw runs: ``max(ceil(B(1-p)), 1)``, at most
+    B; a Python int fixed by B and p."""
     expected = batch * (1.0 - drop_prob)
     # round() first: B(1-p) = 3.0000000000000004 must give 3, not 4
     return min(max(math.ceil(round(expected, 9)), 1), batch)
 
 
-def static_keep(
-    batch: int,
-    drop_prob: float,
-    device: torch.device,
-    generator: Optional[torch.Generator] = None,
-) -> Tuple[Tensor, Tensor]:
-    """Indices and weights of a ``'static'`` stochastic-depth draw.
-
-    ``k = static_keep_count(B, p)`` random distinct samples; the first
-    ``k - 1`` have weight ``1 / keep_prob``, the last
-    ``Bernoulli(f) / keep_prob`` with ``f = B * keep_prob - (k - 1)``
-    (drawn on ``device``). Each sample is kept with probability
-    ``(k - 1) / B + f / B = keep_prob`` and the expected weight of every
-    sample is 1.
-
-    Returns:
-        tuple[Tensor, Tensor]: Indices (k,) int64 and weights (k,)
-        float32, both on ``device``.
-    """
-    order, weight, (count,) = static_draws(
-        batch, [drop_prob], device, generator
-    )
-    return order[0, :count], weight[0, :count]
-
-
-#: Constants of :func:`static_draws` per (batch, rates, device): built
-#: once with device ops, so a draw needs no host-to-device copy.
+#: Constants of :func:`static_draws` per (batch, rates, device).
 _STATIC_TABLES: dict = {}
 
 
-def _static_table(
-    batch: int, rates: Tuple[float, ...], device: torch.device
-) -> Tuple[Tensor, Tensor, Tensor, List[int]]:
-    """``(sure, last, frac, counts)`` of n branches at batch B: per branch
-    the weight of its first ``k - 1`` ranks (n, B), of its k-th rank
-    (n, B), the probability ``f`` that the k-th is kept (n,), and k."""
+def _static_table(batch: int, rates: Tuple[float, ...], device) -> tuple:
+    """``(sure, last, frac, counts)``: per branch the weight of its first
+    ``k - 1`` ranks (n, B), of its k-th rank (n, B), the probability that
+    the k-th is kept (n,), and k. Built once with device ops, so a draw
+    copies nothing from the host."""
     key = (batch, rates, str(device))
     if key not in _STATIC_TABLES:
         if len(_STATIC_TABLES) >= 64:  # many batch sizes: start again
@@ -248,27 +206,16 @@ def static_draws(
     device: torch.device,
     generator: Optional[torch.Generator] = None,
 ) -> Tuple[Tensor, Tensor, List[int]]:
-    """The ``'static'`` draws of several branches at once.
-
-    Each branch i gets what :func:`static_keep` draws for it (k_i random
-    distinct samples, weights ``1 / keep_prob`` and a last weight
-    ``Bernoulli(f_i) / keep_prob``), but all branches share one
-    ``rand`` + ``argsort`` for the samples and one ``rand`` for the last
-    weights: six kernels for a whole forward instead of about ten per
-    branch, which is what a step that waits on kernel launches (a ViT-S at
-    batch 32 on a GPU) spends its time on.
-
-    Args:
-        batch (int): B.
-        rates (Sequence[float]): Drop rate of each branch, in (0, 1).
-        device (torch.device): Where to draw.
-        generator (torch.Generator, optional): RNG of the draws.
+    """The ``'static'`` draws of n branches in one ``rand`` + ``argsort``
+    and one ``rand`` (a few kernels per forward, not ten per branch).
 
     Returns:
-        tuple: ``order`` (n, B) int64, a random permutation of the samples
-        per branch; ``weight`` (n, B) float32, the weight of each rank;
-        ``counts``, k_i per branch. Branch i keeps ``order[i, :k_i]``
-        with weights ``weight[i, :k_i]``.
+        tuple: ``order`` (n, B) int64, a random permutation per branch;
+        ``weight`` (n, B) float32 per rank: ``1 / keep_prob`` for the
+        first ``k_i - 1``, ``Bernoulli(f_i) / keep_prob`` for the k_i-th
+        (``f_i = B * keep_prob - (k_i - 1)``), so every sample is kept
+        with probability ``keep_prob`` and has expected weight 1;
+        ``counts``, k_i per branch. Branch i keeps ``order[i, :k_i]``.
     """
     sure, last, frac, counts = _static_table(batch, tuple(rates), device)
     gen = generator_kwargs(generator)
@@ -278,16 +225,199 @@ def static_draws(
     return order, weight, counts
 
 
+def draw_keep(
+    groups: TokenGroups,
+    drop_prob: float,
+    rule: str,
+    device: torch.device,
+    dtype: torch.dtype,
+    generators: Generators = None,
+    mode: str = 'bernoulli',
+) -> Keep:
+    """Which samples of each group of ``groups`` keep one residual
+    branch of rate ``drop_prob`` (0: None, every sample), drawn as
+    ``mode`` says on ``device``, group g with ``generators[g]`` (None:
+    the global RNG). ``'bernoulli'`` keeps a sample where ``u < 1 - p``
+    (``rule='below'``) or, as mmcv's ``DropPath``, where ``floor(1 - p +
+    u) == 1`` with ``u`` in ``dtype`` (``'floor'``).
+
+    Returns:
+        list[GroupKeep] | None: One entry per group.
+    """
+    if drop_prob == 0.0:
+        return None
+    if mode == 'static':
+        return draw_static_keeps(groups, [drop_prob], device, generators)[0]
+    keep_prob = 1.0 - drop_prob
+    gens = list(generators) if generators else [None] * len(groups.sizes)
+    keep = []
+    for (b, _), gen in zip(groups.sizes, gens):
+        if mode != 'bernoulli':
+            k = keep_count(b, drop_prob, mode, gen)
+            idx = None if k == b else keep_indices(b, k, device, gen)
+            keep.append(GroupKeep(idx, k, b / k, device))
+            continue
+        if rule == 'below':
+            u = torch.rand(b, device=device, **generator_kwargs(gen))
+            mask = u < keep_prob
+        else:
+            u = torch.rand(
+                b, device=device, dtype=dtype, **generator_kwargs(gen)
+            )
+            mask = (keep_prob + u).floor().bool()
+        idx = mask.nonzero().squeeze(1)  # host sync: k varies
+        k = idx.numel()
+        keep.append(
+            GroupKeep(None if k == b else idx, k, 1 / keep_prob, device)
+        )
+    return keep
+
+
+def draw_static_keeps(
+    groups: TokenGroups,
+    rates: Sequence[float],
+    device: torch.device,
+    generators: Generators = None,
+) -> List[Keep]:
+    """The ``'static'`` keeps of many branches (a whole backbone's) in a
+    few kernels per group; a rate of 0 gives None. With several groups
+    each :class:`GroupKeep` also holds its token rows and their weights,
+    so a branch gathers all groups' tokens in one call."""
+    active = [i for i, p in enumerate(rates) if p > 0.0]
+    keeps: List[Keep] = [None] * len(rates)
+    if not active:
+        return keeps
+    gens = list(generators) if generators else [None] * len(groups.sizes)
+    packed = len(groups.sizes) > 1
+    for i in active:
+        keeps[i] = []
+    start = 0
+    for (b, t), gen in zip(groups.sizes, gens):
+        order, weight, counts = static_draws(
+            b, [rates[i] for i in active], device, gen
+        )
+        if packed:  # (n, B, T): each sample's token rows and weight
+            tokens = torch.arange(t, device=order.device)
+            rows = (order * t + start)[:, :, None] + tokens
+            row_weight = weight[:, :, None].expand(-1, -1, t).contiguous()
+        for j, (i, k) in enumerate(zip(active, counts)):
+            extra = (
+                (rows[j, :k].view(-1), row_weight[j, :k].view(-1))
+                if packed
+                else ()
+            )
+            keeps[i].append(
+                GroupKeep(order[j, :k], k, 1.0, device, weight[j, :k], *extra)
+            )
+        start += b * t
+    return keeps
+
+
+def draw_layer_keeps(
+    layers: Sequence, groups: TokenGroups, x: Tensor, generators=None
+) -> List[Tuple[Keep, Keep]]:
+    """Every block's kept samples (attention branch, FFN branch) for one
+    forward, drawn outside the blocks: a compiled block then sees fixed
+    shapes, a checkpointed one replays them. When every block is
+    ``'static'`` they draw together (:func:`draw_static_keeps`), else
+    each block draws its own (``layer.draw_keeps``)."""
+    if any(layer.drop_path_mode != 'static' for layer in layers):
+        return [layer.draw_keeps(groups, x, generators) for layer in layers]
+    rates = [layer.drop_rate_now() for layer in layers for _ in range(2)]
+    keeps = draw_static_keeps(groups, rates, x.device, generators)
+    return list(zip(keeps[0::2], keeps[1::2]))
+
+
+# ----------------------------------------------------------------------
+# the residual on the kept samples
+Branch = Callable[[Tensor, TokenGroups], Tensor]
+
+
+def _kept_rows(
+    groups: TokenGroups, keep: List[GroupKeep]
+) -> Tuple[Tensor, TokenGroups]:
+    """Row indices of the kept samples' tokens and their layout."""
+    rows, sizes, start = [], [], 0
+    for (b, t), k in zip(groups.sizes, keep):
+        idx = k.idx
+        if idx is None:
+            idx = torch.arange(b, device=k.device)
+        base = start + idx * t  # first row of each kept sample
+        arange = torch.arange(t, device=base.device)
+        rows.append((base[:, None] + arange[None, :]).reshape(-1))
+        sizes.append((idx.shape[0], t))  # k, symbolic if traced so
+        start += b * t
+    return torch.cat(rows), TokenGroups(tuple(sizes))
+
+
+def packed_residual(
+    x: Tensor, branch: Branch, groups: TokenGroups, keep: Keep
+) -> Tensor:
+    """``x + drop_path(branch(x))`` on packed tokens (S, C), running
+    ``branch(tokens, layout)`` on the kept samples only; the dropped
+    samples' rows are ``x`` unchanged. ``keep`` None: every sample,
+    unscaled (evaluation, no drop path)."""
+    if keep is None:
+        return x + branch(x, groups)
+    if keep[0].weight is not None:
+        return _weighted_residual(x, branch, groups, keep)
+    scales = [k.scale for k in keep]
+    same_scale = len(set(scales)) == 1
+    if same_scale and all(k.idx is None for k in keep):
+        return torch.add(x, branch(x, groups), alpha=scales[0])
+    # An empty subset still runs the branch (on zero rows) so that every
+    # parameter stays in the graph, as DDP needs.
+    rows, kept = _kept_rows(groups, keep)
+    with plan_free_attention(x):  # a new batch size at every call
+        residual = branch(x.index_select(0, rows), kept).to(x.dtype)
+    if same_scale:
+        return torch.index_add(x, 0, rows, residual, alpha=scales[0])
+    # Fixed-count modes: group g's branch is scaled by B_g / k_g.
+    per_row = torch.cat(
+        [x.new_full((r, 1), s) for r, s in zip(kept.rows, scales)]
+    )  # (S_kept, 1)
+    return torch.index_add(x, 0, rows, residual * per_row)
+
+
+def _weighted_residual(
+    x: Tensor, branch: Branch, groups: TokenGroups, keep: List[GroupKeep]
+) -> Tensor:
+    """:func:`packed_residual` of the ``'static'`` mode: per kept sample a
+    weight (k_g,) on the device, broadcast to its T_g rows."""
+    if len(keep) == 1:  # one group: gather whole samples, 3 kernels
+        (b, t), k = groups.sizes[0], keep[0]
+        samples = x.view(b, t, -1)
+        kept = samples.index_select(0, k.idx)  # (k, T, C)
+        residual = branch(
+            kept.view(-1, x.shape[-1]), TokenGroups(((k.count, t),))
+        )
+        weighted = residual.view(k.count, t, -1) * k.weight[:, None, None]
+        return torch.index_add(samples, 0, k.idx, weighted.to(x.dtype)).view(
+            x.shape
+        )
+    # Several groups: the rows and their weights come with the draws.
+    rows = torch.cat([k.rows for k in keep])
+    per_row = torch.cat([k.row_weight for k in keep])  # (S_kept,)
+    kept = TokenGroups(
+        tuple((k.count, t) for k, (_, t) in zip(keep, groups.sizes))
+    )
+    residual = branch(x.index_select(0, rows), kept)  # (S_kept, C)
+    weighted = residual * per_row[:, None]
+    return torch.index_add(x, 0, rows, weighted.to(x.dtype))
+
+
 __all__ = [
     'DROP_PATH_MODES',
     'DROP_PATH_SCHEDULES',
+    'GroupKeep',
     'check_drop_path_mode',
+    'draw_keep',
+    'draw_layer_keeps',
+    'draw_static_keeps',
     'drop_path_rates',
-    'generator_kwargs',
     'keep_count',
     'keep_indices',
+    'packed_residual',
     'static_draws',
-    'static_keep',
     'static_keep_count',
-    'subset_attention_backends',
 ]

@@ -48,10 +48,10 @@ def test_patchify_3d_matches_loop():
 
 
 def test_patchify_follows_patch_embed_order():
-    """Token n of PatchEmbed3D sees exactly the voxels of patch n."""
-    from mmssl.models.backbones.vit3d import PatchEmbed3D
+    """Token n of the 3D PatchEmbed sees exactly the voxels of patch n."""
+    from mmssl.models.layers import PatchEmbed
 
-    embed = PatchEmbed3D(1, 1, 2)
+    embed = PatchEmbed(1, 1, 2, spatial_dims=3, pad=True)
     torch.nn.init.ones_(embed.projection.weight)
     torch.nn.init.zeros_(embed.projection.bias)
     x = torch.randn(1, 1, 4, 4, 4)

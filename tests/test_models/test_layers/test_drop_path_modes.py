@@ -12,7 +12,6 @@ from mmengine.config import Config
 
 from mmssl.models.backbones import DINOv3ViT, DINOVisionTransformer
 from mmssl.models.layers import drop_path as dp
-from mmssl.models.layers import token_packing as tp
 from mmssl.models.layers.drop_path import (
     keep_count,
     keep_indices,
@@ -107,7 +106,7 @@ def _enumerate(x, branch, p, mode, monkeypatch):
         subsets = list(itertools.combinations(range(B), k))
         queue = [torch.tensor(s) for s in subsets]
         monkeypatch.setattr(  # where the block's draw looks it up
-            tp, 'keep_indices', lambda b, c, d, g=None: queue.pop()
+            dp, 'keep_indices', lambda b, c, d, g=None: queue.pop()
         )
         outs = [
             drop_add_residual(x, branch, p, True, mode=mode) for _ in subsets

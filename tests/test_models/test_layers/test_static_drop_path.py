@@ -8,7 +8,7 @@ import torch
 
 from mmssl.models.layers import DINOBlock
 from mmssl.models.layers.drop_path import (
-    static_keep,
+    static_draws,
     static_keep_count,
 )
 from mmssl_dev.step_phases import KernelCounter
@@ -35,7 +35,8 @@ def test_the_branch_always_sees_ceil_rows(batch, p, k):
 
 
 def test_weights_and_indices():
-    idx, w = static_keep(5, 0.3, torch.device('cpu'))
+    order, weight, (k,) = static_draws(5, [0.3], torch.device('cpu'))
+    idx, w = order[0, :k], weight[0, :k]
     assert idx.shape == w.shape == (4,)
     assert len(set(idx.tolist())) == 4  # distinct samples
     keep = 0.7
@@ -106,7 +107,6 @@ def test_batched_draws_match_one_branch_at_a_time():
     """static_draws: per branch k_i distinct samples, the first k_i - 1
     weighted 1 / keep, the k-th 0 or 1 / keep, and each sample kept with
     probability keep_prob (2000 seeded draws, 5 standard errors)."""
-    from mmssl.models.layers.drop_path import static_draws
 
     rates, B, n = [0.3, 0.1, 0.5], 5, 2000
     torch.manual_seed(0)

@@ -6,10 +6,9 @@ import pytest
 import torch
 
 from mmssl.models.backbones import DINOv3ViT, DINOVisionTransformer
+from mmssl.models.layers.drop_path import GroupKeep, _kept_rows
 from mmssl.models.layers.token_packing import (
-    GroupKeep,
     TokenGroups,
-    _kept_rows,
     group_masks,
     pack_tokens,
     unpack_tokens,
@@ -136,6 +135,21 @@ def test_packed_fixed_count_modes_equal_per_group(kind, mode):
     if kind == 'v3':
         kw['rope_rescale_coords'] = None  # RoPE draws the global RNG
     model = build(kind, 0.5, **kw).train()
+    xs, masks = inputs()
+    want = run(model, per_group, xs, masks, [11, 12, 13])
+    got = run(model, packed, xs, masks, [11, 12, 13])
+    assert_same(want, got)
+    eval_outs = packed(model.eval(), xs, masks)
+    assert not torch.allclose(got[0][0][1], eval_outs[0][1])  # dropped
+
+
+def test_packed_mixed_mode_stack_equals_per_group():
+    # One 'static' block among others: every block draws its own samples
+    # (no whole-stack static draw), the static one with packed rows.
+    modes = ['static', 'bernoulli', 'static']
+    cfgs = [dict(drop_path_mode=m) for m in modes]
+    model = build('v2', 0.5, layer_cfgs=cfgs).train()
+    assert [b.drop_path_mode for b in model.layers] == modes
     xs, masks = inputs()
     want = run(model, per_group, xs, masks, [11, 12, 13])
     got = run(model, packed, xs, masks, [11, 12, 13])
