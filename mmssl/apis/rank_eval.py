@@ -72,11 +72,36 @@ def _loader(cfg, folder: str, size: int, max_images: Optional[int]):
     return SSLRunner.build_dataloader(loader, seed=0), total
 
 
-def _features(model, loader, desc: str) -> torch.Tensor:
+def _features(model, loader, desc: str, skipped: Dict) -> torch.Tensor:
+    """Features of the images read as themselves: a sample that stands
+    in for a bad file (the dataset reads another image instead, as in
+    training) is left out, and the bad files go to ``skipped``
+    (``{path: reason}``)."""
     from mmssl.evaluation import extract_features
 
-    feats, _ = extract_features(model, loader, desc=desc)
-    return feats.float()
+    feats, samples = extract_features(model, loader, desc=desc)
+    if len(samples) != feats.shape[0]:  # no data samples to tell by
+        return feats.float()
+    keep = []
+    for i, sample in enumerate(samples):
+        bad = sample.get('skipped_files', None) or []
+        for path, reason in bad:
+            skipped.setdefault(path, reason)
+        if not bad:
+            keep.append(i)
+    return feats[keep].float()
+
+
+def skipped_line(skipped: Dict, folder: str, used: int) -> str:
+    """One line for the bad files left out: how many, the first ones."""
+    first = '; '.join(
+        f'{osp.relpath(p, folder)}: {r}' for p, r in list(skipped.items())[:2]
+    )
+    more = ', ...' if len(skipped) > 2 else ''
+    return (
+        f'rank: skipped {len(skipped)} unreadable file(s) of {folder} '
+        f'({first}{more}); RankMe on the other {used} images'
+    )
 
 
 def rank_figure(spectra: Dict[str, torch.Tensor]) -> np.ndarray:
@@ -111,11 +136,12 @@ def rank_figure(spectra: Dict[str, torch.Tensor]) -> np.ndarray:
     return np.ascontiguousarray(rgba[..., 2::-1])
 
 
-def _random_and_trained(cfg, args: Namespace, loader) -> Dict:
+def _random_and_trained(cfg, args: Namespace, loader, skipped: Dict) -> Dict:
     """Features of the random init and, with ``args.checkpoint``, of the
     checkpoint, on the same images: ``{'random init': ..., 'trained':
-    ...}``. The checkpoint is loaded (and refused when it does not hold
-    the config's backbone) before any feature is computed."""
+    ...}`` (bad files left out and put in ``skipped``). The checkpoint
+    is loaded (and refused when it does not hold the config's backbone)
+    before any feature is computed."""
     from mmssl.apis.knn_eval import load_weights
     from mmssl.checkpoint import (
         exit_on_untrusted,
@@ -147,9 +173,10 @@ def _random_and_trained(cfg, args: Namespace, loader) -> Dict:
                 f'No --checkpoint: the RANDOM INIT of {args.config} '
                 f'(init_weights(), seed {seed})'
             )
-            return {
-                'random init': _features(random_init(), loader, 'random init')
-            }
+            feats['random init'] = _features(
+                random_init(), loader, 'random init', skipped
+            )
+            return feats
         model = random_init()
         what = load_weights(
             model,
@@ -160,9 +187,11 @@ def _random_and_trained(cfg, args: Namespace, loader) -> Dict:
             getattr(args, 'network', None),
         )
         print(f'Loaded {what}')
-        feats['trained'] = _features(model, loader, 'trained')
+        feats['trained'] = _features(model, loader, 'trained', skipped)
         del model
-        feats['random init'] = _features(random_init(), loader, 'random init')
+        feats['random init'] = _features(
+            random_init(), loader, 'random init', skipped
+        )
     return {k: feats[k] for k in ('random init', 'trained')}
 
 
@@ -198,12 +227,16 @@ def run_rank(cfg, args: Namespace) -> Tuple[Dict, np.ndarray]:
     else:
         how = f'loaded as the config trains, centre {size}^3 ({source})'
     print(
-        f'rank: {len(loader.dataset)} of the {total} images of {folder} '
-        f'(evenly spaced), {how}'
+        f'rank: {len(loader.dataset)} of the {total} image files of '
+        f'{folder} (evenly spaced), {how}'
     )
-    args.counts = dict(images=len(loader.dataset))
-    feats = _random_and_trained(cfg, args, loader)
+    skipped = {}
+    feats = _random_and_trained(cfg, args, loader, skipped)
     measured = feats.get('trained', feats['random init'])
+    args.counts = dict(images=int(measured.shape[0]))
+    if skipped:
+        args.counts['skipped'] = len(skipped)
+        print(skipped_line(skipped, folder, int(measured.shape[0])))
     metrics = {f'rank/{k}': v for k, v in rank_metrics(measured).items()}
     if args.checkpoint:
         baseline = rank_metrics(feats['random init'])
