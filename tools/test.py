@@ -99,7 +99,7 @@ def load_for_test(runner, cfg, args) -> str:
         )
     except BackboneMismatchError as err:
         print(f'error: {err}', file=sys.stderr)
-        sys.exit(1)
+        sys.exit(2)
     feature_loop = 'Feature' in str((cfg.get('test_cfg') or {}).get('type'))
     if not loaded.whole and not feature_loop and loaded.copies[0]:
         print(
@@ -109,8 +109,26 @@ def load_for_test(runner, cfg, args) -> str:
             'tools/eval.py for a probe.',
             file=sys.stderr,
         )
-        sys.exit(1)
+        sys.exit(2)
     return loaded.summary()
+
+
+TEST_KEYS = ('test_dataloader', 'test_cfg', 'test_evaluator')
+
+
+def no_test_loop(cfg) -> str:
+    """What the config lacks to run a test loop, with the fix; '' when
+    it has ``test_dataloader``, ``test_cfg`` and ``test_evaluator``."""
+    missing = [key for key in TEST_KEYS if cfg.get(key) is None]
+    if not missing:
+        return ''
+    return (
+        f'has no {" / ".join(missing)}, so there is no test to run; set '
+        f'{", ".join(TEST_KEYS)} in the config (the demo configs have a '
+        'kNN test on data/demo), or measure the checkpoint with '
+        'python tools/eval.py CONFIG --checkpoint CKPT --task knn --data '
+        'ROOT (labelled ROOT/train and ROOT/val) or --task rank (no labels).'
+    )
 
 
 def main(argv=None) -> dict:
@@ -118,6 +136,7 @@ def main(argv=None) -> dict:
     from mmssl.apis.errors import (
         BUILD_ERRORS,
         UserError,
+        checkpoint_file_error,
         config_build_error,
         missing_config_error,
     )
@@ -138,6 +157,10 @@ def main(argv=None) -> dict:
             file=sys.stderr,
         )
         sys.exit(2)
+    unreadable = checkpoint_file_error(args.checkpoint, 'CHECKPOINT')
+    if unreadable:  # before the runner is built
+        print(f'error: {unreadable}', file=sys.stderr)
+        sys.exit(2)
     cfg = load_config_file(args.config)
     try:
         notes = merge_cfg_options(cfg, args.cfg_options, args.allow_new_keys)
@@ -145,11 +168,9 @@ def main(argv=None) -> dict:
         print(f'error: {exc}', file=sys.stderr)
         sys.exit(2)
     set_threads_in_cfg(cfg, args.threads)
-    if cfg.get('test_dataloader') is None or cfg.get('test_cfg') is None:
-        print(
-            f'error: {args.config} has no test_dataloader/test_cfg to run.',
-            file=sys.stderr,
-        )
+    missing = no_test_loop(cfg)
+    if missing:
+        print(f'error: {args.config} {missing}', file=sys.stderr)
         sys.exit(2)
     if args.work_dir is not None:
         cfg.work_dir = args.work_dir

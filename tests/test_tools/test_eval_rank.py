@@ -4,6 +4,7 @@ init on a folder of unlabelled images, JSON, picture, errors."""
 import json
 import os
 import os.path as osp
+import re
 
 import cv2
 import numpy as np
@@ -154,10 +155,13 @@ def test_rank_cli_skips_bad_files_and_counts_only_images_used(
     )
 
 
-def test_rank_task_names_a_missing_folder(tmp_path):
+def test_rank_task_names_a_missing_folder(tmp_path, capsys):
     missing = str(tmp_path / 'nowhere')
-    with pytest.raises(SystemExit, match=r'--data .*nowhere.*give --data'):
+    with pytest.raises(SystemExit) as exit_:
         _eval([DEMO, '--task', 'rank', '--data', missing])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert re.fullmatch(r'error: --task rank .*nowhere.*give --data.*', err)
 
 
 def test_evenly_spaced_subset():
