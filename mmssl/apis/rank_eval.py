@@ -79,7 +79,15 @@ def _features(model, loader, desc: str, skipped: Dict) -> torch.Tensor:
     (``{path: reason}``)."""
     from mmssl.evaluation import extract_features
 
-    feats, samples = extract_features(model, loader, desc=desc)
+    try:
+        feats, samples = extract_features(model, loader, desc=desc)
+    except RuntimeError as err:  # the dataset found no readable image
+        if not str(err).startswith('Cannot find a readable image'):
+            raise
+        raise ValueError(
+            f'none of the image files read is a readable image ({err}); '
+            'give --data a folder of images.'
+        ) from None
     if len(samples) != feats.shape[0]:  # no data samples to tell by
         return feats.float()
     keep = []

@@ -155,6 +155,26 @@ def test_rank_cli_skips_bad_files_and_counts_only_images_used(
     )
 
 
+def test_rank_of_a_folder_without_readable_images_is_one_line(
+    tmp_path, capsys
+):
+    for i in range(3):
+        (tmp_path / f'{i}.png').write_text('not an image')
+    with pytest.raises(SystemExit) as exit_:
+        _eval([DEMO, '--task', 'rank', '--data', str(tmp_path),
+               '--work-dir', str(tmp_path / 'w')])  # fmt: skip
+    assert exit_.value.code == 2
+    errors = [
+        x for x in capsys.readouterr().err.splitlines()
+        if x.startswith('error:')
+    ]  # fmt: skip
+    assert len(errors) == 1
+    assert errors[0].startswith(
+        'error: none of the image files read is a readable image'
+    )
+    assert not (tmp_path / 'w').exists()
+
+
 def test_rank_task_names_a_missing_folder(tmp_path, capsys):
     missing = str(tmp_path / 'nowhere')
     with pytest.raises(SystemExit) as exit_:
