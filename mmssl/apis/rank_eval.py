@@ -51,23 +51,28 @@ def dataset_cfg(cfg, folder: str, size: int) -> dict:
 
 
 def _loader(cfg, folder: str, size: int, max_images: Optional[int]):
+    from torch.utils.data import Subset
+
     from mmssl.engine.runner.runner import SSLRunner
     from mmssl.evaluation.rank import evenly_spaced
     from mmssl.registry import DATASETS
 
-    dataset = dataset_cfg(cfg, folder, size)
-    total = len(DATASETS.build(dict(dataset, lazy_init=False)))
+    # one scan of the folder (and one 'N images' line): the subset is a
+    # view of the dataset built here
+    full = DATASETS.build(
+        dict(dataset_cfg(cfg, folder, size), lazy_init=False)
+    )
+    total = len(full)
     if total < 2:
         raise ValueError(
             f'{folder} holds {total} image(s); RankMe needs at least 2.'
         )
-    dataset['indices'] = evenly_spaced(total, max_images)
     loader = dict(
         batch_size=64,
         num_workers=0,
         sampler=dict(type='DefaultSampler', shuffle=False),
         collate_fn=dict(type='default_collate'),
-        dataset=dataset,
+        dataset=Subset(full, evenly_spaced(total, max_images)),
     )
     return SSLRunner.build_dataloader(loader, seed=0), total
 

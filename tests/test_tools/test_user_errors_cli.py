@@ -29,6 +29,15 @@ def _one_error_line(err):
     return next(x for x in lines if x.startswith('error:'))
 
 
+def _the_error_line(err):
+    """The one ``error:`` line of an in-process run (its stderr may hold
+    a logging error of a logger left on an earlier test's closed stream:
+    the subprocess tests check for tracebacks)."""
+    lines = [x for x in err.splitlines() if x.startswith('error:')]
+    assert len(lines) == 1, err
+    return lines[0]
+
+
 def test_build_error_names_key_value_and_nearest():
     cfg = dict(model=dict(backbone=dict(type='ViT', arch='smal')))
     try:
@@ -83,7 +92,7 @@ def test_eval_knn_names_flags_eval_has(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_:
         tool.main([CPU, '--task', 'knn', '--work-dir', str(tmp_path / 'w')])
     assert exit_.value.code == 2
-    message = _one_error_line(capsys.readouterr().err)
+    message = _the_error_line(capsys.readouterr().err)
     assert '--data ROOT' in message and '--train-folder' not in message
     with pytest.raises(SystemExit) as exit_:
         tool.main([DEMO, '--task', 'knn', '--data', str(tmp_path / 'no'),
@@ -121,7 +130,7 @@ def test_rank_refuses_a_checkpoint_before_computing(
              ckpt, '--work-dir', str(tmp_path / 'w')]
         )  # fmt: skip
     assert exit_.value.code == 2
-    line = _one_error_line(capsys.readouterr().err)
+    line = _the_error_line(capsys.readouterr().err)
     assert f'error: {ckpt} does not hold the backbone' in line
     assert not (tmp_path / 'w').exists()
 
@@ -213,6 +222,6 @@ def test_test_tool_refuses_a_broken_checkpoint_first(tmp_path, capsys):
         with pytest.raises(SystemExit) as exit_:
             tool.main([DEMO, path, '--work-dir', str(work)])
         assert exit_.value.code == 2
-        line = _one_error_line(capsys.readouterr().err)
+        line = _the_error_line(capsys.readouterr().err)
         assert line.startswith(f'error: CHECKPOINT {path}: {reason}')
         assert not work.exists()
