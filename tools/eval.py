@@ -218,6 +218,13 @@ def run_checked(args: argparse.Namespace):
         error = config_build_error(exc, cfg)
         print(f'error: {error}', file=sys.stderr, flush=True)
         sys.exit(error.exit_code)
+    except SyntaxError as err:  # the config file does not parse
+        tidy.tidy()
+        if args.debug:
+            raise
+        from mmssl.apis.errors import config_syntax_error
+
+        one_line_exit(str(config_syntax_error(args.config, err)))
     except FileNotFoundError as err:  # e.g. --data without train/ val/
         tidy.tidy()
         if args.debug:

@@ -138,6 +138,7 @@ def main(argv=None) -> dict:
         UserError,
         checkpoint_file_error,
         config_build_error,
+        config_syntax_error,
         missing_config_error,
     )
     from mmssl.config.options import UnknownConfigKeyError, merge_cfg_options
@@ -161,7 +162,10 @@ def main(argv=None) -> dict:
     if unreadable:  # before the runner is built
         print(f'error: {unreadable}', file=sys.stderr)
         sys.exit(2)
-    cfg = load_config_file(args.config)
+    try:
+        cfg = load_config_file(args.config)
+    except SyntaxError as exc:
+        raise config_syntax_error(args.config, exc) from exc
     try:
         notes = merge_cfg_options(cfg, args.cfg_options, args.allow_new_keys)
     except (UnknownConfigKeyError, IndexError, TypeError) as exc:

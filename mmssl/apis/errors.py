@@ -145,6 +145,18 @@ def config_build_error(exc: BaseException, cfg) -> TrainConfigError:
     return TrainConfigError(f'{key}={value!r}: {message.rstrip(".")}; {fix}')
 
 
+def config_syntax_error(path: str, err: SyntaxError) -> TrainConfigError:
+    """One line for a config file (or one it inherits) that is no valid
+    Python: the parser's message, the line number and its text."""
+    where = f'line {err.lineno}' if err.lineno else 'somewhere'
+    text = (err.text or '').strip()
+    shown = f': {text}' if text else ''
+    return TrainConfigError(
+        f'{path} (or a config it inherits) is not valid Python: {err.msg} '
+        f'at {where}{shown}; fix that line of the config file.'
+    )
+
+
 def checkpoint_file_problem(path: str) -> Optional[str]:
     """Why ``path`` cannot be a checkpoint, or None: cheap checks a tool
     makes before it computes anything.

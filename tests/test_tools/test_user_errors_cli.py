@@ -225,3 +225,26 @@ def test_test_tool_refuses_a_broken_checkpoint_first(tmp_path, capsys):
         line = _the_error_line(capsys.readouterr().err)
         assert line.startswith(f'error: CHECKPOINT {path}: {reason}')
         assert not work.exists()
+
+
+def test_config_that_does_not_parse_is_one_line(tmp_path, capsys):
+    """A config with a Python syntax error: eval.py and test.py say the
+    file, the line and its text (exit 2), not the parser's traceback."""
+    config = tmp_path / 'broken.py'
+    config.write_text(f"_base_ = ['{DEMO}']\nmodel = dict(\n")
+    ckpt = tmp_path / 'w.pth'
+    torch.save(dict(state_dict={}), ckpt)
+    want = (
+        f'error: {config} (or a config it inherits) is not valid Python: '
+        "'(' was never closed at line 2: model = dict(; fix that line of "
+        'the config file.'
+    )
+    runs = [
+        lambda: load_tool('eval.py').main([str(config), '--task', 'rank']),
+        lambda: load_tool('test.py').run([str(config), str(ckpt)]),
+    ]
+    for run in runs:
+        with pytest.raises(SystemExit) as exit_:
+            run()
+        assert exit_.value.code == 2
+        assert _the_error_line(capsys.readouterr().err) == want
