@@ -6,7 +6,9 @@ without a traceback unless ``--debug`` is given.
 """
 
 import difflib
+import os.path as osp
 import re
+from typing import Optional
 
 
 class UserError(Exception):
@@ -100,3 +102,59 @@ def config_build_error(exc: BaseException, cfg) -> TrainConfigError:
     else:
         fix = f'fix it in the config or with --cfg-options {key}=...'
     return TrainConfigError(f'{key}={value!r}: {message.rstrip(".")}; {fix}')
+
+
+def config_syntax_error(path: str, err: SyntaxError) -> TrainConfigError:
+    """One line for a config file (or one it inherits) that is no valid
+    Python: the parser's message, the line number and its text."""
+    where = f'line {err.lineno}' if err.lineno else 'somewhere'
+    text = (err.text or '').strip()
+    shown = f': {text}' if text else ''
+    return TrainConfigError(
+        f'{path} (or a config it inherits) is not valid Python: {err.msg} '
+        f'at {where}{shown}; fix that line of the config file.'
+    )
+
+
+def checkpoint_file_problem(path: str) -> Optional[str]:
+    """Why ``path`` cannot be a checkpoint, or None: cheap checks a tool
+    makes before it computes anything.
+
+    A missing file; an empty one; a torch zip archive cut short (no
+    central directory, see :func:`mmssl.launch.checkpoint_problem`); a
+    file that is neither a zip archive, a pickle (legacy ``torch.save``)
+    nor ``.safetensors``. Folders (sharded checkpoints) and URLs are left
+    to the loader.
+    """
+    from mmssl.launch import checkpoint_problem
+
+    if '://' in path or osp.isdir(path):
+        return None
+    if not osp.isfile(path):
+        return 'no such file'
+    if osp.getsize(path) == 0:
+        return 'an empty file'
+    if path.endswith('.safetensors'):
+        return None
+    with open(path, 'rb') as f:
+        head = f.read(4)
+    if head.startswith(b'PK'):  # torch.save's zip archive
+        return checkpoint_problem(path, check_crc=False)
+    if not head.startswith(b'\x80'):
+        return (
+            'not a checkpoint (neither a torch file, a pickle nor '
+            '.safetensors)'
+        )
+    return None
+
+
+def checkpoint_file_error(path: str, flag: str) -> Optional[UserError]:
+    """:func:`checkpoint_file_problem` as a one-line user error naming
+    the flag (``--checkpoint``) and the fix, or None."""
+    problem = checkpoint_file_problem(path)
+    if problem is None:
+        return None
+    return UserError(
+        f'{flag} {path}: {problem}; pass a complete checkpoint file (the '
+        "training's epoch_N.pth or a published .pth / .safetensors)."
+    )

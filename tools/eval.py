@@ -28,10 +28,12 @@ the online network of BYOL and MoCo; --network momentum takes the momentum
 encoder. The output names the network taken.
 Without it the config's random init is measured, and the output says so:
 "trained vs random init" is two commands. A checkpoint that does not hold
-the config's backbone stops the tool (exit 1, one line) before anything
-is computed. The last line is the headline figure with the data and the
-weights (``knn/top1: 94.99  [data data/demo (1438 bank / 359 queries);
-weights epoch_10.pth (sha256 0123456789ab)]``). Each run writes its own
+the config's backbone, or a file that is no complete checkpoint, stops
+the tool (exit 2, one line) before anything is computed, as every user
+error does (--debug: the traceback of a config value refused). The
+last line is the headline figure with the data and the weights
+(``knn/top1: 94.99  [data data/demo (1438 bank / 359 queries); weights
+epoch_10.pth (sha256 0123456789ab)]``). Each run writes its own
 WORK_DIR/eval_TASK_<date>_<time>.json (every figure, and under ``run``
 the config, checkpoint or "random init", its SHA-256, the data and its
 counts, the date and the command) and picture (image | ground truth |
@@ -142,7 +144,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 def refuse(err: ValueError, cfg, args: argparse.Namespace) -> None:
     """A value the config gives and the build refused: one line with the
     nearest valid values, exit 2 (``--debug``: the traceback); any other
-    ValueError: its message, exit 1."""
+    ValueError: its message (:func:`run_checked` exits 2 with it)."""
     from mmssl.errors import (
         config_build_error,
         find_config_value,
@@ -221,6 +223,13 @@ def run_checked(args: argparse.Namespace):
         error = config_build_error(exc, cfg)
         print(f'error: {error}', file=sys.stderr, flush=True)
         sys.exit(error.exit_code)
+    except SyntaxError as err:  # the config file does not parse
+        tidy.tidy()
+        if args.debug:
+            raise
+        from mmssl.errors import config_syntax_error
+
+        one_line_exit(str(config_syntax_error(args.config, err)))
     except FileNotFoundError as err:  # e.g. --data without train/ val/
         tidy.tidy()
         if args.debug:
@@ -233,9 +242,20 @@ def run_checked(args: argparse.Namespace):
             )
         print(f'error: {err}{hint}', file=sys.stderr, flush=True)
         sys.exit(2)
-    except SystemExit:
+    except SystemExit as exc:
         tidy.tidy()
+        if isinstance(exc.code, str):  # a user error said in one line
+            one_line_exit(exc.code)
         raise
+
+
+def one_line_exit(message: str) -> None:
+    """Print a user error as one ``error: ...`` line; exit status 2."""
+    message = message.strip()
+    if not message.startswith('error:'):
+        message = f'error: {message}'
+    print(message, file=sys.stderr, flush=True)
+    sys.exit(2)
 
 
 #: Tasks whose --baseline measures the random init in the same run
@@ -302,6 +322,12 @@ def main(argv=None) -> dict:
     shorten_console(MMLogger.get_current_instance())
     name = osp.splitext(osp.basename(args.config))[0]
     args.work_dir = args.work_dir or osp.join('work_dirs', 'eval', name)
+    if args.checkpoint:  # before anything is computed
+        from mmssl.errors import checkpoint_file_error
+
+        error = checkpoint_file_error(args.checkpoint, '--checkpoint')
+        if error:
+            one_line_exit(str(error))
     if args.task not in ('knn', 'linear', 'finetune'):  # no runner: here
         note = fit_threads_to_machine(threads=args.threads)
         if note:

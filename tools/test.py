@@ -89,7 +89,7 @@ def load_for_test(runner, cfg, args) -> str:
         )
     except BackboneMismatchError as err:
         print(f'error: {err}', file=sys.stderr)
-        sys.exit(1)
+        sys.exit(2)
     feature_loop = 'Feature' in str((cfg.get('test_cfg') or {}).get('type'))
     if not loaded.whole and not feature_loop and loaded.copies[0]:
         print(
@@ -99,8 +99,26 @@ def load_for_test(runner, cfg, args) -> str:
             'tools/eval.py for a probe.',
             file=sys.stderr,
         )
-        sys.exit(1)
+        sys.exit(2)
     return loaded.summary()
+
+
+TEST_KEYS = ('test_dataloader', 'test_cfg', 'test_evaluator')
+
+
+def no_test_loop(cfg) -> str:
+    """What the config lacks to run a test loop, with the fix; '' when
+    it has ``test_dataloader``, ``test_cfg`` and ``test_evaluator``."""
+    missing = [key for key in TEST_KEYS if cfg.get(key) is None]
+    if not missing:
+        return ''
+    return (
+        f'has no {" / ".join(missing)}, so there is no test to run; set '
+        f'{", ".join(TEST_KEYS)} in the config (the demo configs have a '
+        'kNN test on data/demo), or measure the checkpoint with '
+        'python tools/eval.py CONFIG --checkpoint CKPT --task knn --data '
+        'ROOT (labelled ROOT/train and ROOT/val) or --task rank (no labels).'
+    )
 
 
 def main(argv=None) -> dict:
@@ -112,6 +130,7 @@ def main(argv=None) -> dict:
     from mmssl.errors import (
         BUILD_ERRORS,
         UserError,
+        checkpoint_file_error,
         config_build_error,
     )
     from mmssl.setup_env import register_all_modules
@@ -131,12 +150,14 @@ def main(argv=None) -> dict:
             file=sys.stderr,
         )
         sys.exit(2)
+    unreadable = checkpoint_file_error(args.checkpoint, 'CHECKPOINT')
+    if unreadable:  # before the runner is built
+        print(f'error: {unreadable}', file=sys.stderr)
+        sys.exit(2)
     set_threads_in_cfg(cfg, args.threads)
-    if cfg.get('test_dataloader') is None or cfg.get('test_cfg') is None:
-        print(
-            f'error: {args.config} has no test_dataloader/test_cfg to run.',
-            file=sys.stderr,
-        )
+    missing = no_test_loop(cfg)
+    if missing:
+        print(f'error: {args.config} {missing}', file=sys.stderr)
         sys.exit(2)
     if args.work_dir is not None:
         cfg.work_dir = args.work_dir

@@ -24,6 +24,8 @@ import os.path as osp
 import sys
 from typing import Any, Iterator, List, Optional
 
+from mmssl.errors import TrainConfigError, config_syntax_error
+
 from .options import UnknownConfigKeyError, merge_cfg_options
 
 _LOOKUP_MODULES = (
@@ -199,12 +201,17 @@ def load_config(
         FileNotFoundError: A ``_base_`` file is missing.
         UnknownConfigKeyError, IndexError, TypeError: For a bad key, see
             :func:`mmssl.config.options.merge_cfg_options`.
+        TrainConfigError: The file or a base is not valid Python (the
+            line and its text are named).
         SystemExit: Instead of these, with ``exit_on_error``.
     """
     try:
-        cfg = _read(config) if isinstance(config, str) else config
+        try:
+            cfg = _read(config) if isinstance(config, str) else config
+        except SyntaxError as err:  # the file (or a base) does not parse
+            raise config_syntax_error(str(config), err) from err
         lines = merge_cfg_options(cfg, cfg_options, allow_new_keys)
-    except LOAD_ERRORS as exc:
+    except (*LOAD_ERRORS, TrainConfigError) as exc:
         if not exit_on_error:
             raise
         print(f'error: {exc}', file=sys.stderr, flush=True)

@@ -10,6 +10,7 @@ from mmssl.config import (
     UnknownConfigKeyError,
     load_config,
 )
+from mmssl.errors import TrainConfigError
 from tests.support.tools import ROOT, tiny_config
 
 SIMCLR = tiny_config('simclr_tiny')
@@ -75,3 +76,18 @@ def test_custom_imports_added_by_options_are_imported(tmp_path, monkeypatch):
     )
     assert cfg.custom_imports.imports == ['toy_custom_mod']
     assert sys.modules['toy_custom_mod'].LOADED
+
+
+def test_config_that_does_not_parse_names_its_line(capsys, tmp_path):
+    bad = tmp_path / 'broken.py'
+    bad.write_text("model = dict(type='SimCLR'\nx = 1\n")
+    with pytest.raises(TrainConfigError) as info:
+        load_config(str(bad))
+    message = str(info.value)
+    assert 'broken.py' in message and 'not valid Python' in message
+    assert 'line ' in message
+    with pytest.raises(SystemExit) as info:
+        load_config(str(bad), exit_on_error=True)
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count('\n') == 1 and 'not valid Python' in err

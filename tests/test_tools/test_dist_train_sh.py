@@ -2,6 +2,7 @@
 
 import os
 import os.path as osp
+import re
 import textwrap
 
 import pytest
@@ -106,3 +107,45 @@ def test_dist_train_two_cpu_processes(demo_data_root, tmp_path):
         assert torch.allclose(
             ckpt['state_dict'][key].float(), w0[key].float(), atol=1e-6
         ), key
+
+
+#: ``MM/DD HH:MM:SS - mmengine - LEVEL - `` before a logged line.
+_LOG_PREFIX = re.compile(r'^\d\d/\d\d \d\d:\d\d:\d\d - mmengine - \w+ - ')
+
+
+@pytest.mark.slow
+def test_dist_train_console_is_quiet_and_says_each_thing_once(
+    demo_data_root, tmp_path
+):
+    """The console of ``bash tools/dist_train.sh CONFIG 1`` as a user
+    sees it (threads picked by the tool, 8 workers asked for on a small
+    machine): no echoed ``warnings.warn(`` source lines, no DataLoader
+    worker warning, no line said twice, the launcher's headline and the
+    run's summary once each (issue 40)."""
+    work_dir = tmp_path / 'wd'
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES='-1')
+    for name in ('PORT', 'OMP_NUM_THREADS', 'MKL_NUM_THREADS'):
+        env.pop(name, None)
+    cmd = [
+        'bash', 'tools/dist_train.sh', DEMO, '1', '--work-dir', str(work_dir),
+        '--cfg-options',
+        f'train_dataloader.dataset.data_root={demo_data_root}/train',
+        'train_dataloader.dataset.indices=8',
+        'train_dataloader.batch_size=4',
+        'train_dataloader.num_workers=8',
+        'train_cfg.max_epochs=1',
+        'val_cfg=None', 'val_dataloader=None', 'val_evaluator=None',
+    ]  # fmt: skip
+    proc = run_retrying_port_clash(cmd, cwd=ROOT, env=env, timeout=300)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, log[-4000:]
+    assert 'warnings.warn(' not in log
+    assert 'worker processes in total' not in log  # torch's worker warning
+    lines = [_LOG_PREFIX.sub('', x) for x in log.splitlines() if x.strip()]
+    repeated = {x for x in lines if lines.count(x) > 1}
+    assert not repeated, repeated
+    for once in ('dist_train: 1 node(s) x 1 process(es)', 'torch threads: ',
+                 'run finished: 2 iterations', 'last checkpoint: ',
+                 'judge it: '):  # fmt: skip
+        assert sum(x.startswith(once) for x in lines) == 1, (once, log)
+    assert (work_dir / 'epoch_1.pth').is_file()

@@ -1,8 +1,10 @@
 """tools/eval.py --task rank: RankMe of a checkpoint and of its random
 init on a folder of unlabelled images, JSON, picture, errors."""
 
+import json
 import os
 import os.path as osp
+import re
 
 import cv2
 import numpy as np
@@ -87,7 +89,7 @@ def test_rank_task_measures_checkpoint_and_random_init(
         metrics['rank/rankme'], rel=1e-3
     )
     assert (metrics['rank/images'], metrics['rank/dim']) == (12, 64)
-    assert '12 of the 12 images' in out
+    assert '12 of the 12 image files' in out
     assert (
         out.strip()
         .splitlines()[-1]
@@ -113,13 +115,73 @@ def test_rank_task_random_init_from_the_training_folder(
     assert metrics['rank/images'] == 5
     out = capsys.readouterr().out
     assert 'RANDOM INIT' in out
-    assert f'5 of the 12 images of {folder}' in out
+    assert f'5 of the 12 image files of {folder}' in out
 
 
-def test_rank_task_names_a_missing_folder(tmp_path):
+def test_rank_cli_skips_bad_files_and_counts_only_images_used(
+    folder, tmp_path, capsys
+):
+    """A truncated JPEG and a text file named .png are skipped as in
+    training: the features, the printed count and the record's count are
+    those of the 12 readable images; one line says 2 files were skipped
+    (a .txt beside them is no image file at all)."""
+    import shutil
+
+    bad = tmp_path / 'messy'
+    shutil.copytree(folder, bad)
+    ok, jpeg = cv2.imencode('.jpg', np.full((37, 37, 3), 90, np.uint8))
+    (bad / 'part0' / 'cut.jpg').write_bytes(jpeg.tobytes()[:200])
+    (bad / 'part1' / 'notes.png').write_text('not an image')
+    (bad / 'part2' / 'readme.txt').write_text('no image file')
+    work = tmp_path / 'work'
+    # in-process (no interpreter start-up): the same argv, output, files
+    _eval([DEMO, '--task', 'rank', '--data', str(bad), '--work-dir',
+           str(work)])  # fmt: skip
+    out = capsys.readouterr().out
+    assert f'14 of the 14 image files of {bad}' in out
+    lines = [x for x in out.splitlines() if 'rank: skipped' in x]
+    assert len(lines) == 1, out
+    assert lines[0].startswith(f'rank: skipped 2 unreadable file(s) of {bad}')
+    assert 'truncated JPEG' in lines[0]
+    assert lines[0].endswith('RankMe on the other 12 images')
+    result = json.load(open(work / 'eval_rank.json'))
+    assert result['run']['counts'] == {'images': 12, 'skipped': 2}
+    assert result['rank/images'] == 12
+    want = rank_metrics(_expected_feats(_model(0), folder))
+    assert result['rank/rankme'] == pytest.approx(want['rankme'], rel=1e-4)
+    last = out.strip().splitlines()[-1]
+    assert f'[data {bad} (12 images / 2 skipped); weights random init]' in (
+        last
+    )
+
+
+def test_rank_of_a_folder_without_readable_images_is_one_line(
+    tmp_path, capsys
+):
+    for i in range(3):
+        (tmp_path / f'{i}.png').write_text('not an image')
+    with pytest.raises(SystemExit) as exit_:
+        _eval([DEMO, '--task', 'rank', '--data', str(tmp_path),
+               '--work-dir', str(tmp_path / 'w')])  # fmt: skip
+    assert exit_.value.code == 2
+    errors = [
+        x for x in capsys.readouterr().err.splitlines()
+        if x.startswith('error:')
+    ]  # fmt: skip
+    assert len(errors) == 1
+    assert errors[0].startswith(
+        'error: none of the image files read is a readable image'
+    )
+    assert not (tmp_path / 'w').exists()
+
+
+def test_rank_task_names_a_missing_folder(tmp_path, capsys):
     missing = str(tmp_path / 'nowhere')
-    with pytest.raises(SystemExit, match=r'--data .*nowhere.*give --data'):
+    with pytest.raises(SystemExit) as exit_:
         _eval([DEMO, '--task', 'rank', '--data', missing])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert re.fullmatch(r'error: --task rank .*nowhere.*give --data.*', err)
 
 
 def test_evenly_spaced_subset():

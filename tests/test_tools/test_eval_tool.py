@@ -7,6 +7,7 @@ import os.path as osp
 import subprocess
 import sys
 
+import cv2
 import numpy as np
 import pytest
 import torch
@@ -55,11 +56,50 @@ def test_knn_eval_cli_refuses_another_architecture(other_arch):
     assert 'top1' not in proc.stdout + proc.stderr
 
 
+def _cli(tool, args, cwd):
+    return subprocess.run(
+        [sys.executable, osp.join(ROOT, 'tools', tool), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=ROOT, OMP_NUM_THREADS='1'),
+        timeout=300,
+    )
+
+
+@pytest.mark.slow
+def test_cli_refuses_another_architecture_in_one_line(other_arch, tmp_path):
+    """From the shell, eval.py (rank, before any feature) and test.py
+    (before the test loop): exit 2, one error line, no traceback, no
+    folder left behind."""
+    folder = tmp_path / 'imgs'
+    folder.mkdir()
+    for i in range(3):
+        cv2.imwrite(str(folder / f'{i}.png'), np.zeros((8, 8, 3), np.uint8))
+    runs = {
+        'eval.py': [DEMO, '--task', 'rank', '--data', str(folder),
+                    '--checkpoint', other_arch, '--work-dir', 'w'],
+        'test.py': [DEMO, other_arch, '--work-dir', 'w'],
+    }  # fmt: skip
+    for tool, args in runs.items():
+        proc = _cli(tool, args, tmp_path)
+        assert proc.returncode == 2, (tool, proc.stderr[-3000:])
+        log = proc.stdout + proc.stderr
+        assert 'Traceback' not in log
+        errors = [x for x in log.splitlines() if x.startswith('error:')]
+        assert errors == [proc.stderr.strip()], tool
+        assert errors[0].startswith(
+            f'error: {other_arch} does not hold the backbone of {DEMO}: 0/'
+        )
+        assert not (tmp_path / 'w').exists(), tool
+        assert 'rank/rankme' not in log and 'metrics' not in log
+
+
 def test_test_tool_refuses_another_architecture(other_arch, tmp_path, capsys):
     tool = load_tool('test.py')
     with pytest.raises(SystemExit) as exit_:
         tool.main([DEMO, other_arch, '--work-dir', str(tmp_path)])
-    assert exit_.value.code == 1
+    assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert 'does not hold the backbone of' in err
     assert 'metrics' not in capsys.readouterr().out
@@ -67,6 +107,17 @@ def test_test_tool_refuses_another_architecture(other_arch, tmp_path, capsys):
 
 def _eval(argv):
     return load_tool('eval.py').main(argv)
+
+
+def _error_line(capsys) -> str:
+    """The one ``error:`` line a refused run printed (in-process, so the
+    traceback check is the subprocess tests': here stderr may hold the
+    logging errors of a logger left on an earlier test's closed stream).
+    """
+    err = capsys.readouterr().err
+    lines = [x for x in err.splitlines() if x.startswith('error:')]
+    assert len(lines) == 1, err
+    return lines[0]
 
 
 def test_seg_task_writes_figures_and_headline(tmp_path, capsys):
@@ -106,11 +157,15 @@ def test_seg_task_refuses_checkpoint_and_writes_nothing(
     data = write_ade(tmp_path / 'ade', 2, 1)
     work = str(tmp_path / 'work')
     argv = [DEMO, '--task', 'seg', '--data', data, '--work-dir', work]
-    with pytest.raises(SystemExit, match='does not hold the backbone'):
+    with pytest.raises(SystemExit) as exit_:
         _eval(argv + ['--checkpoint', other_arch, '--num-classes', '2'])
+    assert exit_.value.code == 2
+    assert 'does not hold the backbone' in _error_line(capsys)
     assert not osp.exists(work)
-    with pytest.raises(SystemExit, match='--num-classes 2'):
+    with pytest.raises(SystemExit) as exit_:
         _eval(argv + ['--num-classes', '1', '--crop', '16'])
+    assert exit_.value.code == 2
+    assert '--num-classes 2' in _error_line(capsys)
 
 
 def test_depth_task_with_pixels_baseline(tmp_path, capsys):
@@ -215,16 +270,18 @@ def test_finetune_task_trains_and_reports_top1(tmp_path, capsys):
     )
 
 
-def test_finetune_task_refuses_a_pretraining_config(tmp_path):
+def test_finetune_task_refuses_a_pretraining_config(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_:
         _eval([DEMO, '--task', 'finetune', '--work-dir', str(tmp_path)])
-    assert str(exit_.value.code).startswith(
-        'error: --task finetune takes a fine-tune config'
-    )
-    assert str(exit_.value.code).endswith("builds 'DINOv2'.")
+    assert exit_.value.code == 2
+    line = _error_line(capsys)
+    assert line.startswith('error: --task finetune takes a fine-tune config')
+    assert line.endswith("builds 'DINOv2'.")
 
 
-def test_finetune_task_refuses_another_architecture(other_arch, tmp_path):
+def test_finetune_task_refuses_another_architecture(
+    other_arch, tmp_path, capsys
+):
     """The teacher backbone is found ('teacher.' prefix) but is not the
     config's: one line, no figure, no JSON."""
     data = _labelled_folders(tmp_path / 'data')
@@ -236,7 +293,8 @@ def test_finetune_task_refuses_another_architecture(other_arch, tmp_path):
              '--cfg-options', 'train_cfg.max_epochs=1',
              'train_dataloader.batch_size=4']
         )  # fmt: skip
-    message = str(exit_.value.code)
+    assert exit_.value.code == 2
+    message = _error_line(capsys)
     assert message.startswith('error: PretrainedStrip: only 0/')
     assert "prefix ('teacher.')" in message
     assert not (work / 'eval_finetune.json').exists()

@@ -1,7 +1,10 @@
 """One line for a user error, value typos included: the bad value, the
 nearest valid ones, exit 2, no traceback, no folders left behind."""
 
+import os
 import os.path as osp
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -24,6 +27,15 @@ def _one_error_line(err):
     assert 'Traceback' not in err
     assert len([x for x in lines if x.startswith('error:')]) == 1
     return next(x for x in lines if x.startswith('error:'))
+
+
+def _the_error_line(err):
+    """The one ``error:`` line of an in-process run (its stderr may hold
+    a logging error of a logger left on an earlier test's closed stream:
+    the subprocess tests check for tracebacks)."""
+    lines = [x for x in err.splitlines() if x.startswith('error:')]
+    assert len(lines) == 1, err
+    return lines[0]
 
 
 def test_build_error_names_key_value_and_nearest():
@@ -79,7 +91,8 @@ def test_eval_knn_names_flags_eval_has(tmp_path, capsys):
     tool = load_tool('eval.py')
     with pytest.raises(SystemExit) as exit_:
         tool.main([CPU, '--task', 'knn', '--work-dir', str(tmp_path / 'w')])
-    message = str(exit_.value.code)
+    assert exit_.value.code == 2
+    message = _the_error_line(capsys.readouterr().err)
     assert '--data ROOT' in message and '--train-folder' not in message
     with pytest.raises(SystemExit) as exit_:
         tool.main([DEMO, '--task', 'knn', '--data', str(tmp_path / 'no'),
@@ -111,11 +124,14 @@ def test_rank_refuses_a_checkpoint_before_computing(
 
     for i in range(3):
         cv2.imwrite(str(folder / f'{i}.png'), np.zeros((8, 8, 3), np.uint8))
-    with pytest.raises(SystemExit, match='does not hold the backbone'):
+    with pytest.raises(SystemExit) as exit_:
         load_tool('eval.py').main(
             [DEMO, '--task', 'rank', '--data', str(folder), '--checkpoint',
              ckpt, '--work-dir', str(tmp_path / 'w')]
         )  # fmt: skip
+    assert exit_.value.code == 2
+    line = _the_error_line(capsys.readouterr().err)
+    assert f'error: {ckpt} does not hold the backbone' in line
     assert not (tmp_path / 'w').exists()
 
 
@@ -131,3 +147,104 @@ def test_test_tool_value_typo_is_one_line(tmp_path, capsys):
     line = _one_error_line(capsys.readouterr().err)
     assert line.startswith(SAID) and line.endswith(FIX)
     assert not work.exists()
+
+
+def _cli(tool, args, cwd):
+    return subprocess.run(
+        [sys.executable, osp.join(ROOT, 'tools', tool), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=ROOT, OMP_NUM_THREADS='1'),
+        timeout=300,
+    )
+
+
+def test_test_tool_without_a_test_loop_names_the_fix(tmp_path):
+    """From the shell: exit 2, one line naming the missing key and the
+    way out, no traceback, no folder."""
+    ckpt = tmp_path / 'w.pth'
+    torch.save(dict(state_dict={}), ckpt)
+    config = osp.join(ROOT, 'tests', 'data', 'configs', 'mae_tiny.py')
+    proc = _cli('test.py', [config, str(ckpt), '--work-dir', 'w'], tmp_path)
+    assert proc.returncode == 2
+    assert 'Traceback' not in proc.stdout + proc.stderr
+    assert proc.stderr.strip() == (
+        f'error: {config} has no test_dataloader / test_cfg / '
+        'test_evaluator, so there is no test to run; set test_dataloader, '
+        'test_cfg, test_evaluator in the config (the demo configs have a '
+        'kNN test on data/demo), or measure the checkpoint with python '
+        'tools/eval.py CONFIG --checkpoint CKPT --task knn --data ROOT '
+        '(labelled ROOT/train and ROOT/val) or --task rank (no labels).'
+    )
+    assert not (tmp_path / 'w').exists()
+
+
+def _broken_checkpoints(tmp_path):
+    """A torch file cut in half and a text file named .pth, with the
+    reason each is refused."""
+    whole = tmp_path / 'whole.pth'
+    torch.save(dict(state_dict={'w': torch.ones(1000)}), whole)
+    cut = tmp_path / 'cut.pth'
+    cut.write_bytes(whole.read_bytes()[: whole.stat().st_size // 2])
+    text = tmp_path / 'notes.pth'
+    text.write_text('not weights')
+    return {
+        str(cut): 'not a complete zip archive',
+        str(text): 'not a checkpoint (neither a torch file, a pickle nor '
+        '.safetensors)',
+    }
+
+
+def test_eval_cli_refuses_a_broken_checkpoint_first(tmp_path):
+    """A truncated or non-checkpoint file is one line (exit 2) before
+    any data is read or model built (it gave a zip-reader traceback)."""
+    cut, _ = _broken_checkpoints(tmp_path)
+    args = [DEMO, '--task', 'rank', '--data', 'no/such/folder',
+            '--checkpoint', cut, '--work-dir', 'w']  # fmt: skip
+    proc = _cli('eval.py', args, tmp_path)
+    assert proc.returncode == 2
+    assert 'Traceback' not in proc.stdout + proc.stderr
+    assert proc.stderr.strip().startswith(
+        f'error: --checkpoint {cut}: not a complete zip archive'
+    )
+    assert proc.stderr.strip().endswith(
+        "pass a complete checkpoint file (the training's epoch_N.pth or a "
+        'published .pth / .safetensors).'
+    )
+    assert not (tmp_path / 'w').exists()
+
+
+def test_test_tool_refuses_a_broken_checkpoint_first(tmp_path, capsys):
+    tool = load_tool('test.py')
+    for path, reason in _broken_checkpoints(tmp_path).items():
+        work = tmp_path / 'work'
+        with pytest.raises(SystemExit) as exit_:
+            tool.main([DEMO, path, '--work-dir', str(work)])
+        assert exit_.value.code == 2
+        line = _the_error_line(capsys.readouterr().err)
+        assert line.startswith(f'error: CHECKPOINT {path}: {reason}')
+        assert not work.exists()
+
+
+def test_config_that_does_not_parse_is_one_line(tmp_path, capsys):
+    """A config with a Python syntax error: eval.py and test.py say the
+    file, the line and its text (exit 2), not the parser's traceback."""
+    config = tmp_path / 'broken.py'
+    config.write_text(f"_base_ = ['{DEMO}']\nmodel = dict(\n")
+    ckpt = tmp_path / 'w.pth'
+    torch.save(dict(state_dict={}), ckpt)
+    want = (
+        f'error: {config} (or a config it inherits) is not valid Python: '
+        "'(' was never closed at line 2: model = dict(; fix that line of "
+        'the config file.'
+    )
+    runs = [
+        lambda: load_tool('eval.py').main([str(config), '--task', 'rank']),
+        lambda: load_tool('test.py').run([str(config), str(ckpt)]),
+    ]
+    for run in runs:
+        with pytest.raises(SystemExit) as exit_:
+            run()
+        assert exit_.value.code == 2
+        assert _the_error_line(capsys.readouterr().err) == want

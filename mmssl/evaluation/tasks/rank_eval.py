@@ -51,32 +51,70 @@ def dataset_cfg(cfg, folder: str, size: int) -> dict:
 
 
 def _loader(cfg, folder: str, size: int, max_images: Optional[int]):
+    from torch.utils.data import Subset
+
     from mmssl.engine.runner.runner import SSLRunner
     from mmssl.evaluation.rank import evenly_spaced
     from mmssl.registry import DATASETS
 
-    dataset = dataset_cfg(cfg, folder, size)
-    total = len(DATASETS.build(dict(dataset, lazy_init=False)))
+    # one scan of the folder (and one 'N images' line): the subset is a
+    # view of the dataset built here
+    full = DATASETS.build(
+        dict(dataset_cfg(cfg, folder, size), lazy_init=False)
+    )
+    total = len(full)
     if total < 2:
         raise ValueError(
             f'{folder} holds {total} image(s); RankMe needs at least 2.'
         )
-    dataset['indices'] = evenly_spaced(total, max_images)
     loader = dict(
         batch_size=64,
         num_workers=0,
         sampler=dict(type='DefaultSampler', shuffle=False),
         collate_fn=dict(type='default_collate'),
-        dataset=dataset,
+        dataset=Subset(full, evenly_spaced(total, max_images)),
     )
     return SSLRunner.build_dataloader(loader, seed=0), total
 
 
-def _features(model, loader, desc: str) -> torch.Tensor:
+def _features(model, loader, desc: str, skipped: Dict) -> torch.Tensor:
+    """Features of the images read as themselves: a sample that stands
+    in for a bad file (the dataset reads another image instead, as in
+    training) is left out, and the bad files go to ``skipped``
+    (``{path: reason}``)."""
     from mmssl.engine.runner.feature_extraction import extract_features
 
-    feats, _ = extract_features(model, loader, desc=desc)
-    return feats.float()
+    try:
+        feats, samples = extract_features(model, loader, desc=desc)
+    except RuntimeError as err:  # the dataset found no readable image
+        if not str(err).startswith('Cannot find a readable image'):
+            raise
+        raise ValueError(
+            f'none of the image files read is a readable image ({err}); '
+            'give --data a folder of images.'
+        ) from None
+    if len(samples) != feats.shape[0]:  # no data samples to tell by
+        return feats.float()
+    keep = []
+    for i, sample in enumerate(samples):
+        bad = sample.get('skipped_files', None) or []
+        for path, reason in bad:
+            skipped.setdefault(path, reason)
+        if not bad:
+            keep.append(i)
+    return feats[keep].float()
+
+
+def skipped_line(skipped: Dict, folder: str, used: int) -> str:
+    """One line for the bad files left out: how many, the first ones."""
+    first = '; '.join(
+        f'{osp.relpath(p, folder)}: {r}' for p, r in list(skipped.items())[:2]
+    )
+    more = ', ...' if len(skipped) > 2 else ''
+    return (
+        f'rank: skipped {len(skipped)} unreadable file(s) of {folder} '
+        f'({first}{more}); RankMe on the other {used} images'
+    )
 
 
 def rank_figure(spectra: Dict[str, torch.Tensor]) -> np.ndarray:
@@ -111,11 +149,12 @@ def rank_figure(spectra: Dict[str, torch.Tensor]) -> np.ndarray:
     return np.ascontiguousarray(rgba[..., 2::-1])
 
 
-def _random_and_trained(cfg, args: Namespace, loader) -> Dict:
+def _random_and_trained(cfg, args: Namespace, loader, skipped: Dict) -> Dict:
     """Features of the random init and, with ``args.checkpoint``, of the
     checkpoint, on the same images: ``{'random init': ..., 'trained':
-    ...}``. The checkpoint is loaded (and refused when it does not hold
-    the config's backbone) before any feature is computed."""
+    ...}`` (bad files left out and put in ``skipped``). The checkpoint
+    is loaded (and refused when it does not hold the config's backbone)
+    before any feature is computed."""
     from mmssl.checkpoint import (
         exit_on_untrusted,
         loading_policy,
@@ -147,9 +186,10 @@ def _random_and_trained(cfg, args: Namespace, loader) -> Dict:
                 f'No --checkpoint: the RANDOM INIT of {args.config} '
                 f'(init_weights(), seed {seed})'
             )
-            return {
-                'random init': _features(random_init(), loader, 'random init')
-            }
+            feats['random init'] = _features(
+                random_init(), loader, 'random init', skipped
+            )
+            return feats
         model = random_init()
         what = load_weights(
             model,
@@ -160,9 +200,11 @@ def _random_and_trained(cfg, args: Namespace, loader) -> Dict:
             getattr(args, 'network', None),
         )
         print(f'Loaded {what}')
-        feats['trained'] = _features(model, loader, 'trained')
+        feats['trained'] = _features(model, loader, 'trained', skipped)
         del model
-        feats['random init'] = _features(random_init(), loader, 'random init')
+        feats['random init'] = _features(
+            random_init(), loader, 'random init', skipped
+        )
     return {k: feats[k] for k in ('random init', 'trained')}
 
 
@@ -198,12 +240,16 @@ def run_rank(cfg, args: Namespace) -> Tuple[Dict, np.ndarray]:
     else:
         how = f'loaded as the config trains, centre {size}^3 ({source})'
     print(
-        f'rank: {len(loader.dataset)} of the {total} images of {folder} '
-        f'(evenly spaced), {how}'
+        f'rank: {len(loader.dataset)} of the {total} image files of '
+        f'{folder} (evenly spaced), {how}'
     )
-    args.counts = dict(images=len(loader.dataset))
-    feats = _random_and_trained(cfg, args, loader)
+    skipped = {}
+    feats = _random_and_trained(cfg, args, loader, skipped)
     measured = feats.get('trained', feats['random init'])
+    args.counts = dict(images=int(measured.shape[0]))
+    if skipped:
+        args.counts['skipped'] = len(skipped)
+        print(skipped_line(skipped, folder, int(measured.shape[0])))
     metrics = {f'rank/{k}': v for k, v in rank_metrics(measured).items()}
     if args.checkpoint:
         baseline = rank_metrics(feats['random init'])
