@@ -19,6 +19,8 @@ DEMO_CONFIGS = sorted(
     for p in glob.glob(
         osp.join(ROOT, 'configs', '**', '*_demo.py'), recursive=True
     )
+    # recipe bases such as _base_/schedules/.../dinov2_demo.py are no demos
+    if '_base_' not in p
 )
 
 

@@ -34,6 +34,8 @@ DEMO_CONFIGS = sorted(
     for p in glob.glob(
         osp.join(ROOT, 'configs', '**', '*_demo.py'), recursive=True
     )
+    # recipe bases such as _base_/schedules/.../dinov2_demo.py are no demos
+    if '_base_' not in p
     # evaluation configs of a pretrained backbone; tests/test_tools covers
     # them (they need a checkpoint to start from)
     if osp.join('configs', 'benchmarks') not in p

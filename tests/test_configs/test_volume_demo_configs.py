@@ -25,6 +25,8 @@ VOLUME_DEMOS = sorted(
     for p in glob.glob(
         osp.join(ROOT, 'configs', '**', '*3d*_demo.py'), recursive=True
     )
+    # recipe bases such as _base_/schedules/.../dinov2_demo.py are no demos
+    if '_base_' not in p
 )
 
 
