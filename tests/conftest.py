@@ -24,6 +24,19 @@ else:
     os.environ.setdefault('OMP_NUM_THREADS', '2')
 
 
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist, the ``slow`` tests first (each worker collects
+    and orders alike): pyproject.toml hands tests out one at a time
+    (``--dist load --maxschedchunk 1``), so the minute-long end-to-end
+    runs start early on whichever worker is free and the many short tests
+    fill both workers to the end (longest first: the whole run ends
+    within a short test of the busier worker, not a learns-test's
+    length). In one process (``-n 0``) the file order stays."""
+    if not os.environ.get('PYTEST_XDIST_WORKER'):
+        return
+    items.sort(key=lambda item: item.get_closest_marker('slow') is None)
+
+
 # The versions a run tested, printed under pytest's own header line, so a
 # CI log or a bug report says what pip resolved (README, "Tested versions").
 HEADER_DISTRIBUTIONS = (
