@@ -24,6 +24,37 @@ else:
     os.environ.setdefault('OMP_NUM_THREADS', '2')
 
 
+def _shares_a_fixture(item) -> bool:
+    """Whether the test uses a module- or class-scoped fixture (made once
+    per worker that runs any test of its module)."""
+    info = getattr(item, '_fixtureinfo', None)
+    for name in getattr(item, 'fixturenames', ()):
+        defs = info.name2fixturedefs.get(name) if info else None
+        if defs and defs[-1].scope in ('module', 'class', 'package'):
+            return True
+    return False
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (each worker collects and orders alike), the
+    ``slow`` tests first, and the tests of a module that share a module
+    fixture in one group. pyproject.toml hands out one test or group at a
+    time in this order (``--dist loadgroup --no-loadscope-reorder``): the
+    minute-long end-to-end runs start early on whichever worker is free,
+    the many short tests fill both workers to the end (longest first: the
+    run ends within a short test of the busier worker, not a
+    learns-test's length), and a module fixture such as test_tools_policy's
+    11 s ``runs`` is made on one worker only. In one process (``-n 0``)
+    the file order stays."""
+    if not os.environ.get('PYTEST_XDIST_WORKER'):
+        return
+    for item in items:
+        if _shares_a_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(item.path.stem))
+    items.sort(key=lambda item: item.get_closest_marker('slow') is None)
+
+
 # The versions a run tested, printed under pytest's own header line, so a
 # CI log or a bug report says what pip resolved (README, "Tested versions").
 HEADER_DISTRIBUTIONS = (
