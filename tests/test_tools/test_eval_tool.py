@@ -49,7 +49,8 @@ def test_knn_eval_cli_refuses_another_architecture(other_arch):
         env=dict(os.environ, PYTHONPATH=ROOT, OMP_NUM_THREADS='1'),
         timeout=300,
     )  # fmt: skip
-    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert 'Traceback' not in proc.stderr
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith(f'error: {other_arch} does not hold the backbone')
     assert '0/' in last and 'shape' in last

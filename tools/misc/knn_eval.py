@@ -17,7 +17,7 @@ hub layouts, timm, HF): its backbone weights are found (teacher first, or
 ``--prefix``) and loaded into every backbone copy of the model
 (``mmssl.evaluation.load_backbone``), with a report of matched and missing
 keys. A file that does not hold the config's backbone (below 95 % of its
-tensors) stops the tool with exit status 1 and one line naming what
+tensors) stops the tool with exit status 2 and one line naming what
 matched and which config to pass: no figure of a random network.
 
     python tools/misc/knn_eval.py \
@@ -59,6 +59,7 @@ tensors and mmengine's own types is refused unless ``--trusted``.
 """
 
 import argparse
+import sys
 
 from mmssl.checkpoint import add_trusted_argument
 from mmssl.config.cli import add_cfg_options_arguments
@@ -153,5 +154,17 @@ def main(argv=None) -> dict:
     return metrics
 
 
+def cli(argv=None) -> dict:
+    """:func:`main`; a user error (a ``SystemExit`` carrying its
+    ``error: ...`` line) is printed as that one line, exit status 2."""
+    try:
+        return main(argv)
+    except SystemExit as exc:
+        if not isinstance(exc.code, str):
+            raise
+        print(exc.code.strip(), file=sys.stderr, flush=True)
+        sys.exit(2)
+
+
 if __name__ == '__main__':
-    main()
+    cli()
