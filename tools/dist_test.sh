@@ -29,7 +29,7 @@ echo "dist_test: ${NNODES} node(s) x ${GPUS} process(es), node rank" \
      "${NODE_RANK}, master ${MASTER_ADDR}:${PORT}"
 
 PYTHONPATH="${ROOT}:${PYTHONPATH}" \
-python -m torch.distributed.run \
+python -m mmssl.launch.torchrun \
     --nnodes="${NNODES}" \
     --node_rank="${NODE_RANK}" \
     --master_addr="${MASTER_ADDR}" \

@@ -32,7 +32,7 @@ echo "dist_train: ${NNODES} node(s) x ${GPUS} process(es), node rank" \
 export PET_SIGNALS_TO_HANDLE=${PET_SIGNALS_TO_HANDLE:-SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1}
 
 PYTHONPATH="${ROOT}:${PYTHONPATH}" \
-python -m torch.distributed.run \
+python -m mmssl.launch.torchrun \
     --nnodes="${NNODES}" \
     --node_rank="${NODE_RANK}" \
     --master_addr="${MASTER_ADDR}" \

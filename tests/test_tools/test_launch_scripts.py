@@ -71,7 +71,7 @@ def test_dist_train_single_node_free_port(tmp_path):
         ['cfg.py', '4', '--amp', '--cfg-options', 'a=1 2'],
         tmp_path,
     )
-    assert argv[:2] == ['-m', 'torch.distributed.run']
+    assert argv[:2] == ['-m', 'mmssl.launch.torchrun']
     assert '--nproc_per_node=4' in argv and '--nnodes=1' in argv
     assert '--master_port=45678' in argv  # picked, not 29500
     assert '--master_addr=127.0.0.1' in argv
