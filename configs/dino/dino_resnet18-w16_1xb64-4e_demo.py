@@ -2,10 +2,7 @@
 # the bundled 32x32 demo digits (tools/misc/make_demo_dataset.py data/demo):
 # the CIFAR-style ResNet-18 of width 16 of the SimCLR demo, 4 epochs on CPU,
 # 2 global crops, SGD as in DINO's ResNet-50 recipe, then kNN on
-# data/demo/val with the teacher backbone. Small-data choices: teacher
-# temperature fixed at 0.01 and teacher momentum constant at 0.99 (no
-# cosine to 1): with DINO's 0.04 and 0.99 -> 1 the loss stays at ln 1024
-# (docs/en/loss_not_decreasing.md).
+# data/demo/val with the teacher backbone.
 #   python tools/train.py configs/dino/dino_resnet18-w16_1xb64-4e_demo.py
 _base_ = [
     '../dinov2/dinov2_vit-tiny-p4_1xb64-10e_demo.py',

@@ -151,11 +151,8 @@ _teacher_student_hooks = dict(
         + __rank,
     ),
     # CPU demos: a fixed temperature, a fast EMA
-    # DINO-ResNet: a sharp teacher (0.01) and a constant momentum 0.99 take
-    # its loss off ln K (0.58 ln 1024 at the end, kNN 68.52 against 65.18
-    # at 0.04 and 0.99 -> 1; docs/dev/dino_fixed_point_history.md)
     dino_cnn_demo=__hooks(
-        0.99, 0.99, 0.01, 0.01, 0, None, '25%', 'last', freeze_mode='drop_grad'
+        0.99, 1.0, 0.04, 0.04, 0, None, '25%', 'last', freeze_mode='drop_grad'
     ),
     dinov2_demo=__hooks(0.99, 1.0, 0.04, 0.04, 0, False, '10%', None),
     dinov2_5ch_demo=__hooks(0.99, 1.0, 0.04, 0.04, 0, False, '10%'),
