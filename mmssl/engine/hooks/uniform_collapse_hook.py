@@ -18,9 +18,10 @@ GUIDE = 'docs/en/loss_not_decreasing.md'
 KNOBS = (
     "EMA centering with a sharp teacher: centering='centering' in the DINO "
     '(and iBOT) loss and a teacher temperature of 0.01 '
-    '(TeacherTempWarmupHook warmup_temp and temp); on the digits demos the '
-    'loss falls, then climbs back or oscillates, so judge the run by kNN or '
-    'RankMe too',
+    '(TeacherTempWarmupHook warmup_temp and temp), with a constant teacher '
+    'momentum of 0.99 (TeacherEMAHook end_momentum=0.99); on the digits '
+    'demos the loss falls, then climbs part of the way back, so judge the '
+    'run by kNN or RankMe too',
 )
 NOT_ALONE = (
     'fewer prototypes, a sharper or slower teacher, a lower lr or larger '
