@@ -38,6 +38,36 @@ def _local_main_save(out_dir, file_client_args, backend_args) -> bool:
     return isinstance(backend, LocalBackend)
 
 
+#: What torch's ``Optimizer.load_state_dict`` says when the saved state's
+#: parameter groups are not the ones the config builds.
+PARAM_GROUP_MISMATCH = (
+    'different number of parameter groups',
+    "doesn't match the size of optimizer's group",
+)
+
+
+def is_param_group_mismatch(exc: BaseException) -> bool:
+    """Whether ``exc`` is torch refusing an optimizer state whose
+    parameter groups differ from the optimizer's."""
+    return any(text in str(exc) for text in PARAM_GROUP_MISMATCH)
+
+
+def optimizer_mismatch_error(filename: str, exc: BaseException):
+    """One line for a checkpoint whose optimizer state does not fit the
+    parameter groups this config builds (its ``paramwise_cfg``, e.g. the
+    DINOv2 ``decay_rule``, or another model), with the two ways on."""
+    from mmssl.errors import TrainConfigError
+
+    return TrainConfigError(
+        f'cannot resume from {filename}: its optimizer state does not fit '
+        f'the parameter groups this config builds (torch: {exc}); the '
+        "config's model or optim_wrapper.paramwise_cfg differs from the "
+        'run that saved it. Resume with the config that run used, or start '
+        'from its weights without the optimizer state and schedules: '
+        f'--cfg-options load_from={filename} resume=False.'
+    )
+
+
 class CheckpointingMixin:
     """Loading under the policy; atomic saves with loop state and buffers."""
 
@@ -81,7 +111,12 @@ class CheckpointingMixin:
             self._loaded_loop_state = checkpoint.get(LOOP_STATE_KEY)
             self._loaded_rank_buffers = checkpoint.get(RANK_BUFFERS_KEY)
         else:
-            super().resume(filename, *args, **kwargs)
+            try:
+                super().resume(filename, *args, **kwargs)
+            except ValueError as exc:
+                if not is_param_group_mismatch(exc):
+                    raise
+                raise optimizer_mismatch_error(filename, exc) from exc
         # this rank's own buffers (e.g. BatchNorm statistics), not rank 0's
         restore_rank_buffers(
             self.model, self._loaded_rank_buffers, self.logger

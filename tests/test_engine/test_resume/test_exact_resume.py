@@ -202,3 +202,30 @@ def test_workers_exact_only_with_sample_seeds(
         assert diff <= 1e-6
     else:
         assert diff > 1e-3
+
+
+def test_optimizer_state_of_other_groups_is_one_clear_error(
+    demo_data_root, tmp_path
+):
+    """A checkpoint whose optimizer state has other parameter groups than
+    the config builds (an older paramwise rule, another model): one
+    message naming the file and both ways on, not torch's traceback."""
+    from mmssl.errors import TrainConfigError
+
+    cfg = tiny_cfg(MAE, demo_data_root, str(tmp_path / 'a'))
+    cfg.train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=1)
+    train(cfg)
+    ckpt = torch_load_safe(str(tmp_path / 'a' / 'iter_2.pth'))
+    groups = ckpt['optimizer']['param_groups']
+    extra = dict(groups[0], params=[])  # one group more than it builds
+    ckpt['optimizer']['param_groups'] = groups + [extra]
+    old = str(tmp_path / 'old_groups.pth')
+    torch.save(ckpt, old)
+    (tmp_path / 'b').mkdir()
+    with pytest.raises(TrainConfigError) as info:
+        resume_from(cfg, old, str(tmp_path / 'b'))
+    message = str(info.value)
+    assert 'old_groups.pth' in message
+    assert 'different number of parameter groups' in message
+    assert 'resume=False' in message and 'paramwise_cfg' in message
+    assert info.value.exit_code == 2
