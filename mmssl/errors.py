@@ -8,6 +8,7 @@ without a traceback unless ``--debug`` is given.
 import difflib
 import os.path as osp
 import re
+import sys
 from typing import Optional
 
 
@@ -158,3 +159,14 @@ def checkpoint_file_error(path: str, flag: str) -> Optional[UserError]:
         f'{flag} {path}: {problem}; pass a complete checkpoint file (the '
         "training's epoch_N.pth or a published .pth / .safetensors)."
     )
+
+
+def one_line_exit(message: str) -> None:
+    """Print a user error as one ``error: ...`` line on stderr and exit
+    with status 2 (for tools: a ``SystemExit`` that carries its message
+    ends this way)."""
+    message = message.strip()
+    if not message.startswith('error:'):
+        message = f'error: {message}'
+    print(message, file=sys.stderr, flush=True)
+    sys.exit(2)

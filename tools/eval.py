@@ -48,6 +48,7 @@ import sys
 
 from mmssl.checkpoint import add_trusted_argument
 from mmssl.config.cli import add_cfg_options_arguments
+from mmssl.errors import one_line_exit
 from mmssl.evaluation.tasks import evaluate as eval_tasks
 from mmssl.evaluation.tasks.rank_eval import run_rank
 
@@ -223,13 +224,6 @@ def run_checked(args: argparse.Namespace):
         error = config_build_error(exc, cfg)
         print(f'error: {error}', file=sys.stderr, flush=True)
         sys.exit(error.exit_code)
-    except SyntaxError as err:  # the config file does not parse
-        tidy.tidy()
-        if args.debug:
-            raise
-        from mmssl.errors import config_syntax_error
-
-        one_line_exit(str(config_syntax_error(args.config, err)))
     except FileNotFoundError as err:  # e.g. --data without train/ val/
         tidy.tidy()
         if args.debug:
@@ -247,15 +241,6 @@ def run_checked(args: argparse.Namespace):
         if isinstance(exc.code, str):  # a user error said in one line
             one_line_exit(exc.code)
         raise
-
-
-def one_line_exit(message: str) -> None:
-    """Print a user error as one ``error: ...`` line; exit status 2."""
-    message = message.strip()
-    if not message.startswith('error:'):
-        message = f'error: {message}'
-    print(message, file=sys.stderr, flush=True)
-    sys.exit(2)
 
 
 #: Tasks whose --baseline measures the random init in the same run

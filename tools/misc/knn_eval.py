@@ -59,10 +59,10 @@ tensors and mmengine's own types is refused unless ``--trusted``.
 """
 
 import argparse
-import sys
 
 from mmssl.checkpoint import add_trusted_argument
 from mmssl.config.cli import add_cfg_options_arguments
+from mmssl.errors import one_line_exit
 from mmssl.evaluation.tasks.knn_eval import (  # noqa: F401 (the tool's API)
     bn_recalibrate,
     load_weights,
@@ -162,8 +162,7 @@ def cli(argv=None) -> dict:
     except SystemExit as exc:
         if not isinstance(exc.code, str):
             raise
-        print(exc.code.strip(), file=sys.stderr, flush=True)
-        sys.exit(2)
+        one_line_exit(exc.code)
 
 
 if __name__ == '__main__':
