@@ -22,18 +22,25 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _launch(tmp_path, body: str):
-    script = tmp_path / 'worker.py'
-    script.write_text(body)
-    cmd = [
+def _cmd(script) -> list:
+    """torchrun through mmssl's launcher, one worker running ``script``."""
+    return [
         sys.executable, '-m', 'mmssl.launch.torchrun', '--nnodes=1',
         '--nproc_per_node=1', '--master_addr=127.0.0.1',
         f'--master_port={_free_port()}', str(script),
     ]  # fmt: skip
-    env = dict(os.environ, PYTHONPATH=ROOT, OMP_NUM_THREADS='1')
+
+
+ENV = dict(os.environ, PYTHONPATH=ROOT, OMP_NUM_THREADS='1')
+
+
+def _launch(tmp_path, body: str):
+    script = tmp_path / 'worker.py'
+    script.write_text(body)
     return subprocess.run(
-        cmd, capture_output=True, text=True, env=env, timeout=120, cwd=ROOT
-    )
+        _cmd(script), capture_output=True, text=True, env=ENV, timeout=120,
+        cwd=ROOT,
+    )  # fmt: skip
 
 
 def test_user_error_is_the_workers_one_line_and_status_2(tmp_path):
@@ -73,15 +80,9 @@ def test_signal_is_one_line_and_128_plus_its_number(tmp_path):
         f'import pathlib, time\npathlib.Path({str(ready)!r}).touch()\n'
         'time.sleep(120)\n'
     )
-    cmd = [
-        sys.executable, '-m', 'mmssl.launch.torchrun', '--nnodes=1',
-        '--nproc_per_node=1', '--master_addr=127.0.0.1',
-        f'--master_port={_free_port()}', str(script),
-    ]  # fmt: skip
-    env = dict(os.environ, PYTHONPATH=ROOT, OMP_NUM_THREADS='1')
     proc = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env=env, cwd=ROOT,
+        _cmd(script), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, env=ENV, cwd=ROOT,
     )  # fmt: skip
     deadline = time.monotonic() + 90
     while not ready.exists() and time.monotonic() < deadline:
